@@ -1,0 +1,46 @@
+"""The `bertscope` command: start the app, or run a pre-training job.
+
+    bertscope [--model SOURCE] [--port N] [extra streamlit flags...]
+    bertscope pretrain --corpus FILE --out DIR [options]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+APP_ENTRY = Path(__file__).with_name("streamlit_app.py")
+
+
+def run_app(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="bertscope", description="Start the BERTScope app in the browser.")
+    parser.add_argument("--model", help="default model: a local directory or a hub id (env: BERTSCOPE_MODEL)")
+    parser.add_argument("--port", type=int, default=None, help="port to serve on (default: Streamlit's 8501)")
+    parser.add_argument(
+        "--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
+    )
+    args, extra = parser.parse_known_args(argv)
+    if args.model:
+        os.environ["BERTSCOPE_MODEL"] = args.model
+    from streamlit.web import cli as stcli
+
+    flags = ["--server.address", args.address, "--browser.gatherUsageStats", "false"]
+    if args.port:
+        flags += ["--server.port", str(args.port)]
+    sys.argv = ["streamlit", "run", str(APP_ENTRY), *flags, *extra]
+    return stcli.main()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "pretrain":
+        from bert_core.pretraining.cli import main as pretrain_main
+
+        return pretrain_main(argv[1:])
+    return run_app(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,306 @@
+"""The torch-free face of the core: a loaded model that answers with numpy dataclasses.
+
+Dimensions: B = batch, S = sequence length, H = hidden size, L = layers, N = heads, V = vocabulary, P = positions
+asked about.
+
+Nothing here keeps per-call state on the model: every call builds its own tensors, so one `BertScopeModel`
+can serve many threads (Streamlit sessions) at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .config import BertConfig
+from .errors import InputError, MissingHeadError
+from .modeling.bert import BertForPreTraining, EncoderOutput
+from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo
+from .tokenizer import Encoding, WordPieceTokenizer
+
+TextInput = str | tuple[str, str | None]
+
+
+class BertScopeModel:
+    """A BERT checkpoint ready for analysis. Build it with `bert_core.load_pretrained`."""
+
+    def __init__(
+        self,
+        network: BertForPreTraining,
+        tokenizer: WordPieceTokenizer,
+        config: BertConfig,
+        *,
+        source: str = "",
+        directory: Path | None = None,
+        device: torch.device | None = None,
+    ) -> None:
+        self.network = network.eval()
+        self.tokenizer = tokenizer
+        self.config = config
+        self.source = source
+        self.directory = directory
+        self.device = device or torch.device("cpu")
+
+    # -- facts ----------------------------------------------------------------------------------------
+
+    @property
+    def has_mlm_head(self) -> bool:
+        return self.network.has_mlm_head
+
+    @property
+    def has_nsp_head(self) -> bool:
+        return self.network.has_nsp_head
+
+    @property
+    def has_pooler(self) -> bool:
+        return self.network.has_pooler
+
+    @property
+    def info(self) -> ModelInfo:
+        c = self.config
+        return ModelInfo(
+            source=self.source,
+            directory=str(self.directory or ""),
+            num_layers=c.num_hidden_layers,
+            hidden_size=c.hidden_size,
+            num_heads=c.num_attention_heads,
+            intermediate_size=c.intermediate_size,
+            vocab_size=c.vocab_size,
+            max_positions=c.max_position_embeddings,
+            num_parameters=sum(p.numel() for p in self.network.parameters()),
+            has_pooler=self.has_pooler,
+            has_mlm_head=self.has_mlm_head,
+            has_nsp_head=self.has_nsp_head,
+            device=str(self.device),
+        )
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (
+            f"BertScopeModel({self.source!r}, layers={c.num_hidden_layers}, hidden={c.hidden_size}, "
+            f"heads={c.num_attention_heads}, mlm={self.has_mlm_head}, nsp={self.has_nsp_head})"
+        )
+
+    def position_embedding_table(self) -> np.ndarray:
+        """The learned position embeddings, (max_positions, H) float32 (a copy)."""
+        return self._numpy(self.network.bert.embeddings.position_embeddings.weight).copy()
+
+    def segment_embedding_table(self) -> np.ndarray:
+        """The learned segment (token type) embeddings, (type_vocab_size, H) float32 (a copy)."""
+        return self._numpy(self.network.bert.embeddings.token_type_embeddings.weight).copy()
+
+    # -- the forward pass -----------------------------------------------------------------------------
+
+    def _head_mask_tensor(self, head_mask) -> torch.Tensor | None:
+        if head_mask is None:
+            return None
+        mask = np.asarray(head_mask, dtype=np.float32)
+        expected = (self.config.num_hidden_layers, self.config.num_attention_heads)
+        if mask.shape != expected:
+            raise InputError(f"head_mask must have shape {expected} (layers, heads), got {mask.shape}")
+        return torch.from_numpy(mask).to(self.device)
+
+    def _run(self, encodings: Sequence[Encoding], head_mask: torch.Tensor | None) -> EncoderOutput:
+        """Pad the encodings into one (B, S) batch and run the encoder without building a graph."""
+        lengths = [len(e.tokens) for e in encodings]
+        longest = max(lengths)
+        pad = self.tokenizer.pad_token_id or 0
+        ids = np.full((len(encodings), longest), pad, dtype=np.int64)
+        types = np.zeros((len(encodings), longest), dtype=np.int64)
+        positions = np.tile(np.arange(longest, dtype=np.int64), (len(encodings), 1))
+        for row, enc in enumerate(encodings):
+            ids[row, : lengths[row]] = enc.input_ids
+            types[row, : lengths[row]] = enc.token_type_ids
+        mask = None
+        if min(lengths) != longest:
+            mask = torch.from_numpy((np.arange(longest)[None, :] < np.array(lengths)[:, None]).astype(np.int64))
+            mask = mask.to(self.device)
+        with torch.inference_mode():
+            return self.network(
+                torch.from_numpy(ids).to(self.device),
+                torch.from_numpy(types).to(self.device),
+                torch.from_numpy(positions).to(self.device),
+                attention_mask=mask,
+                head_mask=head_mask,
+            )
+
+    @staticmethod
+    def _numpy(t: torch.Tensor) -> np.ndarray:
+        return t.detach().to("cpu", torch.float32).numpy()
+
+    def _analysis(
+        self,
+        enc: Encoding,
+        out: EncoderOutput,
+        row: int,
+        text: str,
+        text_pair: str | None,
+        head_mask: torch.Tensor | None,
+    ) -> Analysis:
+        s = len(enc.tokens)
+        e = out.embeddings
+        with torch.inference_mode():
+            attentions = torch.stack([a[row, :, :s, :s] for a in out.attentions])  # (L, N, S, S)
+            hidden = torch.stack([h[row, :s] for h in out.hidden_states])  # (L + 1, S, H)
+        return Analysis(
+            text=text,
+            text_pair=text_pair,
+            tokens=list(enc.tokens),
+            input_ids=enc.input_ids,
+            token_type_ids=enc.token_type_ids,
+            position_ids=enc.position_ids,
+            offsets=enc.offsets,
+            sequence_ids=list(enc.sequence_ids),
+            word_ids=list(enc.word_ids),
+            special_tokens_mask=enc.special_tokens_mask,
+            truncated=enc.truncated,
+            num_tokens_before_truncation=enc.num_tokens_before_truncation,
+            embeddings=EmbeddingComponents(
+                word=self._numpy(e.word[row, :s]),
+                segment=self._numpy(e.segment[row, :s]),
+                position=self._numpy(e.position[row, :s]),
+                summed=self._numpy(e.summed[row, :s]),
+                normalized=self._numpy(e.normalized[row, :s]),
+            ),
+            attentions=self._numpy(attentions),
+            hidden_states=self._numpy(hidden),
+            pooled=None if out.pooled is None else self._numpy(out.pooled[row]),
+            head_mask=None if head_mask is None else self._numpy(head_mask),
+        )
+
+    def encode(self, text: str, text_pair: str | None = None) -> Encoding:
+        return self.tokenizer.encode(text, text_pair)
+
+    def analyze(self, text: str, text_pair: str | None = None, *, head_mask=None) -> Analysis:
+        """One forward pass over `text` (and `text_pair`): everything the views need.
+
+        head_mask: optional (L, N) array, 1 = keep a head, 0 = switch it off (its output is zeroed; its
+        attention probabilities are still returned).
+        """
+        enc = self.tokenizer.encode(text, text_pair)
+        mask = self._head_mask_tensor(head_mask)
+        return self._analysis(enc, self._run([enc], mask), 0, text, text_pair, mask)
+
+    def analyze_batch(self, texts: Sequence[TextInput], *, head_mask=None) -> list[Analysis]:
+        """Analyse several texts (or (text, pair) tuples) in one padded forward pass.
+
+        Each result equals what `analyze` returns for that text alone (padding is masked out).
+        """
+        items = [(t, None) if isinstance(t, str) else (t[0], t[1]) for t in texts]
+        if not items:
+            return []
+        encodings = [self.tokenizer.encode(a, b) for a, b in items]
+        mask = self._head_mask_tensor(head_mask)
+        out = self._run(encodings, mask)
+        return [self._analysis(enc, out, row, a, b, mask) for row, (enc, (a, b)) in enumerate(zip(encodings, items))]
+
+    # -- heads ----------------------------------------------------------------------------------------
+
+    def _require_mlm(self) -> None:
+        if not self.has_mlm_head:
+            raise MissingHeadError(
+                "this model has no MLM head (the checkpoint has no cls.predictions weights), so it cannot "
+                "predict masked words; load a BertForMaskedLM or BertForPreTraining checkpoint"
+            )
+
+    def _check_top_k(self, top_k: int) -> int:
+        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+            raise InputError(f"top_k must be a positive integer, got {top_k!r}")
+        return int(min(top_k, self.config.vocab_size))
+
+    def _predictions(
+        self, sequence: torch.Tensor, positions: Sequence[int], top_k: int, labels: Sequence[int] | None = None
+    ) -> MlmScores:
+        """sequence (S, H) of one text; MLM logits are computed only at `positions` (P of them)."""
+        top_k = self._check_top_k(top_k)
+        with torch.inference_mode():
+            index = torch.as_tensor(list(positions), dtype=torch.long, device=sequence.device)
+            logits = self.network.mlm_logits(sequence.index_select(0, index))  # (P, V)
+            log_probs = torch.log_softmax(logits, dim=-1)
+            top_lp, top_ids = torch.topk(log_probs, top_k, dim=-1)  # (P, k)
+            losses = label_probs = None
+            if labels is not None:
+                label_t = torch.as_tensor(list(labels), dtype=torch.long, device=sequence.device)
+                label_lp = log_probs.gather(1, label_t[:, None])[:, 0]  # (P,)
+                losses = self._numpy(-label_lp)
+                label_probs = self._numpy(label_lp.exp())
+        probs = top_lp.exp().cpu().numpy()
+        ids = top_ids.cpu().numpy()
+        predictions = [
+            MaskPrediction(
+                position=int(pos),
+                tokens=self.tokenizer.convert_ids_to_tokens(ids[i].tolist()),
+                token_ids=[int(x) for x in ids[i]],
+                probabilities=[float(p) for p in probs[i]],
+            )
+            for i, pos in enumerate(positions)
+        ]
+        return MlmScores(predictions, losses, label_probs)
+
+    def predict_masks(self, text: str, text_pair: str | None = None, *, top_k: int = 5) -> list[MaskPrediction]:
+        """Top-k predictions for every [MASK] in the text, in order of appearance."""
+        self._require_mlm()
+        mask_id = self.tokenizer.mask_token_id
+        if mask_id is None:
+            raise InputError("this model's vocabulary has no [MASK] token")
+        enc = self.tokenizer.encode(text, text_pair)
+        positions = [i for i, t in enumerate(enc.input_ids.tolist()) if t == mask_id]
+        if not positions:
+            lost = " (the text was truncated and the [MASK] fell beyond the model's maximum length)"
+            raise InputError(
+                f"no {self.tokenizer.mask_token} in the text: type {self.tokenizer.mask_token} where a word "
+                f"should be predicted" + (lost if enc.truncated else "")
+            )
+        top_k = self._check_top_k(top_k)
+        out = self._run([enc], None)
+        return self._predictions(out.last_hidden_state[0], positions, top_k).predictions
+
+    def fill_mask(self, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
+        """One list per [MASK], each [(token, probability), ...] best first."""
+        return [p.as_pairs() for p in self.predict_masks(text, top_k=top_k)]
+
+    def predict_at(
+        self,
+        input_ids: Sequence[int] | np.ndarray,
+        positions: Sequence[int],
+        *,
+        token_type_ids: Sequence[int] | np.ndarray | None = None,
+        labels: Sequence[int] | None = None,
+        top_k: int = 5,
+    ) -> MlmScores:
+        """MLM predictions at `positions` of an already-built id sequence (e.g. a pre-training corruption).
+
+        With `labels` (the original ids at those positions) the per-position cross-entropy is returned too.
+        """
+        self._require_mlm()
+        ids = np.asarray(input_ids, dtype=np.int64)
+        if ids.ndim != 1 or not 0 < len(ids) <= self.config.max_position_embeddings:
+            raise InputError(f"input_ids must be 1-D with 1..{self.config.max_position_embeddings} ids")
+        if ids.min() < 0 or ids.max() >= self.config.vocab_size:
+            raise InputError("input_ids contain ids outside the vocabulary")
+        positions = [int(p) for p in positions]
+        if any(not 0 <= p < len(ids) for p in positions):
+            raise InputError("a position is outside the sequence")
+        if labels is not None and len(labels) != len(positions):
+            raise InputError("labels and positions must have the same length")
+        types = np.zeros_like(ids) if token_type_ids is None else np.asarray(token_type_ids, dtype=np.int64)
+        if not positions:
+            return MlmScores([], None if labels is None else np.zeros(0, np.float32), None)
+        with torch.inference_mode():
+            out = self.network(
+                torch.from_numpy(ids)[None].to(self.device), torch.from_numpy(types)[None].to(self.device)
+            )
+        return self._predictions(out.last_hidden_state[0], positions, top_k, labels)
+
+    def next_sentence(self, text_a: str, text_b: str) -> float | None:
+        """Probability that `text_b` follows `text_a` (IsNext); None when the model has no NSP head."""
+        if not self.has_nsp_head:
+            return None
+        enc = self.tokenizer.encode(text_a, text_b)
+        out = self._run([enc], None)
+        with torch.inference_mode():
+            probs = torch.softmax(self.network.nsp_logits(out.pooled), dim=-1)
+        return float(probs[0, 0])

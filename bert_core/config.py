@@ -1,0 +1,147 @@
+"""BERT configuration: a frozen dataclass whose field names are the keys of a checkpoint's `config.json`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import ModelLoadError
+
+# Activations we implement exactly as transformers' ACT2FN does; anything else is refused rather than
+# silently approximated, because the views must show what the model really computes.
+SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "relu", "silu", "swish", "tanh")
+SUPPORTED_POSITION_EMBEDDINGS = ("absolute",)
+
+# Sanity bounds, checked before any tensor is allocated. They are generous (BERT-large is 1024 hidden,
+# 24 layers, 16 heads, 30522 vocab) but stop a typo such as hidden_size=7680000 from eating the machine.
+_BOUNDS: dict[str, tuple[int, int]] = {
+    "vocab_size": (1, 1_000_000),
+    "hidden_size": (1, 8192),
+    "num_hidden_layers": (1, 96),
+    "num_attention_heads": (1, 128),
+    "intermediate_size": (1, 65536),
+    "max_position_embeddings": (1, 8192),
+    "type_vocab_size": (1, 64),
+}
+# An extra cap on the total parameter count of the embeddings and encoder (about 8 GB of fp32).
+_MAX_PARAMETERS = 2_000_000_000
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    vocab_size: int = 30522  # rows of the word-embedding table and of the MLM decoder
+    hidden_size: int = 768  # width of every token vector (H)
+    num_hidden_layers: int = 12  # transformer layers (L)
+    num_attention_heads: int = 12  # heads per layer; hidden_size must be a multiple of it
+    intermediate_size: int = 3072  # width of the feed-forward inner layer
+    hidden_act: str = "gelu"  # feed-forward (and MLM transform) activation, a transformers ACT2FN name
+    hidden_dropout_prob: float = 0.1  # used only in training
+    attention_probs_dropout_prob: float = 0.1  # used only in training
+    max_position_embeddings: int = 512  # positions the model knows; longer inputs are truncated
+    type_vocab_size: int = 2  # segment ids (A = 0, B = 1)
+    initializer_range: float = 0.02  # std of the normal init used when training from scratch
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+    position_embedding_type: str = "absolute"
+    model_type: str = "bert"
+    architectures: tuple[str, ...] = ()  # informational: which HF class saved the checkpoint
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    def parameter_estimate(self) -> int:
+        """Parameters of embeddings + encoder + pooler, computed from the sizes alone."""
+        h, i = self.hidden_size, self.intermediate_size
+        emb = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size) * h + 2 * h
+        layer = 4 * (h * h + h) + 2 * h * i + i + h + 4 * h
+        return emb + self.num_hidden_layers * layer + h * h + h
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        for key, (lo, hi) in _BOUNDS.items():
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ModelLoadError(f"config key {key!r} must be an integer, got {value!r}")
+            if not lo <= value <= hi:
+                raise ModelLoadError(f"config key {key!r} = {value} is outside the supported range [{lo}, {hi}]")
+        if self.hidden_size % self.num_attention_heads:
+            raise ModelLoadError(
+                f"config key 'hidden_size' = {self.hidden_size} is not divisible by "
+                f"'num_attention_heads' = {self.num_attention_heads}"
+            )
+        if self.hidden_act not in SUPPORTED_ACTIVATIONS:
+            raise ModelLoadError(
+                f"config key 'hidden_act' = {self.hidden_act!r} is not supported "
+                f"(supported: {', '.join(SUPPORTED_ACTIVATIONS)})"
+            )
+        if self.position_embedding_type not in SUPPORTED_POSITION_EMBEDDINGS:
+            raise ModelLoadError(
+                f"config key 'position_embedding_type' = {self.position_embedding_type!r} is not supported "
+                f"(supported: {', '.join(SUPPORTED_POSITION_EMBEDDINGS)})"
+            )
+        for key in ("layer_norm_eps", "hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ModelLoadError(f"config key {key!r} must be a finite number, got {value!r}")
+            if value < 0:
+                raise ModelLoadError(f"config key {key!r} must not be negative, got {value!r}")
+        if not 0 <= self.pad_token_id < self.vocab_size:
+            raise ModelLoadError(
+                f"config key 'pad_token_id' = {self.pad_token_id} is not a valid id for vocab_size {self.vocab_size}"
+            )
+        if self.parameter_estimate() > _MAX_PARAMETERS:
+            raise ModelLoadError(
+                f"config describes about {self.parameter_estimate():,} parameters, more than the "
+                f"{_MAX_PARAMETERS:,} BERTScope will allocate; check the sizes in config.json"
+            )
+
+    # -- (de)serialisation ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BertConfig:
+        if not isinstance(data, dict):
+            raise ModelLoadError(f"config must be a JSON object, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                continue  # HF configs carry many keys (torch_dtype, transformers_version, ...) we don't use
+            if key == "architectures":
+                value = tuple(value or ())
+            if key == "pad_token_id" and value is None:
+                value = 0
+            kwargs[key] = value
+        try:
+            return cls(**kwargs)
+        except TypeError as exc:  # pragma: no cover - dataclass rejects nothing else, but be explicit
+            raise ModelLoadError(f"config cannot be read: {exc}") from exc
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> BertConfig:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise ModelLoadError(f"no config.json in {path.parent}") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ModelLoadError(f"cannot read {path}: {exc}") from exc
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ModelLoadError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from exc
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["architectures"] = list(self.architectures)
+        return data
+
+    def to_json(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,371 @@
+"""From a source (local directory or hub id) to a ready `BertScopeModel`.
+
+Order of work matters for safety and memory: the config is validated before anything is allocated, the
+weights are read without executing anything (safetensors, or `torch.load(weights_only=True)`), names are
+normalised by a short rename table, every shape is checked against the config, and only then is the network
+materialised directly from the checkpoint tensors (no random initialisation, no second copy).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .config import BertConfig
+from .errors import ModelLoadError
+from .modeling.bert import BertForPreTraining
+from .tokenizer import WordPieceTokenizer
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+SAFETENSORS_FILE = "model.safetensors"
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+PYTORCH_FILE = "pytorch_model.bin"
+TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+# Hub ids: "name" or "owner/name", letters, digits, '-', '_', '.'.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)?$")
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CheckpointHeads:
+    pooler: bool
+    mlm: bool
+    nsp: bool
+
+
+# -- finding the files ------------------------------------------------------------------------------------
+
+
+def looks_like_hub_id(source: str) -> bool:
+    return bool(_HUB_ID.match(source)) and not source.startswith((".", "~"))
+
+
+def resolve_source(
+    source: str | os.PathLike,
+    *,
+    progress: Progress | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    endpoint: str | None = None,
+    local_files_only: bool = False,
+) -> Path:
+    """Return a local directory holding the checkpoint, downloading from the hub when `source` is a hub id."""
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if not isinstance(source, str) or not source.strip():
+        raise ModelLoadError("no model given: pass a local directory or a hub id such as 'bert-base-uncased'")
+    source = source.strip()
+    path = Path(source).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ModelLoadError(
+                f"{path} is a file; pass the directory that holds config.json and the weights"
+            )
+        return path
+    if looks_like_hub_id(source):
+        return download_from_hub(
+            source, progress=progress, cache_dir=cache_dir, endpoint=endpoint, local_files_only=local_files_only
+        )
+    raise ModelLoadError(f"no such directory: {path} (and it is not a valid hub id either)")
+
+
+def download_from_hub(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    progress: Progress | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    endpoint: str | None = None,
+    local_files_only: bool = False,
+) -> Path:
+    """Fetch only the files BERTScope reads into the HF cache (the standard one unless `cache_dir` is given).
+
+    Works offline from that cache (HF_HUB_OFFLINE=1, `local_files_only`, or simply no connection).
+    """
+    import huggingface_hub
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    def fetch(filename: str, *, required: bool) -> Path | None:
+        if progress:
+            progress(f"{repo_id}: {filename}")
+        try:
+            return Path(
+                huggingface_hub.hf_hub_download(
+                    repo_id,
+                    filename,
+                    revision=revision,
+                    cache_dir=cache_dir,
+                    endpoint=endpoint,
+                    local_files_only=local_files_only,
+                )
+            )
+        except LocalEntryNotFoundError as exc:
+            # Raised both offline and when the hub can't be reached, if the file is not cached either.
+            if filename == CONFIG_FILE:
+                raise ModelLoadError(
+                    f"cannot load {repo_id!r}: the model hub cannot be reached and the model is not in the "
+                    f"local Hugging Face cache ({cache_dir or huggingface_hub.constants.HF_HUB_CACHE}). Connect once to "
+                    f"download it, or pass a local directory."
+                ) from exc
+            if required:
+                raise ModelLoadError(
+                    f"cannot load {repo_id!r}: {filename} is not in the local cache and the hub cannot be reached"
+                ) from exc
+            return None
+        except RepositoryNotFoundError as exc:
+            raise ModelLoadError(f"no model {repo_id!r} on the hub (or it is private)") from exc
+        except RevisionNotFoundError as exc:
+            raise ModelLoadError(f"{repo_id!r} has no revision {revision!r}") from exc
+        except EntryNotFoundError as exc:
+            if required:
+                raise ModelLoadError(f"{repo_id!r} on the hub has no {filename}") from exc
+            return None
+        except OSError as exc:  # disk full, permission denied in the cache, ...
+            raise ModelLoadError(f"cannot download {filename} of {repo_id!r}: {exc}") from exc
+
+    config_path = fetch(CONFIG_FILE, required=True)
+    assert config_path is not None
+    # safetensors first; the pickle-based file only when there is no safetensors file at all.
+    weights = fetch(SAFETENSORS_FILE, required=False)
+    if weights is None:
+        index = fetch(SAFETENSORS_INDEX, required=False)
+        if index is not None:
+            for shard in sorted(set(json.loads(index.read_text())["weight_map"].values())):
+                fetch(shard, required=True)
+        elif fetch(PYTORCH_FILE, required=False) is None:
+            raise ModelLoadError(f"{repo_id!r} has neither {SAFETENSORS_FILE} nor {PYTORCH_FILE}")
+    for name in TOKENIZER_FILES:
+        fetch(name, required=False)
+    return config_path.parent
+
+
+# -- reading weights --------------------------------------------------------------------------------------
+
+
+def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
+    """Read the weights in `directory`: safetensors preferred, else a weights-only unpickle of the .bin."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    single = directory / SAFETENSORS_FILE
+    index = directory / SAFETENSORS_INDEX
+    files: list[Path] = []
+    if single.is_file():
+        files = [single]
+    elif index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            files = [directory / name for name in sorted(set(weight_map.values()))]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ModelLoadError(f"{index} is not a valid safetensors index: {exc}") from exc
+    if files:
+        state: dict[str, torch.Tensor] = {}
+        for file in files:
+            try:
+                state.update(load_file(str(file), device="cpu"))
+            except FileNotFoundError as exc:
+                raise ModelLoadError(f"missing weights shard {file}") from exc
+            except (SafetensorError, OSError, ValueError) as exc:
+                raise ModelLoadError(
+                    f"{file.name} in {directory} is not a readable safetensors file (truncated or corrupt?): {exc}"
+                ) from exc
+        return state
+
+    bin_path = directory / PYTORCH_FILE
+    if bin_path.is_file():
+        return _read_pickled_weights(bin_path)
+
+    others = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+    hint = ""
+    if any(n.endswith((".h5", ".ckpt.index", ".msgpack")) for n in others):
+        hint = " (TensorFlow/Flax weights are not supported; convert them to safetensors)"
+    raise ModelLoadError(
+        f"no weights in {directory}: expected {SAFETENSORS_FILE} or {PYTORCH_FILE}{hint}"
+    )
+
+
+def _read_pickled_weights(path: Path) -> dict[str, torch.Tensor]:
+    try:
+        # weights_only=True: the unpickler accepts tensors and plain containers only, so a checkpoint that
+        # carries code (a __reduce__ payload) is refused instead of run.
+        data = torch.load(path, map_location="cpu", weights_only=True, mmap=False)
+    except pickle.UnpicklingError as exc:
+        raise ModelLoadError(
+            f"refused to load {path.name}: it contains objects other than tensors (possibly code), and "
+            f"BERTScope never executes checkpoint contents. Use a safetensors checkpoint. Detail: {exc}"
+        ) from exc
+    except (RuntimeError, EOFError, OSError, ValueError) as exc:
+        raise ModelLoadError(f"{path} is not a readable PyTorch checkpoint (truncated or corrupt?): {exc}") from exc
+    if isinstance(data, dict) and "state_dict" in data and isinstance(data["state_dict"], dict):
+        data = data["state_dict"]
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in data.items()
+    ):
+        raise ModelLoadError(f"{path} does not hold a mapping of parameter names to tensors")
+    return data
+
+
+# -- names ------------------------------------------------------------------------------------------------
+
+
+def normalize_keys(state: dict[str, torch.Tensor], *, tie_word_embeddings: bool) -> dict[str, torch.Tensor]:
+    """Map the checkpoint's names onto this package's module names (which are HF's).
+
+    Handles: a `module.` prefix (DataParallel), a missing `bert.` prefix (BertModel checkpoints), legacy
+    `LayerNorm.gamma/beta`, the duplicated `cls.predictions.decoder.bias`, a tied decoder weight, and the
+    `position_ids` buffer older checkpoints carry.
+    """
+    out: dict[str, torch.Tensor] = {}
+    for key, value in state.items():
+        if key.startswith("module."):
+            key = key[len("module.") :]
+        if not key.startswith(("bert.", "cls.")):
+            key = "bert." + key
+        key = re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", key)
+        key = re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", key)
+        if key.endswith(("embeddings.position_ids", "embeddings.token_type_ids")):
+            continue  # index buffers, not weights
+        out[key] = value
+    decoder_bias = out.pop("cls.predictions.decoder.bias", None)
+    if decoder_bias is not None and "cls.predictions.bias" not in out:
+        out["cls.predictions.bias"] = decoder_bias
+    if tie_word_embeddings:
+        out.pop("cls.predictions.decoder.weight", None)
+    return out
+
+
+def detect_heads(state: dict[str, torch.Tensor]) -> CheckpointHeads:
+    return CheckpointHeads(
+        pooler="bert.pooler.dense.weight" in state,
+        mlm=any(k.startswith("cls.predictions.") for k in state),
+        nsp="cls.seq_relationship.weight" in state,
+    )
+
+
+def _summarise(keys: list[str], limit: int = 8) -> str:
+    shown = ", ".join(keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def build_network(
+    config: BertConfig, state: dict[str, torch.Tensor], *, tie_word_embeddings: bool = True
+) -> BertForPreTraining:
+    """Materialise the network straight from checkpoint tensors; raise ModelLoadError on any mismatch."""
+    heads = detect_heads(state)
+    if heads.nsp and not heads.pooler:
+        raise ModelLoadError("the checkpoint has an NSP head (cls.seq_relationship) but no pooler")
+    if not any(k.startswith("bert.embeddings.") for k in state):
+        raise ModelLoadError("the checkpoint has no BERT embeddings: is this a BERT checkpoint?")
+    # Built on the meta device: no memory is allocated until the checkpoint's own tensors are assigned.
+    with torch.device("meta"):
+        network = BertForPreTraining(
+            config, pooler=heads.pooler, mlm=heads.mlm, nsp=heads.nsp, tie_word_embeddings=tie_word_embeddings
+        )
+    expected = network.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if unexpected:
+        raise ModelLoadError(
+            f"the checkpoint has weights this BERT does not know: {_summarise(unexpected)}"
+            " (is it a different architecture, or a config with fewer layers?)"
+        )
+    if missing:
+        raise ModelLoadError(
+            f"the checkpoint lacks weights the config requires: {_summarise(missing)}"
+            " (does config.json describe more layers than the checkpoint has?)"
+        )
+    mismatched = [
+        f"{k}: checkpoint {tuple(state[k].shape)}, config expects {tuple(expected[k].shape)}"
+        for k in sorted(expected)
+        if tuple(state[k].shape) != tuple(expected[k].shape)
+    ]
+    if mismatched:
+        raise ModelLoadError("weights do not match config.json: " + "; ".join(mismatched[:5]))
+    floats = {
+        k: (v.to(torch.float32) if v.is_floating_point() else v).contiguous() for k, v in state.items()
+    }
+    network.load_state_dict(floats, strict=True, assign=True)
+    return network.eval()
+
+
+# -- the entry point --------------------------------------------------------------------------------------
+
+
+def _read_config(directory: Path) -> tuple[BertConfig, bool]:
+    config_path = directory / CONFIG_FILE
+    if not config_path.is_file():
+        raise ModelLoadError(f"no {CONFIG_FILE} in {directory}: is this a BERT checkpoint directory?")
+    config = BertConfig.from_json(config_path)
+    raw = json.loads(config_path.read_text(encoding="utf-8"))
+    model_type = raw.get("model_type", "bert")
+    if model_type not in ("bert", None):
+        raise ModelLoadError(f"config key 'model_type' = {model_type!r}: BERTScope reads BERT checkpoints only")
+    tie = raw.get("tie_word_embeddings", True)
+    return config, bool(tie)
+
+
+def load_pretrained(
+    source: str | os.PathLike,
+    *,
+    device: str | torch.device | None = None,
+    progress: Progress | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    endpoint: str | None = None,
+    local_files_only: bool = False,
+):
+    """Load a BERT checkpoint from a local directory or a hub id into a ready-to-use `BertScopeModel`.
+
+    Hub ids are fetched into the Hugging Face cache (`cache_dir` overrides where; `endpoint` which server);
+    with `local_files_only` or HF_HUB_OFFLINE=1 only the cache is consulted.
+    Raises `ModelLoadError` with a message naming what is wrong (missing files, bad config keys, unexpected
+    or mismatched weights, unreachable hub).
+    """
+    from .analysis import BertScopeModel
+
+    directory = resolve_source(
+        source, progress=progress, cache_dir=cache_dir, endpoint=endpoint, local_files_only=local_files_only
+    )
+    config, tie = _read_config(directory)
+    tokenizer = WordPieceTokenizer.from_directory(directory)
+    if tokenizer.vocab_size > config.vocab_size:
+        raise ModelLoadError(
+            f"the vocabulary has {tokenizer.vocab_size} entries but the embedding table (config key "
+            f"'vocab_size') has {config.vocab_size} rows: this vocabulary belongs to another model"
+        )
+    tokenizer.max_length = min(tokenizer.max_length, config.max_position_embeddings)
+    if progress:
+        progress("reading weights")
+    state = normalize_keys(read_state_dict(directory), tie_word_embeddings=tie)
+    network = build_network(config, state, tie_word_embeddings=tie)
+    target = _resolve_device(device)
+    if target.type != "cpu":
+        network = network.to(target)
+    return BertScopeModel(network, tokenizer, config, source=str(source), directory=directory, device=target)
+
+
+def _resolve_device(device: str | torch.device | None) -> torch.device:
+    if device is None:
+        return torch.device("cpu")
+    try:
+        target = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ModelLoadError(f"unknown device {device!r}") from exc
+    if target.type == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError("device 'cuda' was asked for, but no CUDA GPU is available here")
+    return target

@@ -1,0 +1,331 @@
+"""BERT in PyTorch, written so every intermediate comes back as a return value.
+
+Module attribute names are the Hugging Face checkpoint keys (`bert.embeddings.word_embeddings`,
+`bert.encoder.layer.N.attention.self.query`, `cls.predictions.transform.dense`, ...), so a checkpoint
+loads with a strict `load_state_dict` after the short rename table in `bert_core.loading`.
+
+Dimensions: B = batch, S = sequence length, H = hidden size, N = heads, D = head size (H / N),
+L = layers, I = intermediate size, V = vocabulary size.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..config import BertConfig
+
+
+def _gelu_tanh_formula(x: Tensor) -> Tensor:
+    # transformers' "gelu_new" spells the tanh approximation out; keep the same arithmetic order for parity.
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def _gelu_fast(x: Tensor) -> Tensor:
+    return 0.5 * x * (1.0 + torch.tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))
+
+
+ACTIVATIONS = {
+    "gelu": F.gelu,
+    "gelu_new": _gelu_tanh_formula,
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_fast": _gelu_fast,
+    "relu": F.relu,
+    "silu": F.silu,
+    "swish": F.silu,
+    "tanh": torch.tanh,
+}
+
+
+class EmbeddingOutput(NamedTuple):
+    """The input embedding taken apart; each (B, S, H)."""
+
+    word: Tensor
+    segment: Tensor
+    position: Tensor
+    summed: Tensor
+    normalized: Tensor  # LayerNorm(summed), before dropout: what layer 0 receives in eval mode
+
+
+class EncoderOutput(NamedTuple):
+    embeddings: EmbeddingOutput
+    hidden_states: tuple[Tensor, ...]  # L + 1 tensors (B, S, H); [0] is the embedding output
+    attentions: tuple[Tensor, ...]  # L tensors (B, N, S, S): softmax probabilities, rows sum to 1
+    pooled: Tensor | None  # (B, H), or None when the checkpoint has no pooler
+
+    @property
+    def last_hidden_state(self) -> Tensor:
+        return self.hidden_states[-1]
+
+
+class BertEmbeddings(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> EmbeddingOutput:
+        word = self.word_embeddings(input_ids)
+        segment = self.token_type_embeddings(token_type_ids)
+        position = self.position_embeddings(position_ids)
+        # HF adds (word + segment) first, then position; same order keeps the sum bit-identical.
+        summed = word + segment + position
+        normalized = self.LayerNorm(summed)
+        return EmbeddingOutput(word, segment, position, summed, normalized)
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_size = config.head_size
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def _split_heads(self, x: Tensor) -> Tensor:
+        b, s, _ = x.shape
+        return x.view(b, s, self.num_heads, self.head_size).transpose(1, 2)  # (B, N, S, D)
+
+    def forward(
+        self, hidden: Tensor, additive_mask: Tensor | None, head_mask: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
+        """hidden (B, S, H); additive_mask (B, 1, 1, S) or None; head_mask (N,) or None.
+
+        Returns the context (B, S, H) and the attention probabilities (B, N, S, S).
+        """
+        q = self._split_heads(self.query(hidden))
+        k = self._split_heads(self.key(hidden))
+        v = self._split_heads(self.value(hidden))
+        scores = torch.matmul(q, k.transpose(-1, -2)) * (self.head_size**-0.5)  # (B, N, S, S)
+        if additive_mask is not None:
+            scores = scores + additive_mask
+        probs = torch.softmax(scores, dim=-1)
+        weights = self.dropout(probs)
+        if head_mask is not None:
+            # A switched-off head still has its probabilities computed (and returned); its output is zeroed.
+            weights = weights * head_mask.view(1, -1, 1, 1)
+        context = torch.matmul(weights, v)  # (B, N, S, D)
+        b, _, s, _ = context.shape
+        context = context.transpose(1, 2).reshape(b, s, self.num_heads * self.head_size)  # (B, S, H)
+        return context, probs
+
+
+class BertSelfOutput(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, context: Tensor, residual: Tensor) -> Tensor:
+        return self.LayerNorm(self.dropout(self.dense(context)) + residual)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.self = BertSelfAttention(config)
+        self.output = BertSelfOutput(config)
+
+    def forward(
+        self, hidden: Tensor, additive_mask: Tensor | None, head_mask: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
+        context, probs = self.self(hidden, additive_mask, head_mask)
+        return self.output(context, hidden), probs
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        return self.act(self.dense(hidden))  # (B, S, I)
+
+
+class BertOutput(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, intermediate: Tensor, residual: Tensor) -> Tensor:
+        return self.LayerNorm(self.dropout(self.dense(intermediate)) + residual)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertOutput(config)
+
+    def forward(
+        self, hidden: Tensor, additive_mask: Tensor | None, head_mask: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
+        attended, probs = self.attention(hidden, additive_mask, head_mask)
+        return self.output(self.intermediate(attended), attended), probs
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+
+
+class BertPooler(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, sequence: Tensor) -> Tensor:
+        return torch.tanh(self.dense(sequence[:, 0]))  # (B, H) from the [CLS] vector
+
+
+class BertModel(nn.Module):
+    """Embeddings + encoder (+ pooler). Checkpoint prefix: `bert.`."""
+
+    def __init__(self, config: BertConfig, *, add_pooler: bool = True) -> None:
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config) if add_pooler else None
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        token_type_ids: Tensor | None = None,
+        position_ids: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        head_mask: Tensor | None = None,
+    ) -> EncoderOutput:
+        """input_ids (B, S) int64; attention_mask (B, S) with 1 = real token, 0 = padding;
+        head_mask (L, N) with 1 = keep, 0 = switch the head off."""
+        b, s = input_ids.shape
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if position_ids is None:
+            position_ids = torch.arange(s, device=input_ids.device).unsqueeze(0).expand(b, s)
+        additive_mask = None
+        if attention_mask is not None:
+            # (B, S) -> (B, 1, 1, S): padding keys get the most negative float, as HF does, so their
+            # softmax weight underflows to exactly zero.
+            keep = attention_mask[:, None, None, :].to(torch.float32)
+            additive_mask = (1.0 - keep) * torch.finfo(torch.float32).min
+
+        emb = self.embeddings(input_ids, token_type_ids, position_ids)
+        hidden = self.embeddings.dropout(emb.normalized)
+        hidden_states = [hidden]
+        attentions = []
+        for index, layer in enumerate(self.encoder.layer):
+            layer_mask = None if head_mask is None else head_mask[index]
+            hidden, probs = layer(hidden, additive_mask, layer_mask)
+            hidden_states.append(hidden)
+            attentions.append(probs)
+        pooled = self.pooler(hidden) if self.pooler is not None else None
+        return EncoderOutput(emb, tuple(hidden_states), tuple(attentions), pooled)
+
+
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        return self.LayerNorm(self.act(self.dense(hidden)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """MLM head: transform, then a decoder whose weight is the word-embedding table (tied) plus a bias."""
+
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding | None) -> None:
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(config)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.tied = word_embeddings is not None
+        if self.tied:
+            # Keep the tied table out of this module's parameters, so the state dict has no duplicate key
+            # and nothing can ever load a second copy over it.
+            object.__setattr__(self, "_tied_embeddings", word_embeddings)
+            self.decoder = None
+        else:
+            self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+
+    @property
+    def decoder_weight(self) -> Tensor:
+        return self._tied_embeddings.weight if self.tied else self.decoder.weight  # (V, H)
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        """hidden (..., H) -> logits (..., V)."""
+        return F.linear(self.transform(hidden), self.decoder_weight, self.bias)
+
+
+class BertPreTrainingHeads(nn.Module):
+    """Checkpoint prefix `cls.`: `predictions` (MLM) and `seq_relationship` (NSP), each optional."""
+
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding | None, *, mlm: bool, nsp: bool) -> None:
+        super().__init__()
+        self.predictions = BertLMPredictionHead(config, word_embeddings) if mlm else None
+        self.seq_relationship = nn.Linear(config.hidden_size, 2) if nsp else None
+
+
+class BertForPreTraining(nn.Module):
+    """The whole network: `bert` plus whichever heads the checkpoint has."""
+
+    def __init__(
+        self,
+        config: BertConfig,
+        *,
+        pooler: bool = True,
+        mlm: bool = True,
+        nsp: bool = True,
+        tie_word_embeddings: bool = True,
+    ) -> None:
+        super().__init__()
+        if nsp and not pooler:
+            raise ValueError("an NSP head needs the pooler")
+        self.config = config
+        self.bert = BertModel(config, add_pooler=pooler)
+        tied = self.bert.embeddings.word_embeddings if tie_word_embeddings else None
+        self.cls = BertPreTrainingHeads(config, tied, mlm=mlm, nsp=nsp)
+
+    @property
+    def has_mlm_head(self) -> bool:
+        return self.cls.predictions is not None
+
+    @property
+    def has_nsp_head(self) -> bool:
+        return self.cls.seq_relationship is not None
+
+    @property
+    def has_pooler(self) -> bool:
+        return self.bert.pooler is not None
+
+    def forward(self, *args, **kwargs) -> EncoderOutput:
+        return self.bert(*args, **kwargs)
+
+    def mlm_logits(self, sequence: Tensor) -> Tensor:
+        """sequence (..., H) -> (..., V). Pass only the rows you need: the V-wide projection is the costly part."""
+        if self.cls.predictions is None:
+            raise ValueError("this checkpoint has no MLM head")
+        return self.cls.predictions(sequence)
+
+    def nsp_logits(self, pooled: Tensor) -> Tensor:
+        """pooled (B, H) -> (B, 2); index 0 = IsNext, 1 = NotNext (BERT's convention)."""
+        if self.cls.seq_relationship is None:
+            raise ValueError("this checkpoint has no NSP head")
+        return self.cls.seq_relationship(pooled)

@@ -1,0 +1,720 @@
+"""WordPiece tokenisation for BERT, on the Rust `tokenizers` library, with results as numpy arrays.
+
+Dimensions: S = sequence length, counting [CLS] and [SEP].
+
+The reference for what a BERT tokenizer must produce is the original pure-Python algorithm
+(google-research/bert `tokenization.py`, kept in transformers as `BertTokenizerLegacy`). `tokenizers`'
+`BertNormalizer` differs from it in two places, and the normaliser built here closes both gaps so the ids
+are the ones the model was trained on:
+
+* the reference composes the text to NFC before looking pieces up; `BertNormalizer` does not, so a
+  decomposed "e" + U+0301 in a cased model became [UNK] instead of "é";
+* the reference lower-cases with Python's `str.lower`, which writes a word-final capital sigma as "ς";
+  `BertNormalizer` lower-cases character by character and always writes "σ".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+from .errors import InputError, ModelLoadError
+
+logger = logging.getLogger(__name__)
+
+TOKENIZER_FILE = "tokenizer.json"
+VOCAB_FILE = "vocab.txt"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+
+# BERT's limit: a longer "word" (usually a URL or a run of symbols) becomes a single [UNK].
+MAX_INPUT_CHARS_PER_WORD = 100
+DEFAULT_MAX_LENGTH = 512
+# transformers writes int(1e30) as model_max_length when a tokenizer has no limit of its own; anything
+# this large means "unset", not a real length.
+_UNSET_MODEL_MAX_LENGTH = 1_000_000
+CONTINUING_SUBWORD_PREFIX = "##"
+
+_DEFAULT_SPECIAL_TOKENS = {
+    "unk_token": "[UNK]",
+    "sep_token": "[SEP]",
+    "pad_token": "[PAD]",
+    "cls_token": "[CLS]",
+    "mask_token": "[MASK]",
+}
+# Without these three the model input cannot be built at all; [PAD] and [MASK] only serve padding and
+# masked-word prediction, which a vocabulary may legitimately lack.
+_REQUIRED_SPECIAL_TOKENS = ("cls_token", "sep_token", "unk_token")
+
+# Python's str.lower() (which the reference tokenizer uses) turns a capital sigma into the final form "ς"
+# when a cased letter precedes it and none follows, skipping case-ignorable characters such as
+# apostrophes and combining accents. The skip class also holds what the reference deletes *before*
+# lower-casing (control and format characters, U+FFFD), so "ΑΣ\u200b" still ends in "ς". The look-behind
+# must have a fixed width in Oniguruma, hence the alternatives for up to two skipped characters.
+_SKIP = r"[[\p{Case_Ignorable}\p{C}\x{FFFD}]&&[^\t\n\r]]"
+_FINAL_SIGMA_PATTERN = (
+    r"(?<=\p{Cased}|\p{Cased}" + _SKIP + r"|\p{Cased}" + _SKIP + r"{2})Σ(?!" + _SKIP + r"*\p{Cased})"
+)
+
+
+def _bert_normalizer(lowercase: bool, strip_accents: bool | None, handle_chinese_chars: bool) -> Any:
+    """BertNormalizer plus the two steps that make it agree with the reference (see the module docstring)."""
+    strip = lowercase if strip_accents is None else strip_accents
+    steps: list[Any] = []
+    if lowercase:
+        # Before BertNormalizer, which would lower-case the sigma first. A one-character replacement, so
+        # offsets into the original text stay exact.
+        steps.append(normalizers.Replace(Regex(_FINAL_SIGMA_PATTERN), "ς"))
+    steps.append(
+        normalizers.BertNormalizer(
+            clean_text=True, handle_chinese_chars=handle_chinese_chars, strip_accents=strip, lowercase=lowercase
+        )
+    )
+    if not strip:
+        # Stripping decomposes (NFD) and drops the marks, so NFC only matters when accents are kept.
+        # After BertNormalizer, as in the reference, so a control character between a letter and its
+        # accent is removed before they are composed.
+        steps.append(normalizers.NFC())
+    return steps[0] if len(steps) == 1 else normalizers.Sequence(steps)
+
+
+def _standard_bert_normalizer_settings(state: Any) -> dict[str, Any] | None:
+    """The BertNormalizer settings inside a serialised normaliser, or None if it is anything else.
+
+    Accepts a plain BertNormalizer (what transformers writes) and the Sequence `_bert_normalizer` builds;
+    a hand-made Sequence is respected as it stands.
+    """
+    if not isinstance(state, dict):
+        return None
+    parts = state.get("normalizers") if state.get("type") == "Sequence" else [state]
+    if not isinstance(parts, list):
+        return None
+    bert = [p for p in parts if isinstance(p, dict) and p.get("type") == "BertNormalizer"]
+    if len(bert) != 1:
+        return None
+    for part in parts:
+        if not isinstance(part, dict) or part is bert[0] or part.get("type") == "NFC":
+            continue
+        if part.get("type") == "Replace" and part.get("pattern", {}).get("Regex") == _FINAL_SIGMA_PATTERN:
+            continue
+        return None
+    return bert[0]
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """One text (or text pair) as the model sees it. Arrays are read-only."""
+
+    tokens: list[str]  # S pieces, with [CLS]/[SEP]
+    input_ids: np.ndarray  # (S,) int64
+    token_type_ids: np.ndarray  # (S,) int64, 0 = sentence A, 1 = sentence B
+    position_ids: np.ndarray  # (S,) int64, 0 .. S-1
+    offsets: np.ndarray  # (S, 2) int64 [start, end) into the token's own sentence as typed; (0, 0) for specials
+    sequence_ids: list[int | None]  # 0 = A, 1 = B, None = [CLS]/[SEP] added by the tokenizer
+    word_ids: list[int | None]  # index of the word within its own sentence, None for added specials
+    special_tokens_mask: np.ndarray  # (S,) bool, True for the added [CLS]/[SEP] (not a [MASK] typed in the text)
+    truncated: bool  # True when tokens were dropped to fit max_length
+    num_tokens_before_truncation: int  # S the full text would have had
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+@dataclass(frozen=True)
+class WordPieceStep:
+    """One round of greedy longest-match-first WordPiece on a single word.
+
+    `tried` lists the candidates looked up at `start`, longest first, continuations with the "##" prefix,
+    ending with `matched` when one was in the vocabulary. `matched` is None when none was: the word then
+    cannot be spelt from the vocabulary, and a last step `WordPieceStep(0, [], "[UNK]")` records that the
+    whole word became the unknown token. A word longer than 100 characters is that single step alone.
+    """
+
+    start: int  # character index into the normalised word
+    tried: list[str]
+    matched: str | None
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    # Encodings are cached and shared between Streamlit sessions; make accidental in-place edits fail.
+    array.flags.writeable = False
+    return array
+
+
+class WordPieceTokenizer:
+    """BERT's WordPiece tokenizer: text (or a pair) -> `Encoding`, never padded.
+
+    Safe to share between threads: the backend is configured once here and `encode` only reads it.
+    """
+
+    def __init__(
+        self,
+        backend: Tokenizer,
+        *,
+        max_length: int = DEFAULT_MAX_LENGTH,
+        unk_token: str = "[UNK]",
+        sep_token: str = "[SEP]",
+        pad_token: str = "[PAD]",
+        cls_token: str = "[CLS]",
+        mask_token: str = "[MASK]",
+        vocab_lines: list[str] | None = None,
+    ) -> None:
+        """Wrap a configured `tokenizers.Tokenizer` with a WordPiece model (it is taken over, not copied).
+
+        Use `from_directory` or `from_vocab` rather than calling this directly. `vocab_lines` is the
+        vocabulary exactly as read (duplicates included) so `save` can write it back unchanged.
+        """
+        if not isinstance(backend.model, models.WordPiece):
+            raise ModelLoadError(
+                f"the tokenizer uses a {type(backend.model).__name__} model; BERTScope needs WordPiece (BERT's)"
+            )
+        # Padding would add [PAD] positions the views would show as text; truncation is done per call in
+        # `encode` so the flag and the full length can be reported. Neither is ever switched on again.
+        backend.no_padding()
+        backend.no_truncation()
+        self._backend = backend
+
+        specials = {
+            "unk_token": unk_token,
+            "sep_token": sep_token,
+            "pad_token": pad_token,
+            "cls_token": cls_token,
+            "mask_token": mask_token,
+        }
+        ids: dict[str, int | None] = {}
+        for name, token in specials.items():
+            if not isinstance(token, str) or not token:
+                raise ModelLoadError(f"{name} must be a non-empty string, got {token!r}")
+            ids[name] = backend.token_to_id(token)
+        missing = [specials[name] for name in _REQUIRED_SPECIAL_TOKENS if ids[name] is None]
+        if missing:
+            raise ModelLoadError(
+                f"the vocabulary lacks {', '.join(missing)}, which every BERT input needs; "
+                "check that vocab.txt belongs to a BERT model (or set the token names in tokenizer_config.json)"
+            )
+        for name in ("pad_token", "mask_token"):
+            if ids[name] is None:
+                logger.info("vocabulary has no %s %r; %s_id is None", name, specials[name], name)
+
+        # Registered as special added tokens (matched on the raw text, before lower-casing) so "[MASK]"
+        # typed by the user is the mask token, as in the reference; "[mask]" is ordinary text there too.
+        registered = {t.content for t in backend.get_added_tokens_decoder().values()}
+        to_add = [
+            AddedToken(token, special=True, normalized=False, lstrip=False, rstrip=False, single_word=False)
+            for name, token in specials.items()
+            if ids[name] is not None and token not in registered
+        ]
+        if to_add:
+            backend.add_special_tokens(to_add)
+
+        if backend.post_processor is None:
+            backend.post_processor = processors.TemplateProcessing(
+                single=f"{cls_token}:0 $A:0 {sep_token}:0",
+                pair=f"{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
+                special_tokens=[(cls_token, ids["cls_token"]), (sep_token, ids["sep_token"])],
+            )
+
+        self.unk_token: str = unk_token
+        self.sep_token: str = sep_token
+        self.pad_token: str = pad_token
+        self.cls_token: str = cls_token
+        self.mask_token: str = mask_token
+        self.unk_token_id: int | None = ids["unk_token"]
+        self.sep_token_id: int | None = ids["sep_token"]
+        self.pad_token_id: int | None = ids["pad_token"]
+        self.cls_token_id: int | None = ids["cls_token"]
+        self.mask_token_id: int | None = ids["mask_token"]
+        self.max_length: int = _check_max_length(max_length)
+
+        self._special_token_strings = frozenset(
+            token for name, token in specials.items() if ids[name] is not None
+        )
+        self._num_added = (backend.num_special_tokens_to_add(False), backend.num_special_tokens_to_add(True))
+        model = backend.model
+        self._model_vocab = backend.get_vocab(with_added_tokens=False)
+        self._prefix: str = model.continuing_subword_prefix
+        self._max_chars: int = model.max_input_chars_per_word
+        self._model_unk: str = model.unk_token
+        self._vocab_lines = vocab_lines
+
+        settings = _standard_bert_normalizer_settings(_state(backend.normalizer))
+        if settings is not None:
+            self.lowercase: bool = bool(settings.get("lowercase", True))
+            self.strip_accents: bool | None = settings.get("strip_accents")
+            self.handle_chinese_chars: bool = bool(settings.get("handle_chinese_chars", True))
+        else:
+            # A custom normaliser: describe it as well as its parts allow (only `save` reads these).
+            kinds = _normalizer_kinds(_state(backend.normalizer))
+            self.lowercase = "Lowercase" in kinds
+            self.strip_accents = "StripAccents" in kinds
+            self.handle_chinese_chars = False
+
+    # -- construction ---------------------------------------------------------------------------------
+
+    @classmethod
+    def from_vocab(
+        cls,
+        vocab: list[str] | str | Path,
+        *,
+        lowercase: bool = True,
+        strip_accents: bool | None = None,
+        handle_chinese_chars: bool = True,
+        max_length: int = DEFAULT_MAX_LENGTH,
+        special_tokens: Mapping[str, str] | None = None,
+    ) -> WordPieceTokenizer:
+        """Build from a vocabulary: a list of pieces in id order, or the path of a `vocab.txt`.
+
+        `strip_accents=None` follows `lowercase`, as in BERT. `special_tokens` may rename any of
+        unk_token / sep_token / pad_token / cls_token / mask_token.
+        """
+        if isinstance(vocab, (str, Path)):
+            lines = _read_vocab_file(Path(vocab))
+        else:
+            lines = list(vocab)
+            bad = next((t for t in lines if not isinstance(t, str)), None)
+            if bad is not None:
+                raise ModelLoadError(f"vocabulary entries must be strings, found {bad!r}")
+            if not lines:
+                raise ModelLoadError("the vocabulary is empty")
+        for name, value in (
+            ("lowercase", lowercase),
+            ("handle_chinese_chars", handle_chinese_chars),
+        ):
+            if not isinstance(value, bool):
+                raise ModelLoadError(f"{name} must be true or false, got {value!r}")
+        if strip_accents is not None and not isinstance(strip_accents, bool):
+            raise ModelLoadError(f"strip_accents must be true, false or null, got {strip_accents!r}")
+        names = dict(_DEFAULT_SPECIAL_TOKENS)
+        for key, value in (special_tokens or {}).items():
+            if key not in names:
+                raise ModelLoadError(f"unknown special token name {key!r} (known: {', '.join(names)})")
+            names[key] = value
+
+        # The same mapping as the reference's OrderedDict: a repeated piece keeps its last line number.
+        token_to_id: dict[str, int] = {}
+        for index, token in enumerate(lines):
+            token_to_id[token] = index
+        if len(token_to_id) != len(lines):
+            logger.warning(
+                "the vocabulary repeats %d piece(s); each keeps the id of its last line, as in BERT",
+                len(lines) - len(token_to_id),
+            )
+        unk = names["unk_token"]
+        if unk not in token_to_id:
+            raise ModelLoadError(
+                f"the vocabulary lacks {unk}, which every BERT input needs; check that it belongs to a BERT model"
+            )
+
+        backend = Tokenizer(
+            models.WordPiece(
+                token_to_id,
+                unk_token=unk,
+                continuing_subword_prefix=CONTINUING_SUBWORD_PREFIX,
+                max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD,
+            )
+        )
+        backend.normalizer = _bert_normalizer(lowercase, strip_accents, handle_chinese_chars)
+        backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        backend.decoder = decoders.WordPiece(prefix=CONTINUING_SUBWORD_PREFIX)
+        tokenizer = cls(backend, max_length=max_length, vocab_lines=lines, **names)
+        tokenizer.lowercase = lowercase
+        tokenizer.strip_accents = strip_accents
+        tokenizer.handle_chinese_chars = handle_chinese_chars
+        return tokenizer
+
+    @classmethod
+    def from_directory(cls, directory: str | Path, *, max_length: int | None = None) -> WordPieceTokenizer:
+        """Load from a checkpoint directory: `tokenizer.json` if present, else `vocab.txt`.
+
+        `tokenizer_config.json`, when present, supplies do_lower_case / strip_accents /
+        tokenize_chinese_chars (these override a standard BERT normaliser in tokenizer.json, as
+        transformers does), the special-token strings and model_max_length. `max_length` is the model's
+        limit (max_position_embeddings); the smaller of it and model_max_length is used.
+        """
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise ModelLoadError(f"tokenizer directory {directory} does not exist or is not a directory")
+        config = _read_tokenizer_config(directory / TOKENIZER_CONFIG_FILE)
+        options = _options_from_config(config, directory / TOKENIZER_CONFIG_FILE)
+        limit = _combine_max_length(max_length, options.pop("model_max_length"))
+        special_tokens = options.pop("special_tokens")
+
+        json_path = directory / TOKENIZER_FILE
+        vocab_path = directory / VOCAB_FILE
+        if json_path.is_file():
+            backend = _read_tokenizer_json(json_path)
+            settings = _standard_bert_normalizer_settings(_state(backend.normalizer))
+            if settings is not None:
+                lowercase = options.get("lowercase", settings.get("lowercase", True))
+                strip = options.get("strip_accents", settings.get("strip_accents"))
+                chinese = options.get("handle_chinese_chars", settings.get("handle_chinese_chars", True))
+                backend.normalizer = _bert_normalizer(bool(lowercase), strip, bool(chinese))
+            elif options:
+                logger.warning(
+                    "%s has a custom normaliser; ignoring %s from %s",
+                    json_path,
+                    ", ".join(sorted(options)),
+                    TOKENIZER_CONFIG_FILE,
+                )
+            return cls(backend, max_length=limit, **special_tokens)
+        if vocab_path.is_file():
+            return cls.from_vocab(vocab_path, max_length=limit, special_tokens=special_tokens, **options)
+        raise ModelLoadError(
+            f"no tokenizer vocabulary in {directory}: looked for {TOKENIZER_FILE} and {VOCAB_FILE}; "
+            "copy the vocab.txt of the model's original checkpoint into that directory"
+        )
+
+    # -- encoding -------------------------------------------------------------------------------------
+
+    def encode(self, text: str, text_pair: str | None = None, *, max_length: int | None = None) -> Encoding:
+        """Tokenise `text` (and `text_pair` as sentence B) into `[CLS] A [SEP] (B [SEP])`.
+
+        If the result is longer than `max_length` (default `self.max_length`), tokens are dropped from the
+        end, from the longer sentence first (transformers' "longest_first"), and `truncated` is set.
+        """
+        _check_text(text, "text")
+        is_pair = text_pair is not None
+        if is_pair:
+            _check_text(text_pair, "text_pair")
+        limit = self.max_length if max_length is None else _check_max_length(max_length)
+        num_added = self._num_added[is_pair]
+        if limit < num_added + 1 + is_pair:
+            raise InputError(
+                f"max_length={limit} leaves no room for the text: [CLS] and [SEP] take {num_added} "
+                f"positions and each sentence needs at least one; use max_length >= {num_added + 1 + is_pair}"
+            )
+
+        # Always encoded in full (the backend never truncates), so the full length is known and no
+        # per-call state is touched: concurrent calls share one backend safely.
+        enc = self._backend.encode(text, text_pair) if is_pair else self._backend.encode(text)
+        sequence_ids = enc.sequence_ids
+        len_a = sequence_ids.count(0)
+        len_b = sequence_ids.count(1) if is_pair else 0
+        if len_a == 0:
+            raise InputError("text is empty once control and zero-width characters are removed")
+        if is_pair and len_b == 0:
+            raise InputError("text_pair is empty once control and zero-width characters are removed")
+
+        tokens = enc.tokens
+        word_ids = enc.word_ids
+        input_ids = np.array(enc.ids, dtype=np.int64)
+        token_type_ids = np.array(enc.type_ids, dtype=np.int64)
+        offsets = np.array(enc.offsets, dtype=np.int64).reshape(-1, 2)
+        total = len(tokens)
+        truncated = total > limit
+        if truncated:
+            keep_a, keep_b = _longest_first(len_a, len_b, limit - num_added)
+            keep = _kept_positions(sequence_ids, (keep_a, keep_b))
+            tokens = [tokens[i] for i in keep]
+            word_ids = [word_ids[i] for i in keep]
+            sequence_ids = [sequence_ids[i] for i in keep]
+            index = np.array(keep, dtype=np.intp)
+            input_ids = input_ids[index]
+            token_type_ids = token_type_ids[index]
+            offsets = offsets[index]
+
+        length = len(tokens)
+        return Encoding(
+            tokens=tokens,
+            input_ids=_frozen(input_ids),
+            token_type_ids=_frozen(token_type_ids),
+            position_ids=_frozen(np.arange(length, dtype=np.int64)),
+            offsets=_frozen(offsets),
+            sequence_ids=sequence_ids,
+            word_ids=word_ids,
+            special_tokens_mask=_frozen(np.array([s is None for s in sequence_ids], dtype=bool)),
+            truncated=truncated,
+            num_tokens_before_truncation=total,
+        )
+
+    # -- vocabulary -----------------------------------------------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids, the rows the model's word-embedding table must have."""
+        return self._backend.get_vocab_size(with_added_tokens=True)
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._backend.token_to_id(token)
+
+    def id_to_token(self, i: int) -> str:
+        index = int(i)
+        token = self._backend.id_to_token(index) if index >= 0 else None
+        if token is None:
+            raise InputError(f"token id {i} is not in the vocabulary (ids run from 0 to {self.vocab_size - 1})")
+        return token
+
+    def convert_ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
+        return [self.id_to_token(i) for i in ids]
+
+    def get_vocab(self) -> dict[str, int]:
+        """Piece -> id, added tokens included."""
+        return self._backend.get_vocab(with_added_tokens=True)
+
+    @property
+    def backend(self) -> Tokenizer:
+        """A copy of the underlying `tokenizers.Tokenizer`; changing it does not affect this tokenizer."""
+        return Tokenizer.from_str(self._backend.to_str())
+
+    # -- explaining -----------------------------------------------------------------------------------
+
+    def normalize(self, text: str) -> str:
+        """The text as the WordPiece model sees it: cleaned, CJK spaced, lower-cased/accent-stripped if set."""
+        _check_type(text, "text")
+        normalizer = self._backend.normalizer
+        return text if normalizer is None else normalizer.normalize_str(text)
+
+    def wordpiece_steps(self, word: str) -> list[WordPieceStep]:
+        """How greedy longest-match-first WordPiece splits one word (see `WordPieceStep`).
+
+        The word is normalised first, as in `encode`; it must stay one word (no spaces or punctuation
+        inside), since BERT splits those off before WordPiece runs.
+        """
+        _check_type(word, "word")
+        stripped = word.strip()
+        if stripped in self._special_token_strings:
+            # Matched whole before normalisation, never split; one step says so.
+            return [WordPieceStep(start=0, tried=[stripped], matched=stripped)]
+        normalized = self.normalize(word)
+        pre_tokenizer = self._backend.pre_tokenizer
+        if pre_tokenizer is None:
+            words = normalized.split()
+        else:
+            words = [piece for piece, _ in pre_tokenizer.pre_tokenize_str(normalized)]
+        if not words:
+            raise InputError(f"word {word!r} is empty once normalised; pass a word with letters or digits")
+        if len(words) > 1:
+            raise InputError(
+                f"{word!r} is not a single word: BERT splits it into {words} before WordPiece; pass one of them"
+            )
+        chars = words[0]
+        unk_step = WordPieceStep(start=0, tried=[], matched=self._model_unk)
+        if len(chars) > self._max_chars:
+            return [unk_step]
+
+        vocab = self._model_vocab
+        steps: list[WordPieceStep] = []
+        start = 0
+        while start < len(chars):
+            tried: list[str] = []
+            matched = None
+            end = len(chars)
+            while start < end:
+                candidate = chars[start:end] if start == 0 else self._prefix + chars[start:end]
+                tried.append(candidate)
+                if candidate in vocab:
+                    matched = candidate
+                    break
+                end -= 1
+            steps.append(WordPieceStep(start=start, tried=tried, matched=matched))
+            if matched is None:
+                steps.append(unk_step)
+                return steps
+            start = end
+        return steps
+
+    # -- saving ---------------------------------------------------------------------------------------
+
+    def save(self, directory: str | Path, *, tokenizer_json: bool = True) -> None:
+        """Write vocab.txt and tokenizer_config.json (and tokenizer.json unless told not to).
+
+        `from_directory` reads either form back to a tokenizer that encodes identically; the three files
+        are also the layout transformers expects.
+        """
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        lines = self._vocab_lines if self._vocab_lines is not None else self._vocab_lines_from_backend()
+        (directory / VOCAB_FILE).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        config = {
+            "tokenizer_class": "BertTokenizer",
+            "do_lower_case": self.lowercase,
+            "strip_accents": self.strip_accents,
+            "tokenize_chinese_chars": self.handle_chinese_chars,
+            "unk_token": self.unk_token,
+            "sep_token": self.sep_token,
+            "pad_token": self.pad_token,
+            "cls_token": self.cls_token,
+            "mask_token": self.mask_token,
+            "model_max_length": self.max_length,
+        }
+        (directory / TOKENIZER_CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        if tokenizer_json:
+            (directory / TOKENIZER_FILE).write_text(self._backend.to_str(pretty=True), encoding="utf-8")
+
+    def _vocab_lines_from_backend(self) -> list[str]:
+        by_id = {i: t for t, i in self._model_vocab.items()}
+        size = max(by_id) + 1 if by_id else 0
+        if len(by_id) != size:
+            # vocab.txt gives ids by line number, so a hole needs a filler that matches nothing.
+            logger.warning("vocabulary ids are not contiguous; filling %d gap(s) in vocab.txt", size - len(by_id))
+        return [by_id.get(i, f"[unused-gap-{i}]") for i in range(size)]
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(vocab_size={self.vocab_size}, lowercase={self.lowercase}, "
+            f"max_length={self.max_length})"
+        )
+
+
+# -- helpers --------------------------------------------------------------------------------------------
+
+
+def _check_type(value: Any, name: str) -> None:
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a string, got {type(value).__name__}")
+
+
+def _check_text(value: Any, name: str) -> None:
+    _check_type(value, name)
+    if not value or value.isspace():
+        raise InputError(f"{name} is empty; type or paste a sentence to analyse")
+
+
+def _check_max_length(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InputError(f"max_length must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _longest_first(len_a: int, len_b: int, budget: int) -> tuple[int, int]:
+    """Tokens of A and B to keep: transformers' "longest_first" (the Python tokenizers' arithmetic).
+
+    Tokens come off the longer sentence until both are equal, then off both in turn, B giving the odd one.
+    (`tokenizers`' Rust truncation gives the odd token to the longer sentence instead; we follow the
+    reference.)
+    """
+    remove = len_a + len_b - budget
+    if remove <= 0:
+        return len_a, len_b
+    if len_b == 0:
+        return len_a - remove, 0
+    first = min(abs(len_b - len_a), remove)
+    second = remove - first
+    if len_a > len_b:
+        remove_a, remove_b = first + second // 2, second - second // 2
+    else:
+        remove_a, remove_b = second // 2, first + second - second // 2
+    return len_a - remove_a, len_b - remove_b
+
+
+def _kept_positions(sequence_ids: list[int | None], keep: tuple[int, int]) -> list[int]:
+    """Positions that survive truncation: every added special, and the first keep[s] tokens of sentence s."""
+    seen = [0, 0]
+    kept = []
+    for position, sequence in enumerate(sequence_ids):
+        if sequence is None:
+            kept.append(position)
+        elif seen[sequence] < keep[sequence]:
+            seen[sequence] += 1
+            kept.append(position)
+    return kept
+
+
+def _combine_max_length(model_limit: int | None, config_limit: int | None) -> int:
+    limits = [v for v in (model_limit, config_limit) if v is not None]
+    return _check_max_length(min(limits)) if limits else DEFAULT_MAX_LENGTH
+
+
+def _state(component: Any) -> Any:
+    if component is None:
+        return None
+    return json.loads(component.__getstate__())
+
+
+def _normalizer_kinds(state: Any) -> set[str]:
+    if not isinstance(state, dict):
+        return set()
+    kinds = {state.get("type")}
+    for part in state.get("normalizers") or []:
+        kinds |= _normalizer_kinds(part)
+    return kinds
+
+
+def _read_vocab_file(path: Path) -> list[str]:
+    try:
+        # Universal newlines and rstrip("\n") exactly as the reference reads vocab.txt.
+        with path.open(encoding="utf-8") as handle:
+            lines = [line.rstrip("\n") for line in handle]
+    except FileNotFoundError as exc:
+        raise ModelLoadError(f"no vocabulary file at {path}") from exc
+    except UnicodeDecodeError as exc:
+        raise ModelLoadError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}); is it a vocab.txt?") from exc
+    except OSError as exc:
+        raise ModelLoadError(f"cannot read {path}: {exc}") from exc
+    if not lines:
+        raise ModelLoadError(f"{path} is empty; a BERT vocab.txt has one piece per line")
+    return lines
+
+
+def _read_tokenizer_json(path: Path) -> Tokenizer:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelLoadError(f"cannot read {path}: {exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelLoadError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from exc
+    model_type = data.get("model", {}).get("type") if isinstance(data, dict) else None
+    if model_type not in ("WordPiece", None):
+        raise ModelLoadError(f"{path} describes a {model_type} tokenizer; BERTScope needs WordPiece (BERT's)")
+    try:
+        return Tokenizer.from_str(text)
+    except Exception as exc:  # tokenizers raises a bare Exception for every malformed file
+        raise ModelLoadError(f"{path} is not a valid tokenizers file: {exc}") from exc
+
+
+def _read_tokenizer_config(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelLoadError(f"cannot read {path}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ModelLoadError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise ModelLoadError(f"{path} must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _options_from_config(config: dict[str, Any], path: Path) -> dict[str, Any]:
+    """tokenizer_config.json keys -> `from_vocab` keywords; only the keys present are returned."""
+    options: dict[str, Any] = {}
+    for key, option in (("do_lower_case", "lowercase"), ("tokenize_chinese_chars", "handle_chinese_chars")):
+        if key in config:
+            if not isinstance(config[key], bool):
+                raise ModelLoadError(f"{path}: {key!r} must be true or false, got {config[key]!r}")
+            options[option] = config[key]
+    if "strip_accents" in config:
+        if config["strip_accents"] is not None and not isinstance(config["strip_accents"], bool):
+            raise ModelLoadError(f"{path}: 'strip_accents' must be true, false or null, got {config['strip_accents']!r}")
+        options["strip_accents"] = config["strip_accents"]
+
+    special_tokens: dict[str, str] = {}
+    for key in _DEFAULT_SPECIAL_TOKENS:
+        value = config.get(key)
+        if isinstance(value, dict):  # older transformers wrote {"content": "[UNK]", "__type": "AddedToken", ...}
+            value = value.get("content")
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value:
+            raise ModelLoadError(f"{path}: {key!r} must be a non-empty string, got {value!r}")
+        special_tokens[key] = value
+    options["special_tokens"] = special_tokens
+
+    model_max_length = config.get("model_max_length")
+    if model_max_length is not None:
+        if isinstance(model_max_length, bool) or not isinstance(model_max_length, (int, float)):
+            raise ModelLoadError(f"{path}: 'model_max_length' must be a number, got {model_max_length!r}")
+        model_max_length = int(model_max_length) if model_max_length < _UNSET_MODEL_MAX_LENGTH else None
+        if model_max_length is not None and model_max_length < 1:
+            raise ModelLoadError(f"{path}: 'model_max_length' must be positive, got {model_max_length}")
+    options["model_max_length"] = model_max_length
+    return options
