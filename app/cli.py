@@ -1,7 +1,7 @@
 """The `bertscope` command: start the app, or run a pre-training job.
 
-    bertscope [--model SOURCE] [--port N] [extra streamlit flags...]
-    bertscope pretrain --corpus FILE --out DIR [options]
+bertscope [--model SOURCE] [--port N] [extra streamlit flags...]
+bertscope pretrain --corpus FILE --out DIR [options]
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """bert_core: a faithful, self-contained BERT with every intermediate exposed, and a numpy analysis API.
 
-    import bert_core
-    m = bert_core.load_pretrained("path/or/hub-id")
-    r = m.analyze("The bank by the river.")
+import bert_core
+m = bert_core.load_pretrained("path/or/hub-id")
+r = m.analyze("The bank by the river.")
 """
 
 from .analysis import BertScopeModel

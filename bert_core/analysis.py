@@ -116,7 +116,9 @@ class BertScopeModel:
             types[row, : lengths[row]] = enc.token_type_ids
         mask = None
         if min(lengths) != longest:
-            mask = torch.from_numpy((np.arange(longest)[None, :] < np.array(lengths)[:, None]).astype(np.int64))
+            mask = torch.from_numpy(
+                (np.arange(longest)[None, :] < np.array(lengths)[:, None]).astype(np.int64)
+            )
             mask = mask.to(self.device)
         with torch.inference_mode():
             return self.network(
@@ -195,7 +197,10 @@ class BertScopeModel:
         encodings = [self.tokenizer.encode(a, b) for a, b in items]
         mask = self._head_mask_tensor(head_mask)
         out = self._run(encodings, mask)
-        return [self._analysis(enc, out, row, a, b, mask) for row, (enc, (a, b)) in enumerate(zip(encodings, items))]
+        return [
+            self._analysis(enc, out, row, a, b, mask)
+            for row, (enc, (a, b)) in enumerate(zip(encodings, items, strict=True))
+        ]
 
     # -- heads ----------------------------------------------------------------------------------------
 
@@ -212,7 +217,11 @@ class BertScopeModel:
         return int(min(top_k, self.config.vocab_size))
 
     def _predictions(
-        self, sequence: torch.Tensor, positions: Sequence[int], top_k: int, labels: Sequence[int] | None = None
+        self,
+        sequence: torch.Tensor,
+        positions: Sequence[int],
+        top_k: int,
+        labels: Sequence[int] | None = None,
     ) -> MlmScores:
         """sequence (S, H) of one text; MLM logits are computed only at `positions` (P of them)."""
         top_k = self._check_top_k(top_k)
@@ -240,7 +249,9 @@ class BertScopeModel:
         ]
         return MlmScores(predictions, losses, label_probs)
 
-    def predict_masks(self, text: str, text_pair: str | None = None, *, top_k: int = 5) -> list[MaskPrediction]:
+    def predict_masks(
+        self, text: str, text_pair: str | None = None, *, top_k: int = 5
+    ) -> list[MaskPrediction]:
         """Top-k predictions for every [MASK] in the text, in order of appearance."""
         self._require_mlm()
         mask_id = self.tokenizer.mask_token_id
@@ -276,7 +287,7 @@ class BertScopeModel:
         With `labels` (the original ids at those positions) the per-position cross-entropy is returned too.
         """
         self._require_mlm()
-        ids = np.asarray(input_ids, dtype=np.int64)
+        ids = np.array(input_ids, dtype=np.int64)  # a copy: callers may hand us read-only arrays
         if ids.ndim != 1 or not 0 < len(ids) <= self.config.max_position_embeddings:
             raise InputError(f"input_ids must be 1-D with 1..{self.config.max_position_embeddings} ids")
         if ids.min() < 0 or ids.max() >= self.config.vocab_size:
@@ -286,7 +297,7 @@ class BertScopeModel:
             raise InputError("a position is outside the sequence")
         if labels is not None and len(labels) != len(positions):
             raise InputError("labels and positions must have the same length")
-        types = np.zeros_like(ids) if token_type_ids is None else np.asarray(token_type_ids, dtype=np.int64)
+        types = np.zeros_like(ids) if token_type_ids is None else np.array(token_type_ids, dtype=np.int64)
         if not positions:
             return MlmScores([], None if labels is None else np.zeros(0, np.float32), None)
         with torch.inference_mode():

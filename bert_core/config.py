@@ -13,7 +13,16 @@ from .errors import ModelLoadError
 
 # Activations we implement exactly as transformers' ACT2FN does; anything else is refused rather than
 # silently approximated, because the views must show what the model really computes.
-SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "relu", "silu", "swish", "tanh")
+SUPPORTED_ACTIVATIONS = (
+    "gelu",
+    "gelu_new",
+    "gelu_pytorch_tanh",
+    "gelu_fast",
+    "relu",
+    "silu",
+    "swish",
+    "tanh",
+)
 SUPPORTED_POSITION_EMBEDDINGS = ("absolute",)
 
 # Sanity bounds, checked before any tensor is allocated. They are generous (BERT-large is 1024 hidden,
@@ -70,7 +79,9 @@ class BertConfig:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ModelLoadError(f"config key {key!r} must be an integer, got {value!r}")
             if not lo <= value <= hi:
-                raise ModelLoadError(f"config key {key!r} = {value} is outside the supported range [{lo}, {hi}]")
+                raise ModelLoadError(
+                    f"config key {key!r} = {value} is outside the supported range [{lo}, {hi}]"
+                )
         if self.hidden_size % self.num_attention_heads:
             raise ModelLoadError(
                 f"config key 'hidden_size' = {self.hidden_size} is not divisible by "
@@ -86,7 +97,12 @@ class BertConfig:
                 f"config key 'position_embedding_type' = {self.position_embedding_type!r} is not supported "
                 f"(supported: {', '.join(SUPPORTED_POSITION_EMBEDDINGS)})"
             )
-        for key in ("layer_norm_eps", "hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range"):
+        for key in (
+            "layer_norm_eps",
+            "hidden_dropout_prob",
+            "attention_probs_dropout_prob",
+            "initializer_range",
+        ):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ModelLoadError(f"config key {key!r} must be a finite number, got {value!r}")
@@ -135,7 +151,9 @@ class BertConfig:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ModelLoadError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from exc
+            raise ModelLoadError(
+                f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+            ) from exc
         return cls.from_dict(data)
 
     def to_dict(self) -> dict[str, Any]:

@@ -75,7 +75,11 @@ def resolve_source(
         return path
     if looks_like_hub_id(source):
         return download_from_hub(
-            source, progress=progress, cache_dir=cache_dir, endpoint=endpoint, local_files_only=local_files_only
+            source,
+            progress=progress,
+            cache_dir=cache_dir,
+            endpoint=endpoint,
+            local_files_only=local_files_only,
         )
     raise ModelLoadError(f"no such directory: {path} (and it is not a valid hub id either)")
 
@@ -195,9 +199,7 @@ def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
     hint = ""
     if any(n.endswith((".h5", ".ckpt.index", ".msgpack")) for n in others):
         hint = " (TensorFlow/Flax weights are not supported; convert them to safetensors)"
-    raise ModelLoadError(
-        f"no weights in {directory}: expected {SAFETENSORS_FILE} or {PYTORCH_FILE}{hint}"
-    )
+    raise ModelLoadError(f"no weights in {directory}: expected {SAFETENSORS_FILE} or {PYTORCH_FILE}{hint}")
 
 
 def _read_pickled_weights(path: Path) -> dict[str, torch.Tensor]:
@@ -211,7 +213,9 @@ def _read_pickled_weights(path: Path) -> dict[str, torch.Tensor]:
             f"BERTScope never executes checkpoint contents. Use a safetensors checkpoint. Detail: {exc}"
         ) from exc
     except (RuntimeError, EOFError, OSError, ValueError) as exc:
-        raise ModelLoadError(f"{path} is not a readable PyTorch checkpoint (truncated or corrupt?): {exc}") from exc
+        raise ModelLoadError(
+            f"{path} is not a readable PyTorch checkpoint (truncated or corrupt?): {exc}"
+        ) from exc
     if isinstance(data, dict) and "state_dict" in data and isinstance(data["state_dict"], dict):
         data = data["state_dict"]
     if not isinstance(data, dict) or not all(
@@ -297,9 +301,7 @@ def build_network(
     ]
     if mismatched:
         raise ModelLoadError("weights do not match config.json: " + "; ".join(mismatched[:5]))
-    floats = {
-        k: (v.to(torch.float32) if v.is_floating_point() else v).contiguous() for k, v in state.items()
-    }
+    floats = {k: (v.to(torch.float32) if v.is_floating_point() else v).contiguous() for k, v in state.items()}
     network.load_state_dict(floats, strict=True, assign=True)
     return network.eval()
 
@@ -315,7 +317,9 @@ def _read_config(directory: Path) -> tuple[BertConfig, bool]:
     raw = json.loads(config_path.read_text(encoding="utf-8"))
     model_type = raw.get("model_type", "bert")
     if model_type not in ("bert", None):
-        raise ModelLoadError(f"config key 'model_type' = {model_type!r}: BERTScope reads BERT checkpoints only")
+        raise ModelLoadError(
+            f"config key 'model_type' = {model_type!r}: BERTScope reads BERT checkpoints only"
+        )
     tie = raw.get("tie_word_embeddings", True)
     return config, bool(tie)
 

@@ -31,7 +31,9 @@ class Analysis:
     input_ids: np.ndarray  # (S,) int64
     token_type_ids: np.ndarray  # (S,) int64, 0 = sentence A, 1 = sentence B
     position_ids: np.ndarray  # (S,) int64
-    offsets: np.ndarray  # (S, 2) int64 character [start, end) into the token's own sentence; (0, 0) for specials
+    offsets: (
+        np.ndarray
+    )  # (S, 2) int64 character [start, end) into the token's own sentence; (0, 0) for specials
     sequence_ids: list[int | None]  # per token: 0 = A, 1 = B, None = special token
     word_ids: list[int | None]  # per token: index of the word within its sentence, None for specials
     special_tokens_mask: np.ndarray  # (S,) bool

@@ -19,6 +19,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ logger = logging.getLogger(__name__)
 TOKENIZER_FILE = "tokenizer.json"
 VOCAB_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+SPECIAL_TOKENS_MAP_FILE = "special_tokens_map.json"
 
 # BERT's limit: a longer "word" (usually a URL or a run of symbols) becomes a single [UNK].
 MAX_INPUT_CHARS_PER_WORD = 100
@@ -56,10 +58,18 @@ _REQUIRED_SPECIAL_TOKENS = ("cls_token", "sep_token", "unk_token")
 # when a cased letter precedes it and none follows, skipping case-ignorable characters such as
 # apostrophes and combining accents. The skip class also holds what the reference deletes *before*
 # lower-casing (control and format characters, U+FFFD), so "ΑΣ\u200b" still ends in "ς". The look-behind
-# must have a fixed width in Oniguruma, hence the alternatives for up to two skipped characters.
+# must have a fixed width in Oniguruma, hence the alternatives for up to three skipped characters.
 _SKIP = r"[[\p{Case_Ignorable}\p{C}\x{FFFD}]&&[^\t\n\r]]"
 _FINAL_SIGMA_PATTERN = (
-    r"(?<=\p{Cased}|\p{Cased}" + _SKIP + r"|\p{Cased}" + _SKIP + r"{2})Σ(?!" + _SKIP + r"*\p{Cased})"
+    r"(?<=\p{Cased}|\p{Cased}"
+    + _SKIP
+    + r"|\p{Cased}"
+    + _SKIP
+    + r"{2}|\p{Cased}"
+    + _SKIP
+    + r"{3})Σ(?!"
+    + _SKIP
+    + r"*\p{Cased})"
 )
 
 
@@ -73,7 +83,10 @@ def _bert_normalizer(lowercase: bool, strip_accents: bool | None, handle_chinese
         steps.append(normalizers.Replace(Regex(_FINAL_SIGMA_PATTERN), "ς"))
     steps.append(
         normalizers.BertNormalizer(
-            clean_text=True, handle_chinese_chars=handle_chinese_chars, strip_accents=strip, lowercase=lowercase
+            clean_text=True,
+            handle_chinese_chars=handle_chinese_chars,
+            strip_accents=strip,
+            lowercase=lowercase,
         )
     )
     if not strip:
@@ -115,10 +128,14 @@ class Encoding:
     input_ids: np.ndarray  # (S,) int64
     token_type_ids: np.ndarray  # (S,) int64, 0 = sentence A, 1 = sentence B
     position_ids: np.ndarray  # (S,) int64, 0 .. S-1
-    offsets: np.ndarray  # (S, 2) int64 [start, end) into the token's own sentence as typed; (0, 0) for specials
+    offsets: (
+        np.ndarray
+    )  # (S, 2) int64 [start, end) into the token's own sentence as typed; (0, 0) for specials
     sequence_ids: list[int | None]  # 0 = A, 1 = B, None = [CLS]/[SEP] added by the tokenizer
     word_ids: list[int | None]  # index of the word within its own sentence, None for added specials
-    special_tokens_mask: np.ndarray  # (S,) bool, True for the added [CLS]/[SEP] (not a [MASK] typed in the text)
+    special_tokens_mask: (
+        np.ndarray
+    )  # (S,) bool, True for the added [CLS]/[SEP] (not a [MASK] typed in the text)
     truncated: bool  # True when tokens were dropped to fit max_length
     num_tokens_before_truncation: int  # S the full text would have had
 
@@ -333,17 +350,22 @@ class WordPieceTokenizer:
         """Load from a checkpoint directory: `tokenizer.json` if present, else `vocab.txt`.
 
         `tokenizer_config.json`, when present, supplies do_lower_case / strip_accents /
-        tokenize_chinese_chars (these override a standard BERT normaliser in tokenizer.json, as
-        transformers does), the special-token strings and model_max_length. `max_length` is the model's
-        limit (max_position_embeddings); the smaller of it and model_max_length is used.
+        tokenize_chinese_chars, the special-token strings (also read from `special_tokens_map.json`,
+        which wins, as in transformers) and model_max_length. A plain BertNormalizer in tokenizer.json is
+        rebuilt with the reference fixes (module docstring), taking those three settings from the config
+        where it gives them, as transformers does; any other normaliser is kept as shipped. `max_length`
+        is the model's limit (max_position_embeddings); the smaller of it and model_max_length is used.
         """
         directory = Path(directory)
         if not directory.is_dir():
             raise ModelLoadError(f"tokenizer directory {directory} does not exist or is not a directory")
-        config = _read_tokenizer_config(directory / TOKENIZER_CONFIG_FILE)
-        options = _options_from_config(config, directory / TOKENIZER_CONFIG_FILE)
+        config_path = directory / TOKENIZER_CONFIG_FILE
+        config = _read_json_object(config_path)
+        options = _options_from_config(config, config_path)
         limit = _combine_max_length(max_length, options.pop("model_max_length"))
-        special_tokens = options.pop("special_tokens")
+        special_tokens = _special_tokens(config, config_path)
+        map_path = directory / SPECIAL_TOKENS_MAP_FILE
+        special_tokens.update(_special_tokens(_read_json_object(map_path), map_path))
 
         json_path = directory / TOKENIZER_FILE
         vocab_path = directory / VOCAB_FILE
@@ -405,8 +427,13 @@ class WordPieceTokenizer:
         word_ids = enc.word_ids
         input_ids = np.array(enc.ids, dtype=np.int64)
         token_type_ids = np.array(enc.type_ids, dtype=np.int64)
-        offsets = np.array(enc.offsets, dtype=np.int64).reshape(-1, 2)
         total = len(tokens)
+        # fromiter over the flattened pairs is twice as fast as np.array on a list of tuples.
+        offsets = np.fromiter(chain.from_iterable(enc.offsets), dtype=np.int64, count=2 * total).reshape(
+            total, 2
+        )
+        # 1 only for what the post-processor added; a "[MASK]" typed in the text is 0, as in transformers.
+        special = np.array(enc.special_tokens_mask, dtype=bool)
         truncated = total > limit
         if truncated:
             keep_a, keep_b = _longest_first(len_a, len_b, limit - num_added)
@@ -418,6 +445,7 @@ class WordPieceTokenizer:
             input_ids = input_ids[index]
             token_type_ids = token_type_ids[index]
             offsets = offsets[index]
+            special = special[index]
 
         length = len(tokens)
         return Encoding(
@@ -428,7 +456,7 @@ class WordPieceTokenizer:
             offsets=_frozen(offsets),
             sequence_ids=sequence_ids,
             word_ids=word_ids,
-            special_tokens_mask=_frozen(np.array([s is None for s in sequence_ids], dtype=bool)),
+            special_tokens_mask=_frozen(special),
             truncated=truncated,
             num_tokens_before_truncation=total,
         )
@@ -447,7 +475,9 @@ class WordPieceTokenizer:
         index = int(i)
         token = self._backend.id_to_token(index) if index >= 0 else None
         if token is None:
-            raise InputError(f"token id {i} is not in the vocabulary (ids run from 0 to {self.vocab_size - 1})")
+            raise InputError(
+                f"token id {i} is not in the vocabulary (ids run from 0 to {self.vocab_size - 1})"
+            )
         return token
 
     def convert_ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
@@ -552,7 +582,9 @@ class WordPieceTokenizer:
         size = max(by_id) + 1 if by_id else 0
         if len(by_id) != size:
             # vocab.txt gives ids by line number, so a hole needs a filler that matches nothing.
-            logger.warning("vocabulary ids are not contiguous; filling %d gap(s) in vocab.txt", size - len(by_id))
+            logger.warning(
+                "vocabulary ids are not contiguous; filling %d gap(s) in vocab.txt", size - len(by_id)
+            )
         return [by_id.get(i, f"[unused-gap-{i}]") for i in range(size)]
 
     def __repr__(self) -> str:
@@ -644,7 +676,9 @@ def _read_vocab_file(path: Path) -> list[str]:
     except FileNotFoundError as exc:
         raise ModelLoadError(f"no vocabulary file at {path}") from exc
     except UnicodeDecodeError as exc:
-        raise ModelLoadError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}); is it a vocab.txt?") from exc
+        raise ModelLoadError(
+            f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}); is it a vocab.txt?"
+        ) from exc
     except OSError as exc:
         raise ModelLoadError(f"cannot read {path}: {exc}") from exc
     if not lines:
@@ -660,7 +694,9 @@ def _read_tokenizer_json(path: Path) -> Tokenizer:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ModelLoadError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from exc
+        raise ModelLoadError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+        ) from exc
     model_type = data.get("model", {}).get("type") if isinstance(data, dict) else None
     if model_type not in ("WordPiece", None):
         raise ModelLoadError(f"{path} describes a {model_type} tokenizer; BERTScope needs WordPiece (BERT's)")
@@ -670,7 +706,8 @@ def _read_tokenizer_json(path: Path) -> Tokenizer:
         raise ModelLoadError(f"{path} is not a valid tokenizers file: {exc}") from exc
 
 
-def _read_tokenizer_config(path: Path) -> dict[str, Any]:
+def _read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON object from an optional file: {} when the file is absent."""
     if not path.is_file():
         return {}
     try:
@@ -678,7 +715,9 @@ def _read_tokenizer_config(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelLoadError(f"cannot read {path}: {exc}") from exc
     except json.JSONDecodeError as exc:
-        raise ModelLoadError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from exc
+        raise ModelLoadError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+        ) from exc
     if not isinstance(data, dict):
         raise ModelLoadError(f"{path} must hold a JSON object, got {type(data).__name__}")
     return data
@@ -694,20 +733,10 @@ def _options_from_config(config: dict[str, Any], path: Path) -> dict[str, Any]:
             options[option] = config[key]
     if "strip_accents" in config:
         if config["strip_accents"] is not None and not isinstance(config["strip_accents"], bool):
-            raise ModelLoadError(f"{path}: 'strip_accents' must be true, false or null, got {config['strip_accents']!r}")
+            raise ModelLoadError(
+                f"{path}: 'strip_accents' must be true, false or null, got {config['strip_accents']!r}"
+            )
         options["strip_accents"] = config["strip_accents"]
-
-    special_tokens: dict[str, str] = {}
-    for key in _DEFAULT_SPECIAL_TOKENS:
-        value = config.get(key)
-        if isinstance(value, dict):  # older transformers wrote {"content": "[UNK]", "__type": "AddedToken", ...}
-            value = value.get("content")
-        if value is None:
-            continue
-        if not isinstance(value, str) or not value:
-            raise ModelLoadError(f"{path}: {key!r} must be a non-empty string, got {value!r}")
-        special_tokens[key] = value
-    options["special_tokens"] = special_tokens
 
     model_max_length = config.get("model_max_length")
     if model_max_length is not None:
@@ -718,3 +747,18 @@ def _options_from_config(config: dict[str, Any], path: Path) -> dict[str, Any]:
             raise ModelLoadError(f"{path}: 'model_max_length' must be positive, got {model_max_length}")
     options["model_max_length"] = model_max_length
     return options
+
+
+def _special_tokens(config: dict[str, Any], path: Path) -> dict[str, str]:
+    """The special-token strings a tokenizer_config.json or special_tokens_map.json sets."""
+    special_tokens: dict[str, str] = {}
+    for key in _DEFAULT_SPECIAL_TOKENS:
+        value = config.get(key)
+        if isinstance(value, dict):  # transformers also writes {"content": "[UNK]", "lstrip": false, ...}
+            value = value.get("content")
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value:
+            raise ModelLoadError(f"{path}: {key!r} must be a non-empty string, got {value!r}")
+        special_tokens[key] = value
+    return special_tokens

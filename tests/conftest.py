@@ -16,17 +16,52 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 # A small but real WordPiece vocabulary: specials, punctuation, letters, whole words, ## continuations.
-TINY_VOCAB = (
-    ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    + list(".,!?'\"-()")
-    + list("abcdefghijklmnopqrstuvwxyz")
-    + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
-    + [
-        "the", "a", "bank", "river", "money", "sat", "on", "of", "we", "by", "deposit", "ed", "##ed",
-        "##ing", "##s", "un", "##want", "want", "run", "##n", "cat", "dog", "is", "was", "in", "to",
-        "and", "it", "he", "she", "water", "cash", "at", "my", "i", "you",
-    ]
-)
+TINY_VOCAB = list(
+    dict.fromkeys(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        + list(".,!?'\"-()")
+        + list("abcdefghijklmnopqrstuvwxyz")
+        + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
+        + [
+            "the",
+            "a",
+            "bank",
+            "river",
+            "money",
+            "sat",
+            "on",
+            "of",
+            "we",
+            "by",
+            "deposit",
+            "ed",
+            "##ed",
+            "##ing",
+            "##s",
+            "un",
+            "##want",
+            "want",
+            "run",
+            "##n",
+            "cat",
+            "dog",
+            "is",
+            "was",
+            "in",
+            "to",
+            "and",
+            "it",
+            "he",
+            "she",
+            "water",
+            "cash",
+            "at",
+            "my",
+            "i",
+            "you",
+        ]
+    )
+)  # dict.fromkeys: a repeated line would leave an id no token maps to
 
 
 def write_vocab(directory: Path, vocab: list[str] = TINY_VOCAB) -> Path:

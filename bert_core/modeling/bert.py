@@ -65,7 +65,9 @@ class EncoderOutput(NamedTuple):
 class BertEmbeddings(nn.Module):
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.word_embeddings = nn.Embedding(
+            config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id
+        )
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
@@ -277,7 +279,9 @@ class BertLMPredictionHead(nn.Module):
 class BertPreTrainingHeads(nn.Module):
     """Checkpoint prefix `cls.`: `predictions` (MLM) and `seq_relationship` (NSP), each optional."""
 
-    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding | None, *, mlm: bool, nsp: bool) -> None:
+    def __init__(
+        self, config: BertConfig, word_embeddings: nn.Embedding | None, *, mlm: bool, nsp: bool
+    ) -> None:
         super().__init__()
         self.predictions = BertLMPredictionHead(config, word_embeddings) if mlm else None
         self.seq_relationship = nn.Linear(config.hidden_size, 2) if nsp else None

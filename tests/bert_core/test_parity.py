@@ -17,7 +17,10 @@ TOL = 1e-5
 SIZES = {
     "tiny": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37),
     "mid": dict(
-        hidden_size=256, num_hidden_layers=4, num_attention_heads=8, intermediate_size=1024,
+        hidden_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=8,
+        intermediate_size=1024,
         max_position_embeddings=128,
     ),
 }
@@ -63,7 +66,9 @@ def _close(ours: np.ndarray, theirs: torch.Tensor, what: str) -> None:
     assert diff <= TOL, f"{what}: max abs difference {diff:.3g} > {TOL}"
 
 
-@pytest.fixture(scope="module", params=[(k, s) for s in SIZES for k in HF_CLASSES], ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(
+    scope="module", params=[(k, s) for s in SIZES for k in HF_CLASSES], ids=lambda p: f"{p[0]}-{p[1]}"
+)
 def pair(request, tmp_path_factory):
     kind, size = request.param
     directory = make_checkpoint(tmp_path_factory.mktemp(f"{kind}-{size}"), kind, seed=7, **SIZES[size])
@@ -134,7 +139,12 @@ def test_other_activations_match(tmp_path, act):
 
 
 def test_batched_analysis_equals_single(tiny_model):
-    texts = ["the bank of the river", ("cash at my bank", "we sat"), "a dog", "she was in the water and it ran"]
+    texts = [
+        "the bank of the river",
+        ("cash at my bank", "we sat"),
+        "a dog",
+        "she was in the water and it ran",
+    ]
     batched = tiny_model.analyze_batch(texts)
     for text, b in zip(texts, batched, strict=True):
         single = tiny_model.analyze(*((text, None) if isinstance(text, str) else text))

@@ -1,0 +1,161 @@
+"""The analysis API: shapes, invariants, bad input, head masks, MLM at chosen positions, thread safety."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+import bert_core
+from bert_core import InputError
+from tests.conftest import make_checkpoint
+
+
+def test_analysis_shapes_and_invariants(tiny_model):
+    r = tiny_model.analyze("the cat sat on the bank", "the river was cold")
+    s = len(r.tokens)
+    assert r.tokens[0] == "[CLS]" and r.tokens[-1] == "[SEP]" and r.tokens.count("[SEP]") == 2
+    assert r.input_ids.shape == r.token_type_ids.shape == r.position_ids.shape == (s,)
+    assert r.position_ids.tolist() == list(range(s))
+    first_sep = r.tokens.index("[SEP]")
+    assert r.token_type_ids.tolist() == [0] * (first_sep + 1) + [1] * (s - first_sep - 1)
+    assert r.attentions.shape == (2, 4, s, s) and r.attentions.dtype == np.float32
+    np.testing.assert_allclose(r.attentions.sum(-1), 1.0, atol=1e-6)
+    assert r.hidden_states.shape == (3, s, 32)
+    np.testing.assert_array_equal(r.hidden_states[0], r.embeddings.normalized)
+    e = r.embeddings
+    np.testing.assert_allclose(e.summed, e.word + e.segment + e.position, atol=1e-6)
+    assert r.pooled.shape == (32,)
+    assert not r.truncated and r.num_tokens_before_truncation == s
+    assert r.special_tokens_mask.tolist() == [t in ("[CLS]", "[SEP]") for t in r.tokens]
+
+
+def test_analysis_is_picklable(tiny_model):
+    r = tiny_model.analyze("the bank")
+    back = pickle.loads(pickle.dumps(r))
+    assert back.tokens == r.tokens
+    np.testing.assert_array_equal(back.attentions, r.attentions)
+
+
+def test_offsets_point_into_the_typed_text(tiny_model):
+    text, pair = "The  Cat sat", "on the BANK"
+    r = tiny_model.analyze(text, pair)
+    for token, (start, end), seq in zip(r.tokens, r.offsets.tolist(), r.sequence_ids, strict=True):
+        if seq is None:
+            continue
+        source = text if seq == 0 else pair
+        assert source[start:end].lower() == token.removeprefix("##")
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t  "])
+def test_empty_text(tiny_model, text):
+    with pytest.raises(InputError, match="empty"):
+        tiny_model.analyze(text)
+
+
+def test_empty_pair(tiny_model):
+    with pytest.raises(InputError, match="empty"):
+        tiny_model.analyze("the cat", "  ")
+
+
+def test_non_string_text(tiny_model):
+    with pytest.raises(InputError):
+        tiny_model.analyze(None)  # type: ignore[arg-type]
+
+
+def test_long_text_is_truncated_and_flagged(tmp_path):
+    model = bert_core.load_pretrained(
+        make_checkpoint(tmp_path / "long", "pretraining", max_position_embeddings=512)
+    )
+    r = model.analyze(" ".join(["cat"] * 600))
+    assert len(r.tokens) == 512 and r.truncated and r.num_tokens_before_truncation == 602
+    assert r.tokens[-1] == "[SEP]"
+    assert r.attentions.shape[-1] == 512
+
+
+def test_fill_mask_without_mask(tiny_model):
+    with pytest.raises(InputError, match=r"no \[MASK\] in the text"):
+        tiny_model.fill_mask("the cat sat")
+
+
+def test_fill_mask_shape_and_order(tiny_model):
+    out = tiny_model.fill_mask("the [MASK] sat on the [MASK] [MASK]", top_k=3)
+    assert len(out) == 3
+    for preds in out:
+        probs = [p for _, p in preds]
+        assert len(preds) == 3 and probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-6
+    with pytest.raises(InputError, match="top_k"):
+        tiny_model.fill_mask("the [MASK]", top_k=0)
+
+
+def test_predict_at_matches_predict_masks_and_reports_loss(tiny_model):
+    enc = tiny_model.tokenizer.encode("the [MASK] sat")
+    position = enc.tokens.index("[MASK]")
+    via_masks = tiny_model.predict_masks("the [MASK] sat", top_k=4)[0]
+    cat = tiny_model.tokenizer.token_to_id("cat")
+    scores = tiny_model.predict_at(enc.input_ids, [position], labels=[cat], top_k=4)
+    assert scores.predictions[0].token_ids == via_masks.token_ids
+    np.testing.assert_allclose(scores.predictions[0].probabilities, via_masks.probabilities, atol=1e-6)
+    assert scores.losses.shape == (1,)
+    np.testing.assert_allclose(np.exp(-scores.losses), scores.label_probabilities, rtol=1e-5)
+    with pytest.raises(InputError):
+        tiny_model.predict_at(enc.input_ids, [len(enc.input_ids)])
+
+
+def test_head_mask_equals_zeroing_that_heads_values(tiny_checkpoint):
+    """Switching a head off must equal a model whose value projection for that head is zero."""
+    model = bert_core.load_pretrained(tiny_checkpoint)
+    head_mask = np.ones((2, 4), dtype=np.float32)
+    head_mask[1, 2] = 0.0
+    masked = model.analyze("the cat sat on the bank", head_mask=head_mask)
+
+    hf = transformers.BertForPreTraining.from_pretrained(tiny_checkpoint, attn_implementation="eager").eval()
+    value = hf.bert.encoder.layer[1].attention.self.value
+    with torch.no_grad():
+        value.weight[2 * 8 : 3 * 8] = 0
+        value.bias[2 * 8 : 3 * 8] = 0
+        out = hf(input_ids=torch.tensor([masked.input_ids.tolist()]), output_hidden_states=True)
+    np.testing.assert_allclose(masked.hidden_states[-1], out.hidden_states[-1][0].numpy(), atol=1e-5)
+    unmasked = model.analyze("the cat sat on the bank")
+    assert np.abs(unmasked.hidden_states[-1] - masked.hidden_states[-1]).max() > 1e-3
+    np.testing.assert_array_equal(masked.hidden_states[1], unmasked.hidden_states[1])  # layer 0 untouched
+    np.testing.assert_array_equal(masked.head_mask, head_mask)
+    with pytest.raises(InputError, match="head_mask"):
+        model.analyze("the cat", head_mask=np.ones((3, 4)))
+
+
+def test_concurrent_calls_equal_serial_calls(tiny_model):
+    texts = [
+        f"the {w} sat on the bank" for w in ("cat", "dog", "river", "money", "water", "cash", "she", "he")
+    ]
+    serial = {t: tiny_model.analyze(t) for t in texts}
+    results: dict[str, bert_core.Analysis] = {}
+    errors: list[BaseException] = []
+
+    def work(text):
+        try:
+            for _ in range(3):
+                results[text] = tiny_model.analyze(text)
+        except BaseException as exc:  # noqa: BLE001 - surfaced by the assert below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in texts * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors
+    for text in texts:
+        np.testing.assert_array_equal(results[text].hidden_states, serial[text].hidden_states)
+        np.testing.assert_array_equal(results[text].attentions, serial[text].attentions)
+
+
+def test_info_counts_parameters(tiny_model):
+    info = tiny_model.info
+    assert info.num_layers == 2 and info.num_heads == 4 and info.hidden_size == 32
+    assert info.num_parameters == sum(p.numel() for p in tiny_model.network.parameters())
+    assert tiny_model.position_embedding_table().shape == (64, 32)

@@ -1,0 +1,370 @@
+"""load_pretrained: checkpoint layouts, head detection, the hub path without a network, and every way a
+checkpoint can be broken (each must give ModelLoadError with a message naming the problem, quickly)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import socket
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import bert_core
+from bert_core import MissingHeadError, ModelLoadError
+from tests.conftest import TINY_VOCAB, make_checkpoint, write_vocab
+
+TEXT = ("the cat sat on the bank", "we deposited cash")
+
+
+def _outputs(model):
+    r = model.analyze(*TEXT)
+    return r.hidden_states, r.attentions
+
+
+def _same_outputs(a, b):
+    for x, y in zip(_outputs(a), _outputs(b), strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def _rewrite_weights(directory: Path, transform) -> None:
+    path = directory / "model.safetensors"
+    state = load_file(str(path))
+    save_file(transform(dict(state)), str(path))
+
+
+# -- layouts ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kind,pooler,mlm,nsp",
+    [
+        ("model", True, False, False),
+        ("mlm", False, True, False),
+        ("pretraining", True, True, True),
+        ("nsp", True, False, True),
+    ],
+)
+def test_heads_are_detected_never_invented(tmp_path, kind, pooler, mlm, nsp):
+    model = bert_core.load_pretrained(make_checkpoint(tmp_path / kind, kind))
+    assert (model.has_pooler, model.has_mlm_head, model.has_nsp_head) == (pooler, mlm, nsp)
+    info = model.info
+    assert (info.has_pooler, info.has_mlm_head, info.has_nsp_head) == (pooler, mlm, nsp)
+    r = model.analyze("the cat sat")
+    assert (r.pooled is not None) == pooler
+    if mlm:
+        assert len(model.fill_mask("the [MASK] sat")) == 1
+    else:
+        with pytest.raises(MissingHeadError, match="no MLM head"):
+            model.fill_mask("the [MASK] sat")
+    p = model.next_sentence("the cat sat", "on the bank")
+    assert (p is not None) == nsp
+    if nsp:
+        assert 0.0 <= p <= 1.0
+
+
+def test_bertmodel_checkpoint_has_no_bert_prefix(tmp_path):
+    directory = make_checkpoint(tmp_path / "m", "model")
+    assert not any(k.startswith("bert.") for k in load_file(str(directory / "model.safetensors")))
+    assert bert_core.load_pretrained(directory).analyze("the dog").hidden_states.shape == (3, 4, 32)
+
+
+def test_legacy_gamma_beta_and_decoder_names(tmp_path, tiny_checkpoint):
+    reference = bert_core.load_pretrained(tiny_checkpoint)
+    legacy = tmp_path / "legacy"
+    shutil.copytree(tiny_checkpoint, legacy)
+
+    def to_legacy(state):
+        out = {}
+        for key, value in state.items():
+            key = key.replace("LayerNorm.weight", "LayerNorm.gamma").replace(
+                "LayerNorm.bias", "LayerNorm.beta"
+            )
+            out[key] = value
+        # Old checkpoints also saved the tied decoder and its bias twice, and the position_ids buffer.
+        out["cls.predictions.decoder.weight"] = state["bert.embeddings.word_embeddings.weight"].clone()
+        out["cls.predictions.decoder.bias"] = state["cls.predictions.bias"].clone()
+        out["bert.embeddings.position_ids"] = torch.arange(64)[None]
+        return out
+
+    _rewrite_weights(legacy, to_legacy)
+    _same_outputs(reference, bert_core.load_pretrained(legacy))
+    np.testing.assert_array_equal(
+        reference.predict_masks("the [MASK]")[0].probabilities,
+        bert_core.load_pretrained(legacy).predict_masks("the [MASK]")[0].probabilities,
+    )
+
+
+def test_pytorch_bin_loads_with_same_outputs(tmp_path, tiny_checkpoint):
+    directory = tmp_path / "bin"
+    shutil.copytree(tiny_checkpoint, directory)
+    state = load_file(str(directory / "model.safetensors"))
+    (directory / "model.safetensors").unlink()
+    torch.save(state, directory / "pytorch_model.bin")
+    _same_outputs(bert_core.load_pretrained(tiny_checkpoint), bert_core.load_pretrained(directory))
+
+
+def test_safetensors_preferred_over_bin(tmp_path, tiny_checkpoint):
+    directory = tmp_path / "both"
+    shutil.copytree(tiny_checkpoint, directory)
+    (directory / "pytorch_model.bin").write_bytes(b"not a checkpoint at all")
+    bert_core.load_pretrained(directory)  # the broken .bin is never read
+
+
+class _Payload:
+    """Unpickling this runs os.system: what a malicious checkpoint would do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_bin_with_code_payload_is_refused_and_nothing_runs(tmp_path, tiny_checkpoint):
+    directory = tmp_path / "evil"
+    shutil.copytree(tiny_checkpoint, directory)
+    (directory / "model.safetensors").unlink()
+    marker = tmp_path / "payload-ran"
+    state = dict(load_file(str(tiny_checkpoint / "model.safetensors")))
+    state["bert.embeddings.word_embeddings.weight"] = _Payload(marker)
+    with open(directory / "pytorch_model.bin", "wb") as fh:
+        pickle.dump(state, fh)
+    with pytest.raises(ModelLoadError, match="refused"):
+        bert_core.load_pretrained(directory)
+    assert not marker.exists()
+
+
+def test_tokenizer_json_is_used_when_present(tmp_path, tiny_checkpoint):
+    directory = tmp_path / "tj"
+    shutil.copytree(tiny_checkpoint, directory)
+    reference = bert_core.load_pretrained(tiny_checkpoint)
+    reference.tokenizer.backend.save(str(directory / "tokenizer.json"))
+    (directory / "vocab.txt").unlink()
+    loaded = bert_core.load_pretrained(directory)
+    assert loaded.analyze(*TEXT).tokens == reference.analyze(*TEXT).tokens
+
+
+# -- the hub, without a network -------------------------------------------------------------------------
+
+
+def _populate_cache(cache: Path, repo_id: str, files_from: Path) -> None:
+    """Lay files out exactly as huggingface_hub's cache does: blobs, a snapshot per commit, refs/main."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo_dir = cache / ("models--" + repo_id.replace("/", "--"))
+    snapshot = repo_dir / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (repo_dir / "blobs").mkdir()
+    for file in files_from.iterdir():
+        blob = repo_dir / "blobs" / f"blob-{file.name}"
+        shutil.copy(file, blob)
+        (snapshot / file.name).symlink_to(os.path.relpath(blob, snapshot))
+    (repo_dir / "refs").mkdir()
+    (repo_dir / "refs" / "main").write_text(commit)
+
+
+def test_hub_id_loads_offline_from_cache(tmp_path, tiny_checkpoint, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    cache = tmp_path / "hf-cache"
+    _populate_cache(cache, "someone/tiny-bert", tiny_checkpoint)
+    seen = []
+    model = bert_core.load_pretrained("someone/tiny-bert", cache_dir=cache, progress=seen.append)
+    _same_outputs(model, bert_core.load_pretrained(tiny_checkpoint))
+    assert any("config.json" in s for s in seen)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_hub_and_empty_cache_says_so(tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    start = time.monotonic()
+    with pytest.raises(ModelLoadError, match="cannot be reached and the model is not in the local"):
+        bert_core.load_pretrained(
+            "someone/not-cached", cache_dir=tmp_path / "empty", endpoint=f"http://127.0.0.1:{_closed_port()}"
+        )
+    assert time.monotonic() - start < 30
+
+
+def test_offline_and_not_cached(tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(ModelLoadError, match="not in the local Hugging Face cache"):
+        bert_core.load_pretrained("bert-base-uncased", cache_dir=tmp_path / "empty")
+
+
+# -- broken checkpoints -----------------------------------------------------------------------------------
+
+
+def _copy(tmp_path, tiny_checkpoint, name="broken") -> Path:
+    directory = tmp_path / name
+    shutil.copytree(tiny_checkpoint, directory)
+    return directory
+
+
+def test_missing_directory(tmp_path):
+    with pytest.raises(ModelLoadError, match="no such directory"):
+        bert_core.load_pretrained(tmp_path / "does" / "not" / "exist")
+
+
+def test_file_instead_of_directory(tmp_path, tiny_checkpoint):
+    with pytest.raises(ModelLoadError, match="is a file"):
+        bert_core.load_pretrained(tiny_checkpoint / "config.json")
+
+
+def test_directory_without_config(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelLoadError, match="no config.json"):
+        bert_core.load_pretrained(tmp_path / "empty")
+
+
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2, 3]", "must be a JSON object"),
+        ('{"hidden_size": "big"}', "'hidden_size' must be an integer"),
+    ],
+)
+def test_malformed_config(tmp_path, tiny_checkpoint, content, match):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    (directory / "config.json").write_text(content)
+    with pytest.raises(ModelLoadError, match=match):
+        bert_core.load_pretrained(directory)
+
+
+def test_missing_vocabulary(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    (directory / "vocab.txt").unlink()
+    with pytest.raises(ModelLoadError, match="vocab"):
+        bert_core.load_pretrained(directory)
+
+
+def test_vocabulary_larger_than_embedding_table(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    write_vocab(directory, TINY_VOCAB + [f"extra{i}" for i in range(10)])
+    with pytest.raises(ModelLoadError, match="vocabulary has .* entries but the embedding table"):
+        bert_core.load_pretrained(directory)
+
+
+def test_weights_that_do_not_match_the_config(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    config = json.loads((directory / "config.json").read_text())
+    config["intermediate_size"] = 64
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(
+        ModelLoadError, match=r"intermediate.dense.weight: checkpoint \(37, 32\), config expects \(64, 32\)"
+    ):
+        bert_core.load_pretrained(directory)
+
+
+def test_config_with_more_layers_than_the_checkpoint(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    config = json.loads((directory / "config.json").read_text())
+    config["num_hidden_layers"] = 3
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError, match="lacks weights.*encoder.layer.2"):
+        bert_core.load_pretrained(directory)
+
+
+def test_unexpected_keys_are_named(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    _rewrite_weights(directory, lambda s: {**s, "bert.encoder.layer.0.extra.weight": torch.zeros(3)})
+    with pytest.raises(ModelLoadError, match=r"does not know: bert.encoder.layer.0.extra.weight"):
+        bert_core.load_pretrained(directory)
+
+
+def test_truncated_safetensors(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    path = directory / "model.safetensors"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(ModelLoadError, match="not a readable safetensors file"):
+        bert_core.load_pretrained(directory)
+
+
+def test_random_bytes_safetensors(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    (directory / "model.safetensors").write_bytes(np.random.default_rng(0).bytes(4096))
+    with pytest.raises(ModelLoadError, match="not a readable safetensors file"):
+        bert_core.load_pretrained(directory)
+
+
+def test_random_bytes_bin(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    (directory / "model.safetensors").unlink()
+    (directory / "pytorch_model.bin").write_bytes(np.random.default_rng(1).bytes(4096))
+    with pytest.raises(ModelLoadError, match="pytorch_model.bin"):
+        bert_core.load_pretrained(directory)
+
+
+def test_no_weights_at_all(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    (directory / "model.safetensors").unlink()
+    with pytest.raises(ModelLoadError, match="no weights"):
+        bert_core.load_pretrained(directory)
+
+
+@pytest.mark.parametrize(
+    "key,value,match",
+    [
+        ("hidden_size", 10**9, "'hidden_size' = 1000000000 is outside"),
+        ("vocab_size", 10**12, "'vocab_size'"),
+        ("num_hidden_layers", 0, "'num_hidden_layers'"),
+        ("hidden_size", 33, "not divisible"),
+        ("hidden_act", "mish", "'hidden_act'"),
+        ("position_embedding_type", "relative_key", "'position_embedding_type'"),
+        ("layer_norm_eps", float("nan"), "'layer_norm_eps'"),
+    ],
+)
+def test_absurd_or_unsupported_config_is_refused_before_allocating(
+    tmp_path, tiny_checkpoint, key, value, match
+):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    config = json.loads((directory / "config.json").read_text())
+    config[key] = value
+    (directory / "config.json").write_text(json.dumps(config))
+    start = time.monotonic()
+    with pytest.raises(ModelLoadError, match=match):
+        bert_core.load_pretrained(directory)
+    assert time.monotonic() - start < 5
+
+
+def test_total_size_cap(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    config = json.loads((directory / "config.json").read_text())
+    config.update(hidden_size=8192, num_attention_heads=64, intermediate_size=32768, num_hidden_layers=96)
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError, match="parameters, more than"):
+        bert_core.load_pretrained(directory)
+
+
+def test_other_architecture_is_refused(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    config = json.loads((directory / "config.json").read_text())
+    config["model_type"] = "gpt2"
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError, match="BERT checkpoints only"):
+        bert_core.load_pretrained(directory)
+
+
+def test_cuda_requested_without_gpu(tiny_checkpoint):
+    if torch.cuda.is_available():
+        model = bert_core.load_pretrained(tiny_checkpoint, device="cuda")
+        assert model.analyze("the cat").attentions.dtype == np.float32
+    else:
+        with pytest.raises(ModelLoadError, match="no CUDA GPU"):
+            bert_core.load_pretrained(tiny_checkpoint, device="cuda")
