@@ -1,0 +1,32 @@
+"""The `bertscope` command: flags reach Streamlit and the app; `pretrain` dispatches."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from app import cli
+
+
+def test_model_flag_sets_env_and_serves_on_loopback(monkeypatch):
+    from streamlit.web import cli as stcli
+
+    seen = {}
+    monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
+    monkeypatch.delenv("BERTSCOPE_MODEL", raising=False)
+    cli.main(["--model", "/some/dir", "--port", "8600"])
+    import os
+
+    assert os.environ["BERTSCOPE_MODEL"] == "/some/dir"
+    argv = seen["argv"]
+    assert argv[:3] == ["streamlit", "run", str(cli.APP_ENTRY)]
+    assert argv[argv.index("--server.address") + 1] == "127.0.0.1"
+    assert argv[argv.index("--server.port") + 1] == "8600"
+
+
+def test_help_exits_cleanly(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--help"])
+    assert exc.value.code == 0
+    assert "--model" in capsys.readouterr().out
