@@ -346,13 +346,12 @@ def load_pretrained(
         source, progress=progress, cache_dir=cache_dir, endpoint=endpoint, local_files_only=local_files_only
     )
     config, tie = _read_config(directory)
-    tokenizer = WordPieceTokenizer.from_directory(directory)
+    tokenizer = WordPieceTokenizer.from_directory(directory, max_length=config.max_position_embeddings)
     if tokenizer.vocab_size > config.vocab_size:
         raise ModelLoadError(
             f"the vocabulary has {tokenizer.vocab_size} entries but the embedding table (config key "
             f"'vocab_size') has {config.vocab_size} rows: this vocabulary belongs to another model"
         )
-    tokenizer.max_length = min(tokenizer.max_length, config.max_position_embeddings)
     if progress:
         progress("reading weights")
     state = normalize_keys(read_state_dict(directory), tie_word_embeddings=tie)

@@ -7,16 +7,24 @@ The reference for what a BERT tokenizer must produce is the original pure-Python
 `BertNormalizer` differs from it in two places, and the normaliser built here closes both gaps so the ids
 are the ones the model was trained on:
 
-* the reference composes the text to NFC before looking pieces up; `BertNormalizer` does not, so a
-  decomposed "e" + U+0301 in a cased model became [UNK] instead of "é";
+* the reference composes the text to NFC (before lower-casing) when it keeps accents; `BertNormalizer`
+  does not, so a decomposed "e" + U+0301 in a cased model became [UNK] instead of "é";
 * the reference lower-cases with Python's `str.lower`, which writes a word-final capital sigma as "ς";
   `BertNormalizer` lower-cases character by character and always writes "σ".
+
+One difference remains: `tokenizers` classifies characters (punctuation, control, accent) with Unicode
+tables older than Python's, so a character assigned since about Unicode 9 (e.g. the punctuation U+2E4F,
+or a code point unassigned in Python's tables) can be split differently. Such characters are rare in
+text and absent from BERT vocabularies, which predate them.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
@@ -60,82 +68,95 @@ _REQUIRED_SPECIAL_TOKENS = ("cls_token", "sep_token", "unk_token")
 # lower-casing (control and format characters, U+FFFD), so "ΑΣ\u200b" still ends in "ς". The look-behind
 # must have a fixed width in Oniguruma, hence the alternatives for up to three skipped characters.
 _SKIP = r"[[\p{Case_Ignorable}\p{C}\x{FFFD}]&&[^\t\n\r]]"
-_FINAL_SIGMA_PATTERN = (
-    r"(?<=\p{Cased}|\p{Cased}"
-    + _SKIP
-    + r"|\p{Cased}"
-    + _SKIP
-    + r"{2}|\p{Cased}"
-    + _SKIP
-    + r"{3})Σ(?!"
-    + _SKIP
-    + r"*\p{Cased})"
-)
+_SIGMA_BEHIND = "|".join(r"\p{Cased}" + _SKIP * n for n in range(4))
+_FINAL_SIGMA_PATTERN = "(?<=" + _SIGMA_BEHIND + ")Σ(?!" + _SKIP + r"*\p{Cased})"
 
 
 def _bert_normalizer(lowercase: bool, strip_accents: bool | None, handle_chinese_chars: bool) -> Any:
-    """BertNormalizer plus the two steps that make it agree with the reference (see the module docstring)."""
+    """BertNormalizer plus the steps that make it agree with the reference (see the module docstring)."""
     strip = lowercase if strip_accents is None else strip_accents
     steps: list[Any] = []
     if lowercase:
         # Before BertNormalizer, which would lower-case the sigma first. A one-character replacement, so
         # offsets into the original text stay exact.
         steps.append(normalizers.Replace(Regex(_FINAL_SIGMA_PATTERN), "ς"))
-    steps.append(
-        normalizers.BertNormalizer(
-            clean_text=True,
-            handle_chinese_chars=handle_chinese_chars,
-            strip_accents=strip,
-            lowercase=lowercase,
+    if strip:
+        # Stripping decomposes (NFD) and drops the marks, so the reference's NFC cannot matter here.
+        steps.append(
+            normalizers.BertNormalizer(
+                clean_text=True,
+                handle_chinese_chars=handle_chinese_chars,
+                strip_accents=True,
+                lowercase=lowercase,
+            )
         )
-    )
-    if not strip:
-        # Stripping decomposes (NFD) and drops the marks, so NFC only matters when accents are kept.
-        # After BertNormalizer, as in the reference, so a control character between a letter and its
-        # accent is removed before they are composed.
+    else:
+        # The reference cleans, spaces CJK, composes (NFC), then lower-cases; in that order, since
+        # lower-casing first changes what composes ("Ϋ\u0301" stays two characters, "ϋ\u0301" becomes
+        # "ΰ") and how marks are ordered ("İ" lower-cases to "i\u0307").
+        steps.append(
+            normalizers.BertNormalizer(
+                clean_text=True,
+                handle_chinese_chars=handle_chinese_chars,
+                strip_accents=False,
+                lowercase=False,
+            )
+        )
         steps.append(normalizers.NFC())
+        if lowercase:
+            steps.append(normalizers.Lowercase())
     return steps[0] if len(steps) == 1 else normalizers.Sequence(steps)
 
 
 def _standard_bert_normalizer_settings(state: Any) -> dict[str, Any] | None:
-    """The BertNormalizer settings inside a serialised normaliser, or None if it is anything else.
+    """lowercase / strip_accents / handle_chinese_chars of a standard BERT normaliser, or None.
 
     Accepts a plain BertNormalizer (what transformers writes) and the Sequence `_bert_normalizer` builds;
-    a hand-made Sequence is respected as it stands.
+    anything else is a hand-made normaliser, respected as it stands.
     """
     if not isinstance(state, dict):
         return None
     parts = state.get("normalizers") if state.get("type") == "Sequence" else [state]
-    if not isinstance(parts, list):
+    if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
         return None
-    bert = [p for p in parts if isinstance(p, dict) and p.get("type") == "BertNormalizer"]
+    bert = [p for p in parts if p.get("type") == "BertNormalizer"]
     if len(bert) != 1:
         return None
+    lowercase = bool(bert[0].get("lowercase", True))
     for part in parts:
-        if not isinstance(part, dict) or part is bert[0] or part.get("type") == "NFC":
-            continue
-        if part.get("type") == "Replace" and part.get("pattern", {}).get("Regex") == _FINAL_SIGMA_PATTERN:
-            continue
-        return None
-    return bert[0]
+        kind = part.get("type")
+        if kind == "Lowercase":
+            lowercase = True
+        elif not (
+            part is bert[0]
+            or kind == "NFC"
+            or (kind == "Replace" and part.get("pattern", {}).get("Regex") == _FINAL_SIGMA_PATTERN)
+        ):
+            return None
+    return {
+        "lowercase": lowercase,
+        "strip_accents": bert[0].get("strip_accents"),
+        "handle_chinese_chars": bool(bert[0].get("handle_chinese_chars", True)),
+    }
 
 
 @dataclass(frozen=True)
 class Encoding:
-    """One text (or text pair) as the model sees it. Arrays are read-only."""
+    """One text (or text pair) as the model sees it. Arrays are read-only.
+
+    `offsets` are character [start, end) spans into the token's own sentence (A or B) exactly as typed,
+    (0, 0) for [CLS]/[SEP]. `special_tokens_mask` is True only for the [CLS]/[SEP] the tokenizer added; a
+    "[MASK]" typed in the text belongs to its sentence (sequence id 0 or 1, mask False).
+    """
 
     tokens: list[str]  # S pieces, with [CLS]/[SEP]
     input_ids: np.ndarray  # (S,) int64
     token_type_ids: np.ndarray  # (S,) int64, 0 = sentence A, 1 = sentence B
     position_ids: np.ndarray  # (S,) int64, 0 .. S-1
-    offsets: (
-        np.ndarray
-    )  # (S, 2) int64 [start, end) into the token's own sentence as typed; (0, 0) for specials
-    sequence_ids: list[int | None]  # 0 = A, 1 = B, None = [CLS]/[SEP] added by the tokenizer
+    offsets: np.ndarray  # (S, 2) int64, see above
+    sequence_ids: list[int | None]  # 0 = A, 1 = B, None = added [CLS]/[SEP]
     word_ids: list[int | None]  # index of the word within its own sentence, None for added specials
-    special_tokens_mask: (
-        np.ndarray
-    )  # (S,) bool, True for the added [CLS]/[SEP] (not a [MASK] typed in the text)
+    special_tokens_mask: np.ndarray  # (S,) bool
     truncated: bool  # True when tokens were dropped to fit max_length
     num_tokens_before_truncation: int  # S the full text would have had
 
@@ -255,22 +276,26 @@ class WordPieceTokenizer:
         self._num_added = (backend.num_special_tokens_to_add(False), backend.num_special_tokens_to_add(True))
         model = backend.model
         self._model_vocab = backend.get_vocab(with_added_tokens=False)
+        # Largest id + 1 rather than the number of pieces: a repeated line in vocab.txt leaves an unused
+        # id, and the embedding table still needs a row for every id up to the largest.
+        self._vocab_size = max(backend.get_vocab(with_added_tokens=True).values()) + 1
         self._prefix: str = model.continuing_subword_prefix
         self._max_chars: int = model.max_input_chars_per_word
         self._model_unk: str = model.unk_token
         self._vocab_lines = vocab_lines
 
+        # What the normaliser does, for `save` and for display; `from_vocab` refines strip_accents=None.
         settings = _standard_bert_normalizer_settings(_state(backend.normalizer))
-        if settings is not None:
-            self.lowercase: bool = bool(settings.get("lowercase", True))
-            self.strip_accents: bool | None = settings.get("strip_accents")
-            self.handle_chinese_chars: bool = bool(settings.get("handle_chinese_chars", True))
-        else:
-            # A custom normaliser: describe it as well as its parts allow (only `save` reads these).
+        if settings is None:  # a custom normaliser: describe it as well as its parts allow
             kinds = _normalizer_kinds(_state(backend.normalizer))
-            self.lowercase = "Lowercase" in kinds
-            self.strip_accents = "StripAccents" in kinds
-            self.handle_chinese_chars = False
+            settings = {
+                "lowercase": "Lowercase" in kinds,
+                "strip_accents": "StripAccents" in kinds,
+                "handle_chinese_chars": False,
+            }
+        self.lowercase: bool = settings["lowercase"]
+        self.strip_accents: bool | None = settings["strip_accents"]
+        self.handle_chinese_chars: bool = settings["handle_chinese_chars"]
 
     # -- construction ---------------------------------------------------------------------------------
 
@@ -373,10 +398,10 @@ class WordPieceTokenizer:
             backend = _read_tokenizer_json(json_path)
             settings = _standard_bert_normalizer_settings(_state(backend.normalizer))
             if settings is not None:
-                lowercase = options.get("lowercase", settings.get("lowercase", True))
-                strip = options.get("strip_accents", settings.get("strip_accents"))
-                chinese = options.get("handle_chinese_chars", settings.get("handle_chinese_chars", True))
-                backend.normalizer = _bert_normalizer(bool(lowercase), strip, bool(chinese))
+                settings.update(options)
+                backend.normalizer = _bert_normalizer(
+                    settings["lowercase"], settings["strip_accents"], settings["handle_chinese_chars"]
+                )
             elif options:
                 logger.warning(
                     "%s has a custom normaliser; ignoring %s from %s",
@@ -447,6 +472,9 @@ class WordPieceTokenizer:
             offsets = offsets[index]
             special = special[index]
 
+        if not (text.isascii() and (text_pair is None or text_pair.isascii())):
+            _cover_trailing_marks(offsets, sequence_ids, (text, text_pair))
+
         length = len(tokens)
         return Encoding(
             tokens=tokens,
@@ -465,8 +493,8 @@ class WordPieceTokenizer:
 
     @property
     def vocab_size(self) -> int:
-        """Number of ids, the rows the model's word-embedding table must have."""
-        return self._backend.get_vocab_size(with_added_tokens=True)
+        """Number of ids (largest id + 1): the rows the model's word-embedding table must have."""
+        return self._vocab_size
 
     def token_to_id(self, token: str) -> int | None:
         return self._backend.token_to_id(token)
@@ -646,6 +674,48 @@ def _kept_positions(sequence_ids: list[int | None], keep: tuple[int, int]) -> li
             seen[sequence] += 1
             kept.append(position)
     return kept
+
+
+@functools.cache
+def _combining_mark_runs() -> re.Pattern[str]:
+    """A regex for runs of combining marks (category M*) of the Basic Multilingual Plane.
+
+    Built on first use (about 10 ms) from this Python's Unicode tables. BMP only, because `re` tests a
+    class of BMP characters with a bitmap but scans a list of ranges once it holds any astral one, which
+    made encode several times slower; the BMP has the marks of every widely written script.
+    """
+    ranges: list[list[int]] = []
+    for c in range(0x10000):
+        if unicodedata.category(chr(c)).startswith("M"):
+            if ranges and ranges[-1][1] == c - 1:
+                ranges[-1][1] = c
+            else:
+                ranges.append([c, c])
+    return re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges) + "]+")
+
+
+def _cover_trailing_marks(offsets: np.ndarray, sequence_ids: list[int | None], texts: tuple) -> None:
+    """Extend each piece's end over the combining marks typed right after it, in place.
+
+    A mark that normalisation composes into its letter (NFC) or strips (accents) is aligned to no piece,
+    so "Cafe\u0301" would otherwise give the piece "café" the span "Cafe", and the word shown (or passed
+    back to `wordpiece_steps`) would lose its accent. Marks that are pieces themselves are left alone.
+    """
+    pattern = _combining_mark_runs()
+    for sequence, text in enumerate(texts):
+        if text is None:
+            continue
+        runs = [m.span() for m in pattern.finditer(text)]
+        if not runs:
+            continue
+        positions = [i for i, s in enumerate(sequence_ids) if s == sequence]
+        by_end = {int(offsets[i, 1]): k for k, i in enumerate(positions)}
+        for run_start, run_end in runs:
+            k = by_end.get(run_start)
+            if k is None:
+                continue  # the marks belong to a piece already, or follow no piece
+            limit = int(offsets[positions[k + 1], 0]) if k + 1 < len(positions) else len(text)
+            offsets[positions[k], 1] = max(run_start, min(run_end, limit))
 
 
 def _combine_max_length(model_limit: int | None, config_limit: int | None) -> int:
