@@ -98,12 +98,23 @@ def download_from_hub(
     Works offline from that cache (HF_HUB_OFFLINE=1, `local_files_only`, or simply no connection).
     """
     import huggingface_hub
+    from huggingface_hub import constants as hub_constants
     from huggingface_hub.errors import (
         EntryNotFoundError,
         LocalEntryNotFoundError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
+
+    if not local_files_only and not hub_constants.HF_HUB_OFFLINE:
+        cached = _complete_snapshot_in_cache(repo_id, revision=revision, cache_dir=cache_dir)
+        if cached is not None:
+            # Hub models are immutable in practice; using the cache first keeps start-up instant and offline-proof.
+            log.info("using cached %s from %s", repo_id, cached)
+            return cached
+        if not hub_reachable(endpoint):
+            # Without this, huggingface_hub retries for ~30 s before giving up on a machine with no network.
+            local_files_only = True
 
     def fetch(filename: str, *, required: bool) -> Path | None:
         if progress:
@@ -124,7 +135,7 @@ def download_from_hub(
             if filename == CONFIG_FILE:
                 raise ModelLoadError(
                     f"cannot load {repo_id!r}: the model hub cannot be reached and the model is not in the "
-                    f"local Hugging Face cache ({cache_dir or huggingface_hub.constants.HF_HUB_CACHE}). Connect once to "
+                    f"local Hugging Face cache ({cache_dir or hub_constants.HF_HUB_CACHE}). Connect once to "
                     f"download it, or pass a local directory."
                 ) from exc
             if required:
@@ -157,6 +168,47 @@ def download_from_hub(
     for name in TOKENIZER_FILES:
         fetch(name, required=False)
     return config_path.parent
+
+
+def _complete_snapshot_in_cache(
+    repo_id: str, *, revision: str | None, cache_dir: str | os.PathLike | None
+) -> Path | None:
+    """The cached snapshot directory when it holds a config, weights and a vocabulary; else None."""
+    from huggingface_hub import try_to_load_from_cache
+
+    def cached(filename: str) -> Path | None:
+        found = try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir, revision=revision)
+        return Path(found) if isinstance(found, str) else None
+
+    config = cached(CONFIG_FILE)
+    if config is None:
+        return None
+    has_weights = any(cached(name) for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX, PYTORCH_FILE))
+    has_vocab = any(cached(name) for name in ("vocab.txt", "tokenizer.json"))
+    return config.parent if has_weights and has_vocab else None
+
+
+_PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def hub_reachable(endpoint: str | None = None, *, timeout: float = 3.0) -> bool:
+    """A quick TCP probe of the hub endpoint (assumed reachable when a proxy is configured)."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants as hub_constants
+
+    if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+        return True
+    url = urlparse(endpoint or hub_constants.ENDPOINT)
+    if not url.hostname:
+        return False
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname, port), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
 
 
 # -- reading weights --------------------------------------------------------------------------------------

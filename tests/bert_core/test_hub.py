@@ -1,0 +1,169 @@
+"""The hub path for real, without the internet: a minimal hub server on 127.0.0.1 serving a tiny checkpoint.
+
+It answers `HEAD`/`GET /{repo}/resolve/{revision}/{file}` with the headers huggingface_hub reads (commit, etag,
+size), and 404 + X-Error-Code for files or repositories it lacks, like the real hub.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bert_core
+from bert_core import ModelLoadError
+
+REPO = "tester/tiny-bert"
+COMMIT = "a" * 40
+
+
+class _Hub:
+    def __init__(self, files: Path) -> None:
+        self.files = files
+        self.requests: list[tuple[str, str]] = []
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # keep test output clean
+                pass
+
+            def _answer(self, with_body: bool) -> None:
+                hub.requests.append((self.command, self.path))
+                parts = self.path.split("?")[0].strip("/").split("/")
+                # owner/name/resolve/revision/filename
+                if len(parts) != 5 or parts[2] != "resolve":
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                repo, filename = "/".join(parts[:2]), parts[4]
+                if repo != REPO:
+                    self.send_response(404)
+                    self.send_header("X-Error-Code", "RepoNotFound")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                path = hub.files / filename
+                if not path.is_file():
+                    self.send_response(404)
+                    self.send_header("X-Error-Code", "EntryNotFound")
+                    self.send_header("X-Repo-Commit", COMMIT)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = path.read_bytes()
+                self.send_response(200)
+                self.send_header("X-Repo-Commit", COMMIT)
+                self.send_header("ETag", '"' + hashlib.sha256(body).hexdigest() + '"')
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if with_body:
+                    self.wfile.write(body)
+
+            def do_HEAD(self) -> None:  # noqa: N802
+                self._answer(False)
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._answer(True)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> _Hub:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def online(monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+
+def test_download_fetches_only_needed_files_then_works_offline(
+    tmp_path, tiny_checkpoint, online, monkeypatch
+):
+    served = tmp_path / "served"
+    served.mkdir()
+    for f in tiny_checkpoint.iterdir():
+        (served / f.name).write_bytes(f.read_bytes())
+    (served / "flax_model.msgpack").write_bytes(b"x" * 1000)  # must not be downloaded
+    (served / "pytorch_model.bin").write_bytes(b"y" * 1000)  # nor this: safetensors exists
+    cache = tmp_path / "cache"
+    with _Hub(served) as hub:
+        model = bert_core.load_pretrained(REPO, cache_dir=cache, endpoint=hub.endpoint)
+        fetched = {path.rsplit("/", 1)[1] for method, path in hub.requests if method == "GET"}
+    assert {"config.json", "model.safetensors", "vocab.txt"} <= fetched
+    assert not fetched & {"flax_model.msgpack", "pytorch_model.bin"}
+    reference = bert_core.load_pretrained(tiny_checkpoint)
+    np.testing.assert_array_equal(
+        model.analyze("the bank").hidden_states, reference.analyze("the bank").hidden_states
+    )
+
+    # The server is gone: the same id now loads from the cache, online mode or not, without waiting on retries.
+    start = time.monotonic()
+    again = bert_core.load_pretrained(REPO, cache_dir=cache, endpoint=hub.endpoint)
+    assert time.monotonic() - start < 10
+    np.testing.assert_array_equal(
+        again.analyze("the bank").attentions, reference.analyze("the bank").attentions
+    )
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    bert_core.load_pretrained(REPO, cache_dir=cache)
+
+
+def test_unknown_repository(tmp_path, tiny_checkpoint, online):
+    with (
+        _Hub(tiny_checkpoint) as hub,
+        pytest.raises(ModelLoadError, match="no model 'tester/other' on the hub"),
+    ):
+        bert_core.load_pretrained("tester/other", cache_dir=tmp_path / "c", endpoint=hub.endpoint)
+
+
+def test_repository_without_weights(tmp_path, tiny_checkpoint, online):
+    served = tmp_path / "served"
+    served.mkdir()
+    for name in ("config.json", "vocab.txt"):
+        (served / name).write_bytes((tiny_checkpoint / name).read_bytes())
+    with _Hub(served) as hub, pytest.raises(ModelLoadError, match="has neither model.safetensors nor"):
+        bert_core.load_pretrained(REPO, cache_dir=tmp_path / "c", endpoint=hub.endpoint)
+
+
+def test_fresh_process_without_network_fails_fast_with_the_reason(tmp_path):
+    """No monkeypatching: a clean interpreter, a hub endpoint nobody listens on, an empty cache."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = (
+        "import bert_core\n"
+        "try:\n"
+        "    bert_core.load_pretrained('bert-base-uncased')\n"
+        "except bert_core.ModelLoadError as e:\n"
+        "    print('MODELLOADERROR', e)\n"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HF_HUB_OFFLINE": "0",
+        "HF_ENDPOINT": f"http://127.0.0.1:{port}",
+        "HF_HOME": str(tmp_path / "hf"),
+    }
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert "MODELLOADERROR" in out.stdout, out.stderr
+    assert "cannot be reached" in out.stdout and "not in the local Hugging Face cache" in out.stdout
+    assert time.monotonic() - start < 30
