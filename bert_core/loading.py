@@ -135,8 +135,8 @@ def download_from_hub(
             if filename == CONFIG_FILE:
                 raise ModelLoadError(
                     f"cannot load {repo_id!r}: the model hub cannot be reached and the model is not in the "
-                    f"local Hugging Face cache ({cache_dir or hub_constants.HF_HUB_CACHE}). Connect once to "
-                    f"download it, or pass a local directory."
+                    f"local Hugging Face cache ({cache_dir or hub_constants.HF_HUB_CACHE}), and there is no "
+                    f"local directory of that name. Connect once to download it, or pass a local directory."
                 ) from exc
             if required:
                 raise ModelLoadError(

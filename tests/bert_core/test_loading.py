@@ -368,3 +368,29 @@ def test_cuda_requested_without_gpu(tiny_checkpoint):
     else:
         with pytest.raises(ModelLoadError, match="no CUDA GPU"):
             bert_core.load_pretrained(tiny_checkpoint, device="cuda")
+
+
+def test_sharded_safetensors_checkpoint(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint, "sharded")
+    state = load_file(str(directory / "model.safetensors"))
+    (directory / "model.safetensors").unlink()
+    keys = sorted(state)
+    halves = {"model-00001-of-00002.safetensors": keys[::2], "model-00002-of-00002.safetensors": keys[1::2]}
+    weight_map = {}
+    for name, part in halves.items():
+        save_file({k: state[k] for k in part}, str(directory / name))
+        weight_map.update(dict.fromkeys(part, name))
+    (directory / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": weight_map})
+    )
+    _same_outputs(bert_core.load_pretrained(tiny_checkpoint), bert_core.load_pretrained(directory))
+    (directory / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(ModelLoadError, match="missing weights shard"):
+        bert_core.load_pretrained(directory)
+
+
+def test_fp16_checkpoint_is_computed_in_fp32(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint, "half")
+    _rewrite_weights(directory, lambda s: {k: v.half() for k, v in s.items()})
+    r = bert_core.load_pretrained(directory).analyze("the bank")
+    assert r.attentions.dtype == np.float32 and np.isfinite(r.hidden_states).all()
