@@ -26,7 +26,15 @@ def run_app(argv: list[str]) -> int:
         os.environ["BERTSCOPE_MODEL"] = args.model
     from streamlit.web import cli as stcli
 
-    flags = ["--server.address", args.address, "--browser.gatherUsageStats", "false"]
+    # "viewer" toolbar: no Deploy button or developer menu in front of a lecture audience.
+    flags = [
+        "--server.address",
+        args.address,
+        "--browser.gatherUsageStats",
+        "false",
+        "--client.toolbarMode",
+        "viewer",
+    ]
     if args.port:
         flags += ["--server.port", str(args.port)]
     sys.argv = ["streamlit", "run", str(APP_ENTRY), *flags, *extra]

@@ -36,4 +36,4 @@ def test_console_script_points_at_the_app():
     assert project["name"] == "bertscope"
     from app import cli
 
-    assert cli.APP_ENTRY.name == "streamlit_app.py"
+    assert cli.APP_ENTRY.name == "streamlit_app.py" and cli.APP_ENTRY.is_file()

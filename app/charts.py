@@ -1,0 +1,526 @@
+"""Pure plotly figure builders: numpy/pandas in, `go.Figure` out. No Streamlit here, so tests call them directly.
+
+User text reaches figures only through `label()`, which escapes what plotly would otherwise read as markup
+(plotly renders a few HTML tags and `$…$` LaTeX in text; escaped, they show as typed).
+Dimensions: S = tokens, H = hidden size, L = layers, N = heads, T = thumbnail side.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+TOKEN_COLORS = {
+    "special": "#7b61ff",  # [CLS], [SEP], [PAD], [MASK]
+    "unk": "#e4572e",  # [UNK]
+    "continuation": "#f2a541",  # ##piece
+    "word": "#4c9be8",  # a word or a word's first piece
+}
+SEQUENCE_COLORS = ["#4c9be8", "#f2a541", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7"]
+BASE_FONT = 13
+
+
+def label(text: str) -> str:
+    """Text as plotly should draw it: HTML-escaped, and `$` made an entity so it never triggers LaTeX."""
+    return html.escape(str(text), quote=False).replace("$", "&#36;")
+
+
+def labels(texts: Sequence[str]) -> list[str]:
+    return [label(t) for t in texts]
+
+
+def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> go.Figure:
+    fig.update_layout(
+        title=None if title is None else {"text": label(title)},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+        font={"size": font_size},
+    )
+    return fig
+
+
+# -- tokens ---------------------------------------------------------------------------------------------
+
+
+def token_kind(token: str, special: bool, unk_token: str = "[UNK]") -> str:
+    if token == unk_token:
+        return "unk"
+    if special or (token.startswith("[") and token.endswith("]")):
+        return "special"
+    if token.startswith("##"):
+        return "continuation"
+    return "word"
+
+
+def token_chips(
+    tokens: Sequence[str],
+    kinds: Sequence[str],
+    hovers: Sequence[str] | None = None,
+    *,
+    row_width: float = 60.0,
+    font_size: int = BASE_FONT,
+) -> go.Figure:
+    """WordPiece pieces as coloured chips wrapped into rows, one horizontal bar per piece.
+
+    Chips are bars (not HTML), so a token can never become markup. One trace per kind gives a legend.
+    """
+    widths = [max(len(t), 1) + 2.0 for t in tokens]
+    starts, rows = [], []
+    x = 0.0
+    row = 0
+    for w in widths:
+        if x > 0 and x + w > row_width:
+            row += 1
+            x = 0.0
+        starts.append(x)
+        rows.append(row)
+        x += w + 0.6
+    names = {
+        "word": "word / first piece",
+        "continuation": "## continuation",
+        "special": "special",
+        "unk": "[UNK]",
+    }
+    fig = go.Figure()
+    for kind in ("word", "continuation", "special", "unk"):
+        idx = [i for i, k in enumerate(kinds) if k == kind]
+        if not idx:
+            continue
+        fig.add_trace(
+            go.Bar(
+                name=names[kind],
+                orientation="h",
+                base=[starts[i] for i in idx],
+                x=[widths[i] for i in idx],
+                y=[rows[i] for i in idx],
+                text=[label(tokens[i]) for i in idx],
+                customdata=np.array(idx),
+                hovertext=None if hovers is None else [label(hovers[i]) for i in idx],
+                hoverinfo="text" if hovers is not None else "none",
+                textposition="inside",
+                insidetextanchor="middle",
+                textangle=0,
+                textfont={"size": font_size, "color": "white", "family": "monospace"},
+                marker={"color": TOKEN_COLORS[kind], "line": {"width": 0}},
+                width=0.8,
+            )
+        )
+    n_rows = (rows[-1] + 1) if rows else 1
+    fig.update_layout(
+        barmode="overlay",
+        uniformtext={"minsize": max(8, font_size - 4), "mode": "show"},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        xaxis={"visible": False, "range": [-0.5, row_width + 0.5], "fixedrange": True},
+        yaxis={"visible": False, "autorange": "reversed", "fixedrange": True},
+        bargap=0.1,
+    )
+    return _layout(fig, None, 60 + 34 * n_rows * font_size // BASE_FONT, font_size)
+
+
+# -- matrices -------------------------------------------------------------------------------------------
+
+
+def heatmap(
+    matrix: np.ndarray,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    title: str | None = None,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    colorscale: str = "Blues",
+    hover_cells: bool = True,
+    value_name: str = "value",
+    font_size: int = BASE_FONT,
+    height: int | None = None,
+) -> go.Figure:
+    """A labelled (R, C) heatmap. Axes are numeric with tick text, so repeated tokens stay separate rows.
+
+    hover_cells=False drops the per-cell "row → column" hover labels (R*C strings) for large matrices; the
+    hover then shows indices and the value.
+    """
+    matrix = np.asarray(matrix, dtype=np.float32)
+    r, c = matrix.shape
+    rl, cl = labels(row_labels), labels(col_labels)
+    trace = go.Heatmap(
+        z=matrix,
+        x=np.arange(c),
+        y=np.arange(r),
+        zmin=zmin,
+        zmax=zmax,
+        colorscale=colorscale,
+        colorbar={"thickness": 12},
+    )
+    if hover_cells:
+        trace.text = [[f"{rl[i]} → {cl[j]}" for j in range(c)] for i in range(r)]
+        trace.hovertemplate = "%{text}<br>" + value_name + " %{z:.4f}<extra></extra>"
+    else:
+        trace.hovertemplate = "row %{y} → column %{x}<br>" + value_name + " %{z:.4f}<extra></extra>"
+    fig = go.Figure(trace)
+    every_r = max(1, int(np.ceil(r / 64)))
+    every_c = max(1, int(np.ceil(c / 64)))
+    fig.update_layout(
+        xaxis={
+            "tickmode": "array",
+            "tickvals": list(range(0, c, every_c)),
+            "ticktext": cl[::every_c],
+            "tickangle": -60,
+        },
+        yaxis={
+            "tickmode": "array",
+            "tickvals": list(range(0, r, every_r)),
+            "ticktext": rl[::every_r],
+            "autorange": "reversed",
+        },
+    )
+    if height is None:
+        height = int(min(900, max(300, 120 + 18 * r * font_size / BASE_FONT)))
+    return _layout(fig, title, height, font_size)
+
+
+def head_view(
+    left: Sequence[str],
+    right: Sequence[str],
+    weights: np.ndarray,
+    *,
+    focus: int | None = None,
+    min_weight: float = 0.0,
+    top_k: int | None = None,
+    title: str | None = None,
+    font_size: int = BASE_FONT,
+) -> go.Figure:
+    """Lines from each token on the left to the tokens it attends to on the right; width and opacity = weight.
+
+    weights (R, C): row i is the attention of left token i. focus: draw only that row. Lines below
+    `min_weight`, or outside each row's `top_k`, are left out (to keep large inputs light). Lines are
+    binned by weight into a few traces rather than one trace per line.
+    """
+    w = np.asarray(weights, dtype=np.float32)
+    r, c = w.shape
+    rows = range(r) if focus is None else [focus]
+    segments: dict[int, tuple[list, list]] = {}
+    bins = np.linspace(0.0, 1.0, 9)
+    for i in rows:
+        row = w[i]
+        cols = np.arange(c)
+        if top_k is not None and top_k < c:
+            cols = np.argsort(-row, kind="stable")[:top_k]
+        for j in cols:
+            v = float(row[j])
+            if v < min_weight or v <= 0:
+                continue
+            b = int(np.clip(np.searchsorted(bins, v) - 1, 0, len(bins) - 2))
+            xs, ys = segments.setdefault(b, ([], []))
+            xs += [0.0, 1.0, None]
+            ys += [i, j, None]
+    fig = go.Figure()
+    for b in sorted(segments):
+        xs, ys = segments[b]
+        mid = (bins[b] + bins[b + 1]) / 2
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line={"width": 0.5 + 9 * mid, "color": f"rgba(76,155,232,{0.15 + 0.85 * mid:.2f})"},
+                hoverinfo="skip",
+                showlegend=False,
+                name=f"weight {bins[b]:.2f}–{bins[b + 1]:.2f}",
+            )
+        )
+    left_colors = ["#e4572e" if focus is not None and i == focus else "#333" for i in range(r)]
+    fig.add_trace(
+        go.Scatter(
+            x=[0.0] * r,
+            y=list(range(r)),
+            mode="text",
+            text=labels(left),
+            textposition="middle left",
+            textfont={"color": left_colors, "size": font_size},
+            hoverinfo="skip",
+            showlegend=False,
+            name="from",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[1.0] * c,
+            y=list(range(c)),
+            mode="text",
+            text=labels(right),
+            textposition="middle right",
+            textfont={"size": font_size},
+            hoverinfo="skip",
+            showlegend=False,
+            name="to",
+        )
+    )
+    fig.update_layout(
+        xaxis={"visible": False, "range": [-0.6, 1.6], "fixedrange": True},
+        yaxis={"visible": False, "autorange": "reversed"},
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    height = int(min(2400, max(300, 60 + 20 * max(r, c) * font_size / BASE_FONT)))
+    return _layout(fig, title, height, font_size)
+
+
+def model_view(
+    thumbs: np.ndarray,
+    *,
+    selected: tuple[int, int] | None = None,
+    title: str | None = None,
+    font_size: int = BASE_FONT,
+) -> go.Figure:
+    """All layers × heads as small attention maps in one mosaic heatmap, plus one clickable marker per map.
+
+    thumbs (L, N, Tr, Tc). The marker trace ("pick") carries customdata [layer, head] (1-based), so a click
+    (Streamlit point selection) says which map to open.
+    """
+    thumbs = np.asarray(thumbs, dtype=np.float32)
+    n_layers, n_heads, tr, tc = thumbs.shape
+    gap = max(1, max(tr, tc) // 8)
+    cell_r, cell_c = tr + gap, tc + gap
+    mosaic = np.full((n_layers * cell_r - gap, n_heads * cell_c - gap), np.nan, dtype=np.float32)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            mosaic[layer * cell_r : layer * cell_r + tr, head * cell_c : head * cell_c + tc] = thumbs[
+                layer, head
+            ]
+    finite = np.isfinite(mosaic)
+    fig = go.Figure(
+        go.Heatmap(
+            z=mosaic,
+            colorscale="Blues",
+            zmin=0.0,
+            zmax=float(np.nanmax(mosaic)) if finite.any() else 1.0,
+            showscale=False,
+            hoverinfo="skip",
+            name="maps",
+        )
+    )
+    centers = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]
+    fig.add_trace(
+        go.Scatter(
+            x=[h * cell_c + (tc - 1) / 2 for _, h in centers],
+            y=[l_ * cell_r + (tr - 1) / 2 for l_, _ in centers],
+            customdata=[[l_ + 1, h + 1] for l_, h in centers],
+            mode="markers",
+            marker={"size": 28, "color": "rgba(0,0,0,0)", "symbol": "square"},
+            hovertemplate="layer %{customdata[0]}, head %{customdata[1]}: click to open<extra></extra>",
+            name="pick",
+            showlegend=False,
+        )
+    )
+    if selected is not None:
+        layer, head = selected
+        fig.add_shape(
+            type="rect",
+            x0=head * cell_c - 0.5,
+            x1=head * cell_c + tc - 0.5,
+            y0=layer * cell_r - 0.5,
+            y1=layer * cell_r + tr - 0.5,
+            line={"color": "#e4572e", "width": 3},
+        )
+    fig.update_layout(
+        xaxis={
+            "tickmode": "array",
+            "tickvals": [h * cell_c + (tc - 1) / 2 for h in range(n_heads)],
+            "ticktext": [f"H{h + 1}" for h in range(n_heads)],
+            "side": "top",
+            "showgrid": False,
+            "zeroline": False,
+        },
+        yaxis={
+            "tickmode": "array",
+            "tickvals": [l_ * cell_r + (tr - 1) / 2 for l_ in range(n_layers)],
+            "ticktext": [f"L{l_ + 1}" for l_ in range(n_layers)],
+            "autorange": "reversed",
+            "showgrid": False,
+            "zeroline": False,
+        },
+        clickmode="event+select",
+        dragmode=False,
+    )
+    height = int(min(1400, 80 + 60 * n_layers * max(1.0, 12 / max(n_heads, 1)) ** 0.5))
+    return _layout(fig, title, height, font_size)
+
+
+# -- bars and lines -------------------------------------------------------------------------------------
+
+
+def bars(
+    names: Sequence[str],
+    values: Sequence[float],
+    *,
+    title: str | None = None,
+    value_name: str = "value",
+    horizontal: bool = True,
+    range_max: float | None = None,
+    font_size: int = BASE_FONT,
+    color: str = "#4c9be8",
+) -> go.Figure:
+    """One bar per name (e.g. top-k predictions with their probabilities). Names are kept in order."""
+    idx = list(range(len(names)))
+    text = [f"{v:.3f}" for v in values]
+    if horizontal:
+        trace = go.Bar(
+            x=list(values), y=idx, orientation="h", text=text, textposition="auto", marker_color=color
+        )
+        fig = go.Figure(trace)
+        fig.update_layout(
+            yaxis={"tickmode": "array", "tickvals": idx, "ticktext": labels(names), "autorange": "reversed"},
+            xaxis={"title": {"text": value_name}, "range": [0, range_max] if range_max else None},
+        )
+        height = 80 + 28 * len(names) * font_size // BASE_FONT
+    else:
+        fig = go.Figure(go.Bar(x=idx, y=list(values), text=text, textposition="auto", marker_color=color))
+        fig.update_layout(
+            xaxis={"tickmode": "array", "tickvals": idx, "ticktext": labels(names), "tickangle": -60},
+            yaxis={"title": {"text": value_name}},
+        )
+        height = 360
+    fig.data[0].hovertemplate = "%{text}<extra></extra>"
+    return _layout(fig, title, int(height), font_size)
+
+
+def grouped_bars(
+    categories: Sequence[str],
+    series: dict[str, Sequence[float]],
+    *,
+    title: str | None = None,
+    value_name: str = "value",
+    font_size: int = BASE_FONT,
+) -> go.Figure:
+    """Several values per category (e.g. the norm of each embedding component per token)."""
+    idx = list(range(len(categories)))
+    fig = go.Figure()
+    for i, (name, values) in enumerate(series.items()):
+        fig.add_trace(go.Bar(name=label(name), x=idx, y=list(values), marker_color=SEQUENCE_COLORS[i % 8]))
+    fig.update_layout(
+        barmode="group",
+        xaxis={"tickmode": "array", "tickvals": idx, "ticktext": labels(categories), "tickangle": -60},
+        yaxis={"title": {"text": value_name}},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+    )
+    return _layout(fig, title, 380, font_size)
+
+
+def lines(
+    x: Sequence[float],
+    series: dict[str, Sequence[float]],
+    *,
+    title: str | None = None,
+    x_name: str = "layer",
+    value_name: str = "value",
+    font_size: int = BASE_FONT,
+) -> go.Figure:
+    fig = go.Figure()
+    for i, (name, values) in enumerate(series.items()):
+        fig.add_trace(
+            go.Scatter(
+                x=list(x),
+                y=list(values),
+                mode="lines+markers",
+                name=label(name),
+                line={"color": SEQUENCE_COLORS[i % 8], "width": 3},
+                marker={"size": 8},
+            )
+        )
+    fig.update_layout(
+        xaxis={"title": {"text": x_name}, "dtick": 1},
+        yaxis={"title": {"text": value_name}},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+    )
+    return _layout(fig, title, 420, font_size)
+
+
+def scatter_2d(
+    points: np.ndarray,
+    groups: Sequence[int],
+    group_names: Sequence[str],
+    hovers: Sequence[str],
+    *,
+    title: str | None = None,
+    axis_names: tuple[str, str] = ("PC 1", "PC 2"),
+    font_size: int = BASE_FONT,
+    marker_size: int = 14,
+) -> go.Figure:
+    """Points (P, 2) coloured by group (one trace per group, named by `group_names`)."""
+    points = np.asarray(points, dtype=np.float32)
+    fig = go.Figure()
+    for g, name in enumerate(group_names):
+        idx = [i for i, gi in enumerate(groups) if gi == g]
+        if not idx:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=points[idx, 0],
+                y=points[idx, 1],
+                mode="markers",
+                name=label(name),
+                marker={
+                    "size": marker_size,
+                    "color": SEQUENCE_COLORS[g % 8],
+                    "line": {"width": 1, "color": "#fff"},
+                },
+                hovertext=[label(hovers[i]) for i in idx],
+                hoverinfo="text",
+            )
+        )
+    fig.update_layout(
+        xaxis={"title": {"text": axis_names[0]}, "zeroline": False},
+        yaxis={"title": {"text": axis_names[1]}, "zeroline": False},
+        legend={"orientation": "v"},
+    )
+    return _layout(fig, title, 460, font_size)
+
+
+# -- numeric helpers (pure) -----------------------------------------------------------------------------
+
+
+def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
+    """(P, H) -> (P, P) cosine similarities; zero vectors give 0."""
+    v = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(v, axis=-1, keepdims=True)
+    unit = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
+    return (unit @ unit.T).astype(np.float32)
+
+
+def pca_2d(vectors: np.ndarray) -> np.ndarray:
+    """(P, H) -> (P, 2) projection on the first two principal components (zeros where undefined)."""
+    v = np.asarray(vectors, dtype=np.float64)
+    if v.shape[0] == 0:
+        return np.zeros((0, 2), dtype=np.float32)
+    centered = v - v.mean(axis=0, keepdims=True)
+    if v.shape[0] < 2 or not np.any(centered):
+        return np.zeros((v.shape[0], 2), dtype=np.float32)
+    _, _, vt = np.linalg.svd(centered, full_matrices=False)
+    comps = vt[:2]
+    out = centered @ comps.T
+    if out.shape[1] < 2:
+        out = np.pad(out, ((0, 0), (0, 2 - out.shape[1])))
+    # Fix each component's sign (largest |loading| positive) so the plot doesn't flip between layers.
+    signs = np.sign(comps[np.arange(comps.shape[0]), np.argmax(np.abs(comps), axis=1)])
+    signs[signs == 0] = 1
+    out[:, : comps.shape[0]] *= signs
+    return out.astype(np.float32)
+
+
+def block_mean(matrix: np.ndarray, side: int) -> np.ndarray:
+    """Average-pool a (..., R, C) array down to (..., min(R, side), min(C, side)) in near-equal blocks."""
+    m = np.asarray(matrix, dtype=np.float32)
+
+    def pool(a: np.ndarray, axis: int) -> np.ndarray:
+        n = a.shape[axis]
+        if n <= side:
+            return a
+        edges = np.linspace(0, n, side + 1).round().astype(int)
+        counts = np.diff(edges).astype(np.float32)
+        shape = [1] * a.ndim
+        shape[axis] = side
+        return np.add.reduceat(a, edges[:-1], axis=axis) / counts.reshape(shape)
+
+    return pool(pool(m, -1), -2)

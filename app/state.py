@@ -1,0 +1,369 @@
+"""Process-wide caches (models, analyses) and per-session / URL state for the app.
+
+Nothing mutable lives at module level: the model store is made once per process by `st.cache_resource`,
+analyses are cached by (model key, text, pair), and everything a user chose lives in `st.session_state`
+(mirrored into the URL by widgets bound with `bind="query-params"`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+import bert_core
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEMO_MODEL_DIR = REPO_ROOT / "assets" / "demo-model"
+DEMO_SOURCE = "@demo"  # the model picker's name for the bundled demo model (not a valid hub id or path)
+DEFAULT_HUB_MODEL = "bert-base-uncased"
+ENV_MODEL = "BERTSCOPE_MODEL"
+
+DEFAULT_TEXT_A = "The boat drifted toward the bank of the river."
+MAX_CHARS = 5_000  # longer text is cut here before tokenising (the model takes at most ~512 pieces anyway)
+FORWARD_PASSES = "forward_passes"  # session-state counter of analyses actually computed (tests read it)
+
+# Session-state keys of the widgets; bound ones are also the URL's query-parameter names.
+KEY_MODEL = "model"
+KEY_TEXT_A = "a"
+KEY_TEXT_B = "b"
+KEY_LAYER = "layer"
+KEY_HEAD = "head"
+
+
+# -- model sources --------------------------------------------------------------------------------------
+
+
+def demo_model_available() -> bool:
+    return (DEMO_MODEL_DIR / "config.json").is_file()
+
+
+def default_model_source() -> str:
+    """`bertscope --model` / BERTSCOPE_MODEL when set, else bert-base-uncased."""
+    return os.environ.get(ENV_MODEL, "").strip() or DEFAULT_HUB_MODEL
+
+
+def source_path(source: str) -> str:
+    """What `bert_core.load_pretrained` is given for a picker entry."""
+    return str(DEMO_MODEL_DIR) if source == DEMO_SOURCE else source
+
+
+def describe_source(source: str) -> str:
+    if source == DEMO_SOURCE:
+        return "bundled demo model (a small BERT shipped with BERTScope, not Google's bert-base)"
+    if Path(source).expanduser().is_dir():
+        return f"local directory {source}"
+    return f"hub model {source}"
+
+
+def model_key(source: str) -> str:
+    """One cache key per checkpoint: local directories by absolute path, hub ids as typed."""
+    path = Path(source_path(source)).expanduser()
+    if path.is_dir():
+        return str(path.resolve())
+    return source.strip()
+
+
+def is_in_hub_cache(repo_id: str) -> bool:
+    if not bert_core.loading.looks_like_hub_id(repo_id):
+        return False
+    try:
+        import huggingface_hub
+
+        found = huggingface_hub.try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # noqa: BLE001 - a broken cache just means "not cached"
+        return False
+    return isinstance(found, str)
+
+
+@st.cache_data(ttl=120, show_spinner=False)
+def cached_hub_models() -> list[str]:
+    """Model repos already in the local Hugging Face cache that look like BERT checkpoints."""
+    try:
+        import huggingface_hub
+
+        info = huggingface_hub.scan_cache_dir()
+    except Exception:  # noqa: BLE001 - no cache directory yet, unreadable cache, ...
+        return []
+    names = []
+    for repo in info.repos:
+        if repo.repo_type != "model":
+            continue
+        if any(f.file_name == "config.json" for rev in repo.revisions for f in rev.files):
+            names.append(repo.repo_id)
+    return sorted(names)
+
+
+def model_options(current: str | None = None) -> list[str]:
+    """The picker's list: the default source first, then the demo model, cached hub models, the current one."""
+    options = [default_model_source()]
+    if demo_model_available():
+        options.append(DEMO_SOURCE)
+    options += cached_hub_models()
+    if current:
+        options.append(current)
+    return list(dict.fromkeys(o for o in options if o))
+
+
+# -- the model store ------------------------------------------------------------------------------------
+
+
+class ModelStore:
+    """Loaded models shared by every session of this process, at most `capacity` of them.
+
+    Hub failures are remembered for a short while so that an offline machine doesn't retry the network on
+    every rerun; a local directory is retried every time (the user may be fixing it).
+    """
+
+    def __init__(self, capacity: int = 3, failure_ttl_s: float = 120.0) -> None:
+        self.capacity = capacity
+        self.failure_ttl_s = failure_ttl_s
+        self._lock = threading.Lock()
+        self._models: OrderedDict[str, bert_core.BertScopeModel] = OrderedDict()
+        self._failures: dict[str, tuple[float, str]] = {}
+        self._key_locks: dict[str, threading.Lock] = {}
+
+    def loaded(self, key: str) -> bert_core.BertScopeModel | None:
+        with self._lock:
+            model = self._models.get(key)
+            if model is not None:
+                self._models.move_to_end(key)
+            return model
+
+    def recent_failure(self, key: str) -> str | None:
+        with self._lock:
+            failure = self._failures.get(key)
+            if failure and time.monotonic() - failure[0] < self.failure_ttl_s:
+                return failure[1]
+            return None
+
+    def forget_failure(self, key: str) -> None:
+        with self._lock:
+            self._failures.pop(key, None)
+
+    def load(self, source: str, progress: Callable[[str], None] | None = None) -> bert_core.BertScopeModel:
+        """The model for `source`, loading it once; raises `bert_core.ModelLoadError` with a reason."""
+        key = model_key(source)
+        model = self.loaded(key)
+        if model is not None:
+            return model
+        failure = self.recent_failure(key)
+        if failure:
+            raise bert_core.ModelLoadError(failure)
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:  # two sessions asking for the same model wait for one load
+            model = self.loaded(key)
+            if model is not None:
+                return model
+            try:
+                model = bert_core.load_pretrained(source_path(source), progress=progress)
+            except bert_core.ModelLoadError as exc:
+                if not Path(source_path(source)).expanduser().exists():
+                    with self._lock:
+                        self._failures[key] = (time.monotonic(), str(exc))
+                raise
+            except Exception as exc:  # noqa: BLE001 - anything else the loader let through is still a message
+                raise bert_core.ModelLoadError(f"cannot load {source}: {type(exc).__name__}: {exc}") from exc
+            with self._lock:
+                self._models[key] = model
+                while len(self._models) > self.capacity:
+                    self._models.popitem(last=False)
+            return model
+
+
+@st.cache_resource(show_spinner=False)
+def model_store() -> ModelStore:
+    return ModelStore()
+
+
+@dataclass(frozen=True)
+class ActiveModel:
+    """The model the pages use, and how it was chosen."""
+
+    model: bert_core.BertScopeModel
+    source: str  # what is actually loaded (DEMO_SOURCE after a fallback)
+    key: str  # cache key of the analyses
+    notice: str | None = None  # shown when this is not what the user asked for
+
+
+class ModelUnavailable(Exception):
+    """The chosen model can't be loaded; `reason` says why, for an inline message."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(reason)
+        self.source = source
+        self.reason = reason
+
+
+def load_model(source: str, progress: Callable[[str], None] | None = None) -> ActiveModel:
+    """Load `source`; when it is the default hub model and can't be had, fall back to the demo model."""
+    store = model_store()
+    try:
+        return ActiveModel(store.load(source, progress), source, model_key(source))
+    except bert_core.ModelLoadError as exc:
+        reason = str(exc)
+        fallback_ok = (
+            source == DEFAULT_HUB_MODEL
+            and source == default_model_source()
+            and demo_model_available()
+            and not is_in_hub_cache(source)
+        )
+        if not fallback_ok:
+            raise ModelUnavailable(source, reason) from exc
+    try:
+        demo = store.load(DEMO_SOURCE, progress)
+    except bert_core.ModelLoadError as exc:
+        raise ModelUnavailable(source, f"{reason}; the bundled demo model failed too: {exc}") from exc
+    notice = (
+        f"{source} can't be loaded here ({reason}). Showing the bundled demo model instead: a small BERT "
+        "shipped with BERTScope, not Google's bert-base."
+    )
+    return ActiveModel(demo, DEMO_SOURCE, model_key(DEMO_SOURCE), notice)
+
+
+def loadable_alternatives(failed: str) -> list[str]:
+    """Sources that are likely to load right now (on disk or in the cache), for the error message."""
+    out = []
+    if demo_model_available():
+        out.append(DEMO_SOURCE)
+    out += cached_hub_models()
+    env = os.environ.get(ENV_MODEL, "").strip()
+    if env and Path(env).expanduser().is_dir():
+        out.append(env)
+    return [o for o in dict.fromkeys(out) if o != failed]
+
+
+# -- analyses -------------------------------------------------------------------------------------------
+
+
+def _freeze(analysis: bert_core.Analysis) -> bert_core.Analysis:
+    """Analyses are shared by all sessions (cache_resource): make in-place edits fail loudly."""
+    arrays = [
+        analysis.input_ids,
+        analysis.token_type_ids,
+        analysis.position_ids,
+        analysis.offsets,
+        analysis.special_tokens_mask,
+        analysis.attentions,
+        analysis.hidden_states,
+        analysis.embeddings.word,
+        analysis.embeddings.segment,
+        analysis.embeddings.position,
+        analysis.embeddings.summed,
+        analysis.embeddings.normalized,
+    ]
+    if analysis.pooled is not None:
+        arrays.append(analysis.pooled)
+    for array in arrays:
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
+    return analysis
+
+
+def _count_forward_pass() -> None:
+    st.session_state[FORWARD_PASSES] = st.session_state.get(FORWARD_PASSES, 0) + 1
+
+
+# cache_resource rather than cache_data: a 512-token analysis of bert-base holds ~170 MB of attention and
+# hidden states, and cache_data would unpickle a fresh copy on every rerun. The result is frozen above.
+@st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
+def _analysis(key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel) -> bert_core.Analysis:
+    _count_forward_pass()
+    return _freeze(_model.analyze(text, pair))
+
+
+@st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
+def _batch(
+    key: str, texts: tuple[str | tuple[str, str], ...], _model: bert_core.BertScopeModel
+) -> list[bert_core.Analysis]:
+    _count_forward_pass()
+    return [_freeze(a) for a in _model.analyze_batch(list(texts))]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _masks(
+    key: str, text: str, pair: str | None, top_k: int, _model: bert_core.BertScopeModel
+) -> list[bert_core.MaskPrediction]:
+    _count_forward_pass()
+    return _model.predict_masks(text, pair, top_k=top_k)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _nsp(key: str, a: str, b: str, _model: bert_core.BertScopeModel) -> float | None:
+    _count_forward_pass()
+    return _model.next_sentence(a, b)
+
+
+def analyze(active: ActiveModel, text: str, pair: str | None = None) -> bert_core.Analysis:
+    """The cached analysis of (model, text, pair); raises bert_core.InputError for unusable text."""
+    with st.spinner("Running the model…"):
+        return _analysis(active.key, text, pair, active.model)
+
+
+def analyze_batch(active: ActiveModel, texts: list[str | tuple[str, str]]) -> list[bert_core.Analysis]:
+    with st.spinner("Running the model…"):
+        return _batch(active.key, tuple(texts), active.model)
+
+
+def predict_masks(
+    active: ActiveModel, text: str, pair: str | None, top_k: int
+) -> list[bert_core.MaskPrediction]:
+    with st.spinner("Predicting…"):
+        return _masks(active.key, text, pair, top_k, active.model)
+
+
+def next_sentence(active: ActiveModel, a: str, b: str) -> float | None:
+    return _nsp(active.key, a, b, active.model)
+
+
+# -- text from the user ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Sentence A and B as the model will see them, with notes on what was changed."""
+
+    text_a: str | None  # None when there is nothing to analyse
+    text_b: str | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def pair(self) -> str | None:
+        return self.text_b
+
+
+def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
+    """(text to analyse or None, notes). The widget keeps what was typed; only the copy is cut."""
+    notes: list[str] = []
+    if raw is None or not raw.strip():
+        return None, notes
+    text = raw
+    if len(text) > MAX_CHARS:
+        notes.append(
+            f"{name} has {len(text):,} characters; only the first {MAX_CHARS:,} are analysed "
+            "(BERT reads at most 512 pieces anyway)."
+        )
+        text = text[:MAX_CHARS]
+    return text, notes
+
+
+def current_inputs() -> Inputs:
+    a, notes_a = prepare_text(st.session_state.get(KEY_TEXT_A), "Sentence A")
+    b, notes_b = prepare_text(st.session_state.get(KEY_TEXT_B), "Sentence B")
+    return Inputs(a, b, tuple(notes_a + notes_b))
+
+
+def active_model() -> ActiveModel | None:
+    """The model the sidebar loaded for this run (None when it couldn't be loaded)."""
+    return st.session_state.get("_active_model")

@@ -1,0 +1,143 @@
+"""BERTScope's entry: page config, the sidebar (model picker, sentences, display options), navigation.
+
+Run with `bertscope` or `streamlit run app/streamlit_app.py`. Every page reads the model and the sentences
+chosen here through `app.state`; the chosen values live in the URL, so a link reproduces the view.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+APP_DIR = Path(__file__).resolve().parent
+if str(APP_DIR.parent) not in sys.path:  # `streamlit run app/streamlit_app.py` from a source checkout
+    sys.path.insert(0, str(APP_DIR.parent))
+
+import streamlit as st  # noqa: E402
+
+import bert_core  # noqa: E402
+from app import state, ui  # noqa: E402
+from app.registry import PAGES  # noqa: E402
+
+
+def _use_model(source: str) -> None:
+    st.session_state[state.KEY_MODEL] = source
+
+
+def _retry(key: str) -> None:
+    state.model_store().forget_failure(key)
+
+
+def _count(n: int) -> str:
+    return f"{n / 1e6:,.1f} M" if n >= 1e6 else f"{n:,}"
+
+
+def model_picker() -> state.ActiveModel | None:
+    """The model selectbox (pick a listed model or type a hub id / directory), loading, and the model card."""
+    current = st.session_state.get(state.KEY_MODEL) or st.query_params.get(state.KEY_MODEL)
+    options = state.model_options(current)
+    source = st.selectbox(
+        "Model",
+        options,
+        key=state.KEY_MODEL,
+        bind="query-params",
+        accept_new_options=True,
+        help="Pick a listed model, or type a hub id (e.g. bert-base-cased) or a local checkpoint directory "
+        "and press Enter. `@demo` is the bundled demo model.",
+    )
+    source = (source or "").strip() or state.default_model_source()
+    store = state.model_store()
+    key = state.model_key(source)
+    try:
+        if store.loaded(key) is not None or store.recent_failure(key):
+            active = state.load_model(source)  # nothing slow to show: loaded, or failed a moment ago
+        else:
+            with st.status(f"Loading {ui.md_escape(source[-60:])}…", expanded=True) as status:
+                line = st.empty()
+                try:
+                    active = state.load_model(source, progress=lambda msg: line.text(msg))
+                except state.ModelUnavailable:
+                    status.update(label="Not loaded", state="error", expanded=False)
+                    raise
+                status.update(label="Model loaded", state="complete", expanded=False)
+    except state.ModelUnavailable as exc:
+        st.error("This model can't be loaded: " + ui.md_escape(exc.reason))
+        alternatives = state.loadable_alternatives(source)
+        if alternatives:
+            st.caption("Models that can be loaded here:")
+            for i, alt in enumerate(alternatives):
+                st.button(f"Use {ui.md_escape(alt)}", key=f"use_model_{i}", on_click=_use_model, args=(alt,))
+        if not Path(state.source_path(source)).expanduser().exists():
+            st.button("Try again", key="retry_model", on_click=_retry, args=(key,))
+        return None
+    if active.notice:
+        st.warning(ui.md_escape(active.notice))
+    info = active.model.info
+    st.caption(ui.md_escape(state.describe_source(active.source)))
+    heads = " · ".join(
+        f"{name} {'✓' if present else '✗'}"
+        for name, present in (
+            ("MLM", info.has_mlm_head),
+            ("NSP", info.has_nsp_head),
+            ("pooler", info.has_pooler),
+        )
+    )
+    st.caption(
+        f"{info.num_layers} layers · hidden {info.hidden_size} · {info.num_heads} heads · "
+        f"{_count(info.num_parameters)} parameters  \nheads: {heads}"
+    )
+    return active
+
+
+def sidebar() -> None:
+    with st.sidebar:
+        st.session_state["_active_model"] = model_picker()
+        st.text_area(
+            "Sentence A",
+            value=state.DEFAULT_TEXT_A,
+            key=state.KEY_TEXT_A,
+            bind="query-params",
+            height=100,
+            help="Press Ctrl+Enter (or click outside) to analyse.",
+        )
+        st.text_input(
+            "Sentence B (optional)",
+            value="",
+            key=state.KEY_TEXT_B,
+            bind="query-params",
+            help="A second sentence makes a pair: [CLS] A [SEP] B [SEP] (segment ids 0 and 1).",
+        )
+        with st.expander("Display"):
+            st.toggle("Large text (for a projector)", key=ui.KEY_LARGE, bind="query-params")
+            st.radio(
+                "Figure download format (plotly's camera button)",
+                ["png", "svg"],
+                key=ui.KEY_IMAGE_FORMAT,
+                horizontal=True,
+            )
+
+
+def main() -> None:
+    # No page_icon: a Material icon as favicon is fetched from fonts.gstatic.com; the default is served locally.
+    st.set_page_config(page_title="BERTScope", layout="wide")
+    pages = [
+        st.Page(p.file, title=p.title, url_path=p.url_path, default=i == 0)
+        for i, p in enumerate(s for s in PAGES if (APP_DIR / s.file).is_file())
+    ]
+    page = st.navigation(pages)
+    sidebar()
+    try:
+        page.run()
+    except bert_core.BertScopeError as exc:
+        st.error(ui.md_escape(str(exc)))
+    except Exception as exc:  # noqa: BLE001 - the UI shows a message, never a traceback
+        st.error(
+            f"Something went wrong on this page ({type(exc).__name__}): {ui.md_escape(str(exc))}. "
+            "Your text is kept; try another input or model."
+        )
+        import logging
+
+        logging.getLogger("bertscope").exception("page failed")
+
+
+main()

@@ -1,0 +1,104 @@
+"""Small Streamlit helpers every page uses: figures with CSV, safe text, the page preamble."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app import state
+
+KEY_LARGE = "large"
+KEY_IMAGE_FORMAT = "img_format"
+LARGE_FONT = 22
+NORMAL_FONT = 13
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&'\"=^%@;,/?])")
+
+
+def md_escape(text: str) -> str:
+    """Text that Streamlit's Markdown shows exactly as typed: every ASCII punctuation mark backslash-escaped
+    (CommonMark allows it for all of them), which also disarms `:emoji:`, `:color[...]` and `$…$`."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")
+
+
+def font_size() -> int:
+    return LARGE_FONT if st.session_state.get(KEY_LARGE) else NORMAL_FONT
+
+
+def show_figure(
+    fig: go.Figure,
+    *,
+    key: str,
+    data: pd.DataFrame | Callable[[], pd.DataFrame] | None = None,
+    filename: str = "bertscope",
+    on_select: Callable[[], None] | None = None,
+    caption: str | None = None,
+) -> None:
+    """Draw a figure with plotly's toolbar (PNG or SVG, per the sidebar option) and a CSV of its numbers."""
+    fmt = st.session_state.get(KEY_IMAGE_FORMAT) or "png"
+    config = {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": fmt, "filename": filename, "scale": 2 if fmt == "png" else 1},
+    }
+    if on_select is not None:
+        st.plotly_chart(fig, key=key, config=config, on_select=on_select, selection_mode="points")
+    else:
+        st.plotly_chart(fig, key=key, config=config)
+    if caption:
+        st.caption(caption)
+    if data is not None:
+
+        def csv() -> str:
+            frame = data() if callable(data) else data
+            return frame.to_csv(index=False)
+
+        st.download_button(
+            "Download CSV",
+            data=csv,
+            file_name=f"{filename}.csv",
+            mime="text/csv",
+            key=f"{key}_csv",
+            on_click="ignore",
+            icon=":material/download:",
+        )
+
+
+def page_model(need_text: bool = True) -> tuple[state.ActiveModel, state.Inputs]:
+    """The model and inputs for a page, or an inline message and `st.stop()` when either is missing."""
+    active = state.active_model()
+    if active is None:
+        st.info("No model is loaded: pick one that loads in the sidebar (the message there says why).")
+        st.stop()
+    inputs = state.current_inputs()
+    for note in inputs.notes:
+        st.warning(note)
+    if need_text and inputs.text_a is None:
+        st.info("Type a sentence in the sidebar (Sentence A) to analyse it.")
+        st.stop()
+    return active, inputs
+
+
+def analysis_or_stop(active: state.ActiveModel, text: str, pair: str | None = None):
+    """The cached analysis, or the core's reason shown inline (never a traceback)."""
+    import bert_core
+
+    try:
+        result = state.analyze(active, text, pair)
+    except bert_core.BertScopeError as exc:
+        st.error(md_escape(str(exc)))
+        st.stop()
+    if result.truncated:
+        st.warning(
+            f"The input has {result.num_tokens_before_truncation} pieces; the model reads at most "
+            f"{len(result.tokens)}, so the end was cut off."
+        )
+    return result
+
+
+def token_labels(tokens: list[str]) -> list[str]:
+    """Tokens numbered for selectors and tables: '3: bank'."""
+    return [f"{i}: {t}" for i, t in enumerate(tokens)]

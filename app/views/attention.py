@@ -1,0 +1,222 @@
+"""Attention: one layer and head (or the mean of the heads) as a heatmap, a head view, or all heads at once.
+
+Changing the layer, head or an option re-slices the cached analysis; the model runs only for new text.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app import charts, state, transforms, ui
+
+HEATMAP, HEAD_VIEW, MODEL_VIEW = "Heatmap", "Head view", "Model view"
+HOVER_LABEL_LIMIT = 128  # above this many rows, heatmap cells carry no per-cell hover labels
+HEAD_VIEW_FULL_LIMIT = 64  # above this many tokens, the head view draws each token's strongest lines only
+THUMB_SIDE = 24  # model-view thumbnails are average-pooled to at most this many rows and columns
+
+st.header("Attention")
+active, inputs = ui.page_model()
+result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
+n_layers, n_heads = result.num_layers, result.num_heads
+
+
+def _clamp_state() -> None:
+    """Keep layer/head valid when the model (and so the number of layers/heads) changed."""
+    layer = st.session_state.get(state.KEY_LAYER)
+    if isinstance(layer, int) and not 1 <= layer <= n_layers:
+        st.session_state[state.KEY_LAYER] = min(max(layer, 1), n_layers)
+    head = st.session_state.get(state.KEY_HEAD)
+    if head not in (None, "mean") and not (isinstance(head, int) and 1 <= head <= n_heads):
+        st.session_state[state.KEY_HEAD] = "mean"
+
+
+def _open_from_model_view() -> None:
+    event = st.session_state.get("att_model_view")
+    points = (event or {}).get("selection", {}).get("points", [])
+    for point in points:
+        data = point.get("customdata")
+        if data is not None and len(data) == 2:
+            st.session_state[state.KEY_LAYER] = int(data[0])
+            st.session_state[state.KEY_HEAD] = int(data[1])
+            st.session_state["att_view"] = HEATMAP
+            return
+
+
+_clamp_state()
+c1, c2, c3 = st.columns([3, 2, 3])
+layer = c1.slider("Layer", 1, n_layers, value=1, key=state.KEY_LAYER, bind="query-params")
+head = c2.selectbox(
+    "Head",
+    ["mean", *range(1, n_heads + 1)],
+    key=state.KEY_HEAD,
+    bind="query-params",
+    help="mean = average of the heads",
+)
+view = c3.radio(
+    "View", [HEATMAP, HEAD_VIEW, MODEL_VIEW], key="att_view", horizontal=True, bind="query-params"
+)
+
+o1, o2, o3 = st.columns(3)
+hide_special = o1.toggle("Hide [CLS]/[SEP]", key="att_hide_special")
+merge = o2.toggle("Merge sub-words into words", key="att_merge")
+direction = "all"
+if result.text_pair is not None:
+    direction = o3.radio("Direction", ["all", "A→B", "B→A"], key="att_direction", horizontal=True)
+
+# -- the token axes after the options --------------------------------------------------------------------
+if merge:
+    groups = transforms.word_groups(result)
+    names = [transforms.group_label(result.tokens, g) for g in groups]
+    seqs = [result.sequence_ids[g[0]] for g in groups]
+    special = [bool(result.special_tokens_mask[g[0]]) for g in groups]
+else:
+    groups = None
+    names = list(result.tokens)
+    seqs = list(result.sequence_ids)
+    special = result.special_tokens_mask.tolist()
+keep = [i for i in range(len(names)) if not (hide_special and special[i])]
+rows = [i for i in keep if direction != "A→B" or seqs[i] == 0]
+rows = [i for i in rows if direction != "B→A" or seqs[i] == 1]
+cols = [i for i in keep if direction != "A→B" or seqs[i] == 1]
+cols = [i for i in cols if direction != "B→A" or seqs[i] == 0]
+if not rows or not cols:
+    st.info("Nothing left to show with these options (e.g. every token is special). Change an option.")
+    st.stop()
+
+
+def transform(att: np.ndarray) -> np.ndarray:
+    """(..., S, S) -> (..., R, C) after merging and selecting rows/columns."""
+    if groups is not None:
+        att = transforms.merge_words(att, groups)
+    if rows != list(range(att.shape[-2])):
+        att = att[..., rows, :]
+    if cols != list(range(att.shape[-1])):
+        att = att[..., cols]
+    return att
+
+
+row_names = [names[i] for i in rows]
+col_names = [names[i] for i in cols]
+head_name = "mean of heads" if head == "mean" else f"head {head}"
+title = f"Layer {layer}, {head_name}"
+notes = []
+if hide_special or direction != "all":
+    notes.append("Rows no longer sum to 1: attention to the hidden tokens is not shown.")
+if merge:
+    notes.append("A word's row is the mean of its pieces' rows; a column is the sum over the word's pieces.")
+
+if view == MODEL_VIEW:
+    full = transform(result.attentions)  # (L, N, R, C)
+    reduced = max(full.shape[-2:]) > THUMB_SIDE
+    pooled = charts.block_mean(full, THUMB_SIDE) if reduced else full  # (L, N, Tr, Tc)
+    # Each map scaled to its own maximum, so a head's pattern shows even when its weights are spread thin.
+    peaks = pooled.max(axis=(-2, -1), keepdims=True)
+    thumbs = np.divide(pooled, peaks, out=np.zeros_like(pooled), where=peaks > 0)
+    selected = None if head == "mean" else (layer - 1, int(head) - 1)
+    fig = charts.model_view(thumbs, selected=selected, font_size=ui.font_size())
+    caption = (
+        "Every layer (rows) and head (columns), each map scaled to its own maximum (the CSV has the "
+        "unscaled weights). Click a map to open it as a heatmap."
+    )
+    if reduced:
+        caption += (
+            f" Maps are averaged down to {thumbs.shape[-2]}×{thumbs.shape[-1]} blocks of tokens to keep the "
+            "page light (the CSV holds these block means); the heatmap shows every token."
+        )
+
+    def block_names(names: list[str], n_blocks: int) -> list[str]:
+        if len(names) == n_blocks:
+            return names
+        edges = np.linspace(0, len(names), n_blocks + 1).round().astype(int)
+        return [
+            f"{names[a]} … {names[b - 1]} ({a}–{b - 1})" for a, b in zip(edges[:-1], edges[1:], strict=True)
+        ]
+
+    def model_view_table() -> pd.DataFrame:
+        ll, hh, rr, cc = np.meshgrid(*(np.arange(n) for n in pooled.shape), indexing="ij")
+        return pd.DataFrame(
+            {
+                "layer": ll.ravel() + 1,
+                "head": hh.ravel() + 1,
+                "from": np.array(block_names(row_names, pooled.shape[-2]), dtype=object)[rr.ravel()],
+                "to": np.array(block_names(col_names, pooled.shape[-1]), dtype=object)[cc.ravel()],
+                "weight": pooled.ravel(),
+            }
+        )
+
+    ui.show_figure(
+        fig,
+        key="att_model_view",
+        data=model_view_table,
+        filename="attention_all_heads",
+        on_select=_open_from_model_view,
+        caption=caption,
+    )
+    for note in notes:
+        st.caption(note)
+    st.stop()
+
+layer_att = result.attentions[layer - 1]  # (N, S, S)
+matrix = layer_att.mean(axis=0) if head == "mean" else layer_att[int(head) - 1]
+matrix = transform(matrix)  # (R, C)
+
+
+def table() -> pd.DataFrame:
+    rr, cc = np.meshgrid(np.arange(len(rows)), np.arange(len(cols)), indexing="ij")
+    return pd.DataFrame(
+        {
+            "from_index": np.array(rows)[rr.ravel()],
+            "from": np.array(row_names, dtype=object)[rr.ravel()],
+            "to_index": np.array(cols)[cc.ravel()],
+            "to": np.array(col_names, dtype=object)[cc.ravel()],
+            "weight": matrix.ravel(),
+        }
+    )
+
+
+slug = f"attention_L{layer}_{'mean' if head == 'mean' else f'H{head}'}"
+if view == HEATMAP:
+    hover_cells = len(rows) <= HOVER_LABEL_LIMIT
+    fig = charts.heatmap(
+        matrix,
+        row_names,
+        col_names,
+        title=title,
+        zmin=0.0,
+        colorscale="Blues",
+        hover_cells=hover_cells,
+        value_name="weight",
+        font_size=ui.font_size(),
+    )
+    caption = "Row = the token that attends (query); column = the token attended to (key)."
+    if not hover_cells:
+        caption += (
+            f" With more than {HOVER_LABEL_LIMIT} rows, hovering shows row/column numbers, not token names."
+        )
+    ui.show_figure(fig, key="att_heatmap", data=table, filename=slug, caption=caption)
+else:
+    focus_options = ["(all tokens)", *[f"{n}: {row_names[n]}" for n in range(len(rows))]]
+    focus_label = st.selectbox("Isolate one token", focus_options, key="att_focus")
+    focus = None if focus_label == focus_options[0] else focus_options.index(focus_label) - 1
+    large = len(rows) > HEAD_VIEW_FULL_LIMIT and focus is None
+    fig = charts.head_view(
+        row_names,
+        col_names,
+        matrix,
+        focus=focus,
+        top_k=5 if large else None,
+        min_weight=0.02 if large else 0.0,
+        title=title,
+        font_size=ui.font_size(),
+    )
+    caption = "Left: the token that attends; right: what it attends to. Line width and colour = weight."
+    if large:
+        caption += (
+            f" With more than {HEAD_VIEW_FULL_LIMIT} tokens only each token's 5 strongest links (≥ 0.02) are "
+            "drawn; isolate a token to see all of its links."
+        )
+    ui.show_figure(fig, key="att_head_view", data=table, filename=slug, caption=caption)
+for note in notes:
+    st.caption(note)

@@ -1,0 +1,140 @@
+"""Embeddings: the input vector of each token taken apart (word + segment + position, then LayerNorm)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app import charts, ui
+
+COMPONENTS = {
+    "word": "word (token) embedding",
+    "segment": "segment (A/B) embedding",
+    "position": "position embedding",
+    "summed": "sum of the three",
+    "normalized": "after LayerNorm (what layer 1 receives)",
+}
+POSITION_LIMIT = 512
+
+st.header("Embeddings")
+st.caption(
+    "Each piece enters BERT as the sum of three learned vectors — which piece it is, which sentence (A/B) it "
+    "is in, and where it stands — followed by LayerNorm."
+)
+active, inputs = ui.page_model()
+result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
+emb = result.embeddings
+tokens = ui.token_labels(result.tokens)
+fs = ui.font_size()
+
+st.subheader("Per token")
+component = st.radio(
+    "Component", list(COMPONENTS), format_func=lambda c: COMPONENTS[c], key="emb_component", horizontal=True
+)
+matrix = getattr(emb, component)  # (S, H)
+hidden = matrix.shape[1]
+fig = charts.heatmap(
+    matrix,
+    tokens,
+    [str(d) for d in range(hidden)],
+    title=f"{COMPONENTS[component]} (rows: tokens, columns: the {hidden} dimensions)",
+    colorscale="RdBu",
+    hover_cells=False,
+    font_size=fs,
+)
+fig.update_traces(zmid=0.0)
+
+
+def component_table() -> pd.DataFrame:
+    frame = pd.DataFrame(matrix, columns=[f"d{d}" for d in range(hidden)])
+    frame.insert(0, "token", result.tokens)
+    return frame
+
+
+ui.show_figure(fig, key="emb_heatmap", data=component_table, filename=f"embedding_{component}")
+
+norms = {name: np.linalg.norm(getattr(emb, name), axis=1) for name in COMPONENTS}
+norm_fig = charts.grouped_bars(
+    tokens,
+    {f"|{n}|": v for n, v in norms.items()},
+    title="Vector length per token",
+    value_name="L2 norm",
+    font_size=fs,
+)
+norm_table = pd.DataFrame({"token": result.tokens, **{f"norm_{n}": v for n, v in norms.items()}})
+ui.show_figure(norm_fig, key="emb_norms", data=norm_table, filename="embedding_norms")
+st.caption("LayerNorm rescales every token's sum to a similar length, whatever the lengths of its parts.")
+
+st.subheader("Position embeddings")
+if hasattr(active.model, "position_embedding_table"):
+    table = active.model.position_embedding_table()  # (P, H)
+    max_p = min(len(table), POSITION_LIMIT)
+    count = st.slider(
+        "Positions to compare",
+        2,
+        max_p,
+        value=min(64, max_p),
+        key="emb_positions",
+        help="the first N positions",
+    )
+    sims = charts.cosine_matrix(table[:count])
+else:  # an older core: only the positions of this text are known
+    count = len(result.tokens)
+    sims = charts.cosine_matrix(emb.position)
+    st.caption("Showing only the positions used by this text.")
+pos_labels = [str(p) for p in range(count)]
+pos_fig = charts.heatmap(
+    sims,
+    pos_labels,
+    pos_labels,
+    title="Cosine similarity between position embeddings",
+    zmin=-1.0,
+    zmax=1.0,
+    colorscale="RdBu",
+    hover_cells=count <= 128,
+    value_name="cosine",
+    font_size=fs,
+)
+ui.show_figure(
+    pos_fig,
+    key="emb_positions_sim",
+    data=lambda: pd.DataFrame(sims, columns=pos_labels).assign(position=range(count)),
+    filename="position_similarity",
+    caption="Nearby positions have similar vectors in a trained model: the band along the diagonal.",
+)
+
+st.subheader("Segment A vs B")
+if hasattr(active.model, "segment_embedding_table"):
+    seg = active.model.segment_embedding_table()  # (types, H)
+else:
+    seg = np.stack(
+        [emb.segment[result.token_type_ids == t][0] for t in sorted(set(result.token_type_ids.tolist()))]
+    )
+if len(seg) >= 2:
+    cos = float(charts.cosine_matrix(seg[:2])[0, 1])
+    c1, c2, c3 = st.columns(3)
+    c1.metric("|segment A|", f"{np.linalg.norm(seg[0]):.3f}")
+    c2.metric("|segment B|", f"{np.linalg.norm(seg[1]):.3f}")
+    c3.metric("cosine(A, B)", f"{cos:.3f}")
+    seg_fig = charts.heatmap(
+        seg[:2],
+        ["segment A (0)", "segment B (1)"],
+        [str(d) for d in range(seg.shape[1])],
+        title="The two segment vectors",
+        colorscale="RdBu",
+        hover_cells=False,
+        font_size=fs,
+        height=220,
+    )
+    seg_fig.update_traces(zmid=0.0)
+    ui.show_figure(
+        seg_fig,
+        key="emb_segments",
+        data=pd.DataFrame(seg[:2], index=["A", "B"]).reset_index(names="segment"),
+        filename="segment_embeddings",
+        caption="Every token of sentence A gets the first vector added, every token of B the second."
+        + ("" if result.text_pair is not None else " Type a sentence B to see both used."),
+    )
+else:
+    st.info("This model has a single segment type.")

@@ -1,0 +1,91 @@
+"""Masked words: what the MLM head predicts for each [MASK], top-k with probabilities."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import bert_core
+from app import charts, state, transforms, ui
+
+MAX_CHARTS = 12  # masks beyond this are listed in one table, not charted one by one
+
+st.header("Masked words")
+st.caption(
+    "BERT was pre-trained to guess hidden words. Type [MASK] in sentence A where a word should be guessed, "
+    "or pick words of the sentence to hide."
+)
+active, inputs = ui.page_model()
+if not active.model.has_mlm_head:
+    st.info(
+        "This model has no MLM head (its checkpoint has no cls.predictions weights), so it cannot guess masked "
+        "words. Load a BertForMaskedLM or BertForPreTraining checkpoint, e.g. bert-base-uncased or the demo model."
+    )
+    st.stop()
+
+tokenizer = active.model.tokenizer
+mask = getattr(tokenizer, "mask_token", None) or "[MASK]"
+text = inputs.text_a
+if mask in text:
+    st.caption(f"Sentence A contains {text.count(mask)} {mask}.")
+    masked = text
+else:
+    result = ui.analysis_or_stop(active, text, inputs.text_b)  # the same cached pass the other pages use
+    spans = transforms.word_text_spans(result, 0)
+    choices = [f"{n}: {text[s:e]}" for n, (_, s, e) in enumerate(spans)]
+    if not choices:
+        st.info("Sentence A has no words to mask.")
+        st.stop()
+    default = [choices[max(range(len(spans)), key=lambda i: spans[i][2] - spans[i][1])]]
+    if not set(st.session_state.get("mask_words") or []) <= set(choices):
+        del st.session_state["mask_words"]  # the text changed: start again from the default word
+    picked = st.multiselect(
+        "Words to mask", choices, default=default, key="mask_words", help="or type [MASK] into sentence A"
+    )
+    if not picked:
+        st.info("Pick at least one word to mask.")
+        st.stop()
+    chosen = sorted(choices.index(p) for p in picked)
+    masked = text
+    for n in reversed(chosen):  # right to left, so earlier offsets stay valid
+        _, s, e = spans[n]
+        masked = masked[:s] + mask + masked[e:]
+    st.text("Masked: " + masked)
+
+top_k = st.number_input("Predictions per mask (top k)", 1, 30, value=5, key="mask_topk")
+try:
+    predictions = state.predict_masks(active, masked, inputs.text_b, int(top_k))
+except bert_core.BertScopeError as exc:
+    st.error(ui.md_escape(str(exc)))
+    st.stop()
+
+rows = [
+    {"mask": m + 1, "position": p.position, "rank": r + 1, "token": tok, "probability": prob}
+    for m, p in enumerate(predictions)
+    for r, (tok, prob) in enumerate(p.as_pairs())
+]
+table = pd.DataFrame(rows)
+if len(predictions) > MAX_CHARTS:
+    st.warning(
+        f"{len(predictions)} masks: the first {MAX_CHARTS} are charted; the table below has all of them."
+    )
+columns = st.columns(min(3, len(predictions)))
+for m, p in enumerate(predictions[:MAX_CHARTS]):
+    with columns[m % len(columns)]:
+        fig = charts.bars(
+            p.tokens,
+            p.probabilities,
+            title=f"Mask {m + 1} (piece {p.position})",
+            value_name="probability",
+            range_max=1.0,
+            font_size=ui.font_size(),
+        )
+        ui.show_figure(
+            fig,
+            key=f"mask_bars_{m}",
+            data=table[table["mask"] == m + 1],
+            filename=f"mask_{m + 1}_predictions",
+        )
+st.dataframe(table, hide_index=True)
+if len(predictions) > 1:
+    st.caption("Each mask is predicted on its own, with the other masks still hidden (one forward pass).")

@@ -1,0 +1,132 @@
+"""Sentence vector & NSP: the pooled [CLS] vector, how alike several sentences' vectors are, and IsNext."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import bert_core
+from app import charts, state, ui
+
+PRESET_FILE = state.REPO_ROOT / "assets" / "examples" / "sentences.txt"
+FALLBACK = "The cat sat on the mat.\nA kitten was sleeping on the rug.\nThe stock market fell sharply today."
+MAX_SENTENCES = 40
+POOLED, CLS, MEAN = "pooled [CLS] (pooler output)", "[CLS], last layer", "mean of the pieces, last layer"
+
+
+def preset() -> str:
+    try:
+        return PRESET_FILE.read_text(encoding="utf-8").strip()
+    except OSError:
+        return FALLBACK
+
+
+def sentence_vector(r, kind: str) -> np.ndarray:
+    if kind == POOLED and r.pooled is not None:
+        return np.asarray(r.pooled)
+    if kind == MEAN:
+        keep = ~np.asarray(r.special_tokens_mask)
+        return r.hidden_states[-1][keep].mean(axis=0)
+    return r.hidden_states[-1][0]
+
+
+st.header("Sentence vector & NSP")
+st.caption(
+    "BERT's pooler passes the last layer's [CLS] vector through a dense layer and tanh; it was trained only for "
+    "next-sentence prediction, so it is a weak sentence embedding. Compare it with the alternatives."
+)
+active, inputs = ui.page_model()
+fs = ui.font_size()
+kinds = [POOLED, CLS, MEAN] if active.model.has_pooler else [CLS, MEAN]
+if not active.model.has_pooler:
+    st.info("This model has no pooler, so there is no pooled vector; the raw [CLS] vector is used instead.")
+kind = st.radio("Sentence vector", kinds, key="sv_kind", horizontal=True)
+
+st.subheader("Sentence A")
+result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
+vec = sentence_vector(result, kind)
+c1, c2 = st.columns([1, 3])
+c1.metric("Length (L2 norm)", f"{np.linalg.norm(vec):.3f}")
+c1.metric("Dimensions", f"{vec.shape[0]}")
+with c2:
+    strip = charts.heatmap(
+        vec[None, :],
+        ["vector"],
+        [str(d) for d in range(vec.shape[0])],
+        colorscale="RdBu",
+        hover_cells=False,
+        font_size=fs,
+        height=160,
+    )
+    strip.update_traces(zmid=0.0)
+    ui.show_figure(
+        strip,
+        key="sv_vector",
+        data=pd.DataFrame({"dimension": range(vec.shape[0]), "value": vec}),
+        filename="sentence_vector",
+    )
+
+st.subheader("Similarity across sentences")
+raw = st.text_area("Sentences, one per line", value=preset(), key="sv_sentences", height=150)
+lines = [line.strip()[: state.MAX_CHARS] for line in raw.splitlines() if line.strip()]
+if len(lines) > MAX_SENTENCES:
+    st.warning(f"{len(lines)} sentences: only the first {MAX_SENTENCES} are used.")
+    lines = lines[:MAX_SENTENCES]
+if len(lines) < 2:
+    st.info("Type at least two sentences to compare.")
+else:
+    try:
+        batch = state.analyze_batch(active, lines)
+    except bert_core.BertScopeError as exc:
+        st.error(ui.md_escape(str(exc)))
+    else:
+        vectors = np.stack([sentence_vector(r, kind) for r in batch])
+        sims = charts.cosine_matrix(vectors)
+        names = [f"{n + 1}. {line[:40]}" for n, line in enumerate(lines)]
+        fig = charts.heatmap(
+            sims,
+            names,
+            [str(n + 1) for n in range(len(names))],
+            title=f"Cosine similarity of the sentence vectors ({kind})",
+            zmin=-1.0,
+            zmax=1.0,
+            colorscale="RdBu",
+            value_name="cosine",
+            font_size=fs,
+            height=int(180 + 36 * len(names) * fs / ui.NORMAL_FONT),
+        )
+        fig.update_traces(texttemplate="%{z:.2f}")
+        ui.show_figure(
+            fig,
+            key="sv_similarity",
+            data=pd.DataFrame(sims, columns=names).assign(sentence=names),
+            filename="sentence_similarity",
+        )
+
+st.subheader("Next-sentence prediction")
+if not active.model.has_nsp_head:
+    st.info("This model has no NSP head (cls.seq_relationship), so it cannot say whether B follows A.")
+elif inputs.text_b is None:
+    st.info("Type a sentence B in the sidebar: the NSP head says how likely B is to follow A.")
+else:
+    try:
+        p = state.next_sentence(active, inputs.text_a, inputs.text_b)
+    except bert_core.BertScopeError as exc:
+        st.error(ui.md_escape(str(exc)))
+    else:
+        st.metric("P(IsNext)", f"{p:.3f}")
+        fig = charts.bars(
+            ["IsNext", "NotNext"],
+            [p, 1 - p],
+            title="Does B follow A?",
+            value_name="probability",
+            range_max=1.0,
+            font_size=fs,
+        )
+        ui.show_figure(
+            fig,
+            key="sv_nsp",
+            data=pd.DataFrame({"label": ["IsNext", "NotNext"], "probability": [p, 1 - p]}),
+            filename="next_sentence",
+        )

@@ -1,0 +1,83 @@
+"""App-test fixtures: AppTest pointed at the tiny checkpoint (via BERTSCOPE_MODEL), caches cleared per test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+APP = Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py"
+TIMEOUT = 60
+
+
+@pytest.fixture
+def app_env(tiny_checkpoint, monkeypatch):
+    monkeypatch.setenv("BERTSCOPE_MODEL", str(tiny_checkpoint))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield tiny_checkpoint
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+@pytest.fixture
+def make_app(app_env):
+    """make_app(page=None, **query) -> an AppTest that has run once (on `page`, e.g. "views/attention.py")."""
+
+    def make(page: str | None = None, **query) -> AppTest:
+        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+        for k, v in query.items():
+            at.query_params[k] = v
+        at.run()
+        if page is not None:
+            at.switch_page(page).run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return make
+
+
+def figure(at: AppTest, key: str) -> dict:
+    """The plotly figure (as JSON) of the chart with widget/element key `key`."""
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        if chart.proto.id.endswith(key) or key in chart.proto.id:
+            return spec
+    raise AssertionError(
+        f"no plotly chart with key {key!r}; ids: {[c.proto.id for c in at.get('plotly_chart')]}"
+    )
+
+
+def decode(value):
+    """A plotly JSON array (a list, or {"dtype", "bdata", "shape"} base64) as a numpy array."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(value, dict) and "bdata" in value:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = value.get("shape")
+        if shape:
+            dims = [int(x) for x in str(shape).split(",")] if isinstance(shape, str) else list(shape)
+            array = array.reshape(dims)
+        return array
+    return np.asarray(value)
+
+
+def table_with(at: AppTest, column: str):
+    """The first st.dataframe (as pandas) that has `column`."""
+    for frame in at.dataframe:
+        if column in frame.value.columns:
+            return frame.value
+    raise AssertionError(f"no dataframe with column {column!r}")
+
+
+def make_checkpoint_without_mlm(directory):
+    """A BertModel checkpoint (pooler, no MLM/NSP head)."""
+    from tests.conftest import make_checkpoint
+
+    return make_checkpoint(directory, "model")

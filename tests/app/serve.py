@@ -1,0 +1,114 @@
+"""Start the real app on 127.0.0.1 (a free port) and drive it with Playwright on the system Chromium.
+
+Used by the browser tests and by take_screenshots.py. Never downloads a browser (no `playwright install`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+APP = REPO / "app" / "streamlit_app.py"
+CHROMIUM = os.environ.get("BERTSCOPE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+START_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 10
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_app(model: str | os.PathLike, log_path: Path | None = None) -> Iterator[str]:
+    """Run `streamlit run app/streamlit_app.py` on 127.0.0.1 with `model` as default; yield its base URL."""
+    port = free_port()
+    env = dict(os.environ, BERTSCOPE_MODEL=str(model), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", str(APP),
+        "--server.address", "127.0.0.1",
+        "--server.port", str(port),
+        "--server.headless", "true",
+        "--server.fileWatcherType", "none",
+        "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    log = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the app exited with code {proc.returncode} before serving")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the app did not answer on {url} within {START_TIMEOUT_S} s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        if log_path:
+            log.close()
+
+
+def check_chromium() -> None:
+    if not Path(CHROMIUM).is_file():
+        raise RuntimeError(
+            f"Chromium not found at {CHROMIUM}: install it (apt-get update && apt-get install -y chromium), "
+            "or set BERTSCOPE_CHROMIUM to its path, or BERTSCOPE_SKIP_BROWSER=1 to skip the browser tests."
+        )
+
+
+@contextlib.contextmanager
+def browser() -> Iterator[object]:
+    """A Playwright Chromium browser (the system one)."""
+    from playwright.sync_api import sync_playwright
+
+    check_chromium()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def wait_for_app(page, timeout_ms: int = 60_000) -> None:
+    """Wait until Streamlit finished the current run (no 'running' indicator) and the main area rendered."""
+    page.wait_for_selector('[data-testid="stMain"]', timeout=timeout_ms)
+    page.wait_for_function(
+        """() => {
+            const s = document.querySelector('[data-testid="stStatusWidget"]');
+            return !s || !/Running|Stop/i.test(s.innerText);
+        }""",
+        timeout=timeout_ms,
+    )
+    page.wait_for_timeout(300)

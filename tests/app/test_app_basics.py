@@ -1,0 +1,103 @@
+"""The entry, the sidebar and the Tokens page, on the tiny checkpoint."""
+
+from __future__ import annotations
+
+import bert_core
+from tests.app.conftest import decode, figure, table_with
+
+
+def test_tokens_page_shows_pieces_and_ids(make_app, tiny_checkpoint):
+    at = make_app(a="the bank river money")
+    assert not at.error
+    model = bert_core.load_pretrained(tiny_checkpoint)
+    expected = model.analyze("the bank river money")
+    spec = figure(at, "tokens_chips")
+    shown = [t for trace in spec["data"] for t in trace["text"]]
+    order = [int(i) for trace in spec["data"] for i in decode(trace["customdata"])]
+    assert [shown[order.index(i)] for i in range(len(order))] == expected.tokens
+    table = table_with(at, "piece")
+    assert table["piece"].tolist() == expected.tokens
+    assert table["id"].tolist() == expected.input_ids.tolist()
+    assert table["segment"].tolist() == expected.token_type_ids.tolist()
+    assert at.session_state["forward_passes"] == 1
+
+
+def test_sidebar_shows_model_size_and_heads(make_app):
+    at = make_app()
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "2 layers" in captions and "hidden 32" in captions and "4 heads" in captions
+    assert "MLM ✓" in captions and "NSP ✓" in captions and "pooler ✓" in captions
+
+
+def test_wordpiece_steps_for_a_chosen_word(make_app):
+    at = make_app(a="the dogs ran")
+    at.selectbox(key="tokens_word").set_value("dogs").run()
+    steps = table_with(at, "matched")
+    assert steps["matched"].tolist()[-1] == "##s"
+    assert steps["candidates tried (longest first)"].tolist()[0].startswith("dogs")
+
+
+def test_empty_text_gives_inline_message_and_keeps_text(make_app):
+    at = make_app()
+    at.text_area(key="a").set_value("   \n  ").run()
+    assert not at.exception
+    assert any("Type a sentence" in i.value for i in at.info)
+    assert at.text_area(key="a").value == "   \n  "
+
+
+def test_broken_model_directory_is_explained_not_raised(make_app, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    at = make_app(model=str(broken))
+    assert not at.exception
+    assert any("can't be loaded" in e.value for e in at.sidebar.error)
+    assert any(b.label.startswith("Use ") for b in at.sidebar.button)  # offers a model that loads
+    assert any("No model is loaded" in i.value for i in at.info)
+    next(b for b in at.sidebar.button if b.label.startswith("Use ")).click().run()
+    assert not at.sidebar.error
+    assert table_with(at, "piece")["piece"].tolist()[0] == "[CLS]"
+
+
+def test_missing_directory_is_explained(make_app, tmp_path):
+    at = make_app(model=str(tmp_path / "nope"))
+    assert not at.exception
+    assert any("no such directory" in e.value.replace("\\", "") for e in at.sidebar.error)
+
+
+def test_a_link_reproduces_text_and_pair(make_app):
+    # Bound widgets write the URL from the browser; here the other direction: the URL seeds the widgets.
+    at = make_app(a="the cat sat", b="on the bank")
+    assert at.text_area(key="a").value == "the cat sat"
+    assert at.text_input(key="b").value == "on the bank"
+    table = table_with(at, "piece")
+    assert table["segment"].tolist().count(1) == len([t for t in table["sentence"] if t == "B"]) + 1
+
+
+def test_default_hub_model_falls_back_to_the_demo_model(app_env, monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    from app import state
+    from tests.app.conftest import APP, TIMEOUT
+
+    monkeypatch.delenv("BERTSCOPE_MODEL")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))  # bert-base-uncased is not cached
+    monkeypatch.setattr(state, "DEMO_MODEL_DIR", app_env)  # the tiny checkpoint plays the demo model
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not at.exception
+    assert at.sidebar.selectbox(key="model").value == "bert-base-uncased"
+    notice = " ".join(w.value for w in at.sidebar.warning).replace("\\", "")
+    assert "bert-base-uncased can't be loaded" in notice and "demo model" in notice
+    assert "bundled demo model" in " ".join(c.value for c in at.sidebar.caption)
+    assert table_with(at, "piece")["piece"].tolist()[0] == "[CLS]"
+
+
+def test_unknown_and_special_pieces_are_marked(make_app):
+    at = make_app(a="the € bank", b="the river")
+    traces = {t["name"]: t["text"] for t in figure(at, "tokens_chips")["data"]}
+    assert traces["[UNK]"] == ["[UNK]"]
+    assert traces["special"] == ["[CLS]", "[SEP]", "[SEP]"]
+    assert any("[UNK]" in w.value for w in at.warning)
+    table = table_with(at, "piece")
+    unk = table[table["piece"] == "[UNK]"].iloc[0]
+    assert unk["typed text"] == "€" and (unk["start"], unk["end"]) == (4, 5)

@@ -1,0 +1,99 @@
+"""The Attention page: figure data equals the core's attention; view changes never rerun the model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bert_core
+from tests.app.conftest import decode, figure
+
+PAGE = "views/attention.py"
+TEXT = "the bank by the river"
+
+
+@pytest.fixture
+def expected(tiny_checkpoint):
+    return bert_core.load_pretrained(tiny_checkpoint).analyze(TEXT)
+
+
+def heat(at) -> np.ndarray:
+    return decode(figure(at, "att_heatmap")["data"][0]["z"]).astype(np.float32)
+
+
+def test_heatmap_is_the_cores_attention_and_layer_change_runs_nothing(make_app, expected):
+    at = make_app(PAGE, a=TEXT)
+    assert at.session_state["forward_passes"] == 1
+    at.slider(key="layer").set_value(2).run()
+    at.selectbox(key="head").set_value(3).run()
+    np.testing.assert_allclose(heat(at), expected.attentions[1, 2], atol=1e-6)
+    at.slider(key="layer").set_value(1).run()
+    np.testing.assert_allclose(heat(at), expected.attentions[0, 2], atol=1e-6)
+    at.toggle(key="att_hide_special").set_value(True).run()
+    at.radio(key="att_view").set_value("Head view").run()
+    at.toggle(key="large").set_value(True).run()
+    assert at.session_state["forward_passes"] == 1  # only the first run computed anything
+    assert not at.exception and not at.error
+
+
+def test_mean_of_heads_and_token_labels(make_app, expected):
+    at = make_app(PAGE, a=TEXT)
+    np.testing.assert_allclose(heat(at), expected.attentions[0].mean(axis=0), atol=1e-6)
+    spec = figure(at, "att_heatmap")
+    assert spec["layout"]["yaxis"]["ticktext"] == expected.tokens
+
+
+def test_a_link_opens_the_same_layer_and_head(make_app, expected):
+    at = make_app(PAGE, a=TEXT, layer="2", head="4")
+    assert at.slider(key="layer").value == 2
+    np.testing.assert_allclose(heat(at), expected.attentions[1, 3], atol=1e-6)
+
+
+def test_hide_specials_and_merge_words(make_app, tiny_checkpoint):
+    text = "the dogs sat"  # "dogs" -> dog ##s in the tiny vocabulary
+    r = bert_core.load_pretrained(tiny_checkpoint).analyze(text)
+    at = make_app(PAGE, a=text, head="1")
+    at.toggle(key="att_hide_special").set_value(True).run()
+    keep = [i for i, s in enumerate(r.special_tokens_mask) if not s]
+    np.testing.assert_allclose(heat(at), r.attentions[0, 0][np.ix_(keep, keep)], atol=1e-6)
+    at.toggle(key="att_hide_special").set_value(False).run()
+    at.toggle(key="att_merge").set_value(True).run()
+    spec = figure(at, "att_heatmap")
+    words = spec["layout"]["yaxis"]["ticktext"]
+    assert "dogs" in words and len(words) == len(r.tokens) - (r.tokens.count("##s"))
+    np.testing.assert_allclose(heat(at).sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_pair_directions(make_app, tiny_checkpoint):
+    r = bert_core.load_pretrained(tiny_checkpoint).analyze("the cat", "the dog")
+    at = make_app(PAGE, a="the cat", b="the dog", head="2")
+    at.radio(key="att_direction").set_value("A→B").run()
+    rows = [i for i, s in enumerate(r.sequence_ids) if s == 0]
+    cols = [i for i, s in enumerate(r.sequence_ids) if s == 1]
+    np.testing.assert_allclose(heat(at), r.attentions[0, 1][np.ix_(rows, cols)], atol=1e-6)
+
+
+def test_model_view_has_every_layer_and_head(make_app, expected):
+    at = make_app(PAGE, a=TEXT, att_view="Model view")
+    spec = figure(at, "att_model_view")
+    pick = next(t for t in spec["data"] if t.get("name") == "pick")
+    assert len(decode(pick["customdata"]).reshape(-1, 2)) == expected.num_layers * expected.num_heads
+    mosaic = decode(spec["data"][0]["z"]).astype(np.float32)
+    s = len(expected.tokens)
+    first = expected.attentions[0, 0]
+    np.testing.assert_allclose(mosaic[:s, :s], first / first.max(), atol=1e-6)
+
+
+def test_head_view_isolates_a_token(make_app, expected):
+    at = make_app(PAGE, a=TEXT, att_view="Head view", head="1")
+    at.selectbox(key="att_focus").set_value(at.selectbox(key="att_focus").options[2]).run()
+    spec = figure(at, "att_head_view")
+    line_traces = [t for t in spec["data"] if t.get("mode") == "lines"]
+    ys = [y for t in line_traces for y in decode(t["y"]).tolist() if y is not None]
+    assert set(ys[0::2]) == {1}  # every line starts at the isolated token (row 1)
+
+
+def test_out_of_range_layer_in_the_link_is_harmless(make_app):
+    at = make_app(PAGE, a=TEXT, layer="20", head="9")
+    assert not at.exception and not at.error
+    assert figure(at, "att_heatmap")

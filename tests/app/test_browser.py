@@ -1,0 +1,143 @@
+"""Real-browser tests: the app served on 127.0.0.1, driven by Playwright on the system Chromium.
+
+Set BERTSCOPE_SKIP_BROWSER=1 to skip them where no Chromium can be installed; otherwise a missing
+/usr/bin/chromium (or BERTSCOPE_CHROMIUM) fails them with a message saying how to install it.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+
+import pytest
+
+from tests.app.serve import browser, serve_app, wait_for_app
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+if os.environ.get("BERTSCOPE_SKIP_BROWSER") == "1":
+    pytest.skip("BERTSCOPE_SKIP_BROWSER=1", allow_module_level=True)
+
+CHART = '[data-testid="stPlotlyChart"] .main-svg'
+INJECTION = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+
+
+@pytest.fixture(scope="module")
+def app_url(tiny_checkpoint, tmp_path_factory):
+    log = tmp_path_factory.mktemp("server") / "streamlit.log"
+    with serve_app(tiny_checkpoint, log) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with browser() as b:
+        yield b
+
+
+@pytest.fixture
+def page(chromium, app_url):
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    outside = []
+
+    def only_local(route):
+        # The app must work with no network at all: any request off this machine is refused and recorded.
+        if urllib.parse.urlparse(route.request.url).hostname in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_local)
+    pg = context.new_page()
+    dialogs = []
+    pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    pg.dialogs = dialogs
+    yield pg
+    context.close()
+    assert outside == [], f"the page asked for assets off this machine: {outside[:5]}"
+
+
+def type_sentence(page, text: str) -> None:
+    box = page.locator('[data-testid="stSidebar"] textarea').first
+    box.fill(text)
+    box.press("Control+Enter")
+    page.wait_for_timeout(500)
+    wait_for_app(page)
+
+
+def tick_texts(page, axis: str = "ytick") -> list[str]:
+    return page.locator(f"{CHART} .{axis} text").evaluate_all("els => els.map(e => e.textContent)")
+
+
+def test_type_switch_layer_and_see_tokens_and_attention(app_url, page):
+    page.goto(f"{app_url}/")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    type_sentence(page, "the dogs sat by the river")
+    chips = page.locator(f"{CHART} .bartext").evaluate_all("els => els.map(e => e.textContent)")
+    assert "dog" in chips and "##s" in chips and "[CLS]" in chips
+
+    page.get_by_text("Attention", exact=True).first.click()
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    assert tick_texts(page)[:3] == ["[CLS]", "the", "dog"]
+    assert "Layer 1" in page.locator(f"{CHART} .gtitle").text_content()
+
+    slider = page.locator('input[type="range"][aria-label="Layer"]')
+    slider.focus()
+    slider.press("ArrowRight")
+    page.wait_for_function(
+        "() => (document.querySelector('[data-testid=\"stPlotlyChart\"] .gtitle') || {}).textContent"
+        "?.startsWith('Layer 2')",
+        timeout=30_000,
+    )
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
+    assert query.get("layer") == ["2"] and query.get("a") == ["the dogs sat by the river"]
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_html_typed_as_text_creates_no_element_and_runs_nothing(app_url, page):
+    page.goto(f"{app_url}/")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    type_sentence(page, INJECTION)
+    for name in ("Tokens", "Attention", "Masked words", "Sentence vector & NSP"):
+        page.get_by_text(name, exact=True).first.click()
+        page.wait_for_timeout(500)
+        wait_for_app(page)
+        assert page.locator('img[src="x"]').count() == 0
+        assert page.locator("script:text('__pwned')").count() == 0
+        assert page.evaluate("window.__pwned") is None
+        if name == "Masked words":  # the masked sentence is shown, as literal text
+            assert "<img src=x" in page.locator('[data-testid="stText"]').first.text_content()
+    assert page.dialogs == []
+    # What was typed is kept, as text.
+    assert page.locator('[data-testid="stSidebar"] textarea').first.input_value() == INJECTION
+
+
+def test_model_view_click_opens_that_head(app_url, page):
+    page.goto(f"{app_url}/attention?a=the+bank+by+the+river&att_view=Model+view")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    # Markers are in layer-major order: index 6 = layer 2, head 3 of the 2 x 4 tiny model.
+    box = page.locator(f"{CHART} .scatterlayer .point").nth(6).bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
+    page.wait_for_function(
+        "() => (document.querySelector('[data-testid=\"stPlotlyChart\"] .gtitle') || {}).textContent"
+        " === 'Layer 2, head 3'",
+        timeout=30_000,
+    )
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
+    assert query.get("layer") == ["2"] and query.get("head") == ["3"]
+
+
+@pytest.mark.parametrize("path", ["", "embeddings", "attention", "masked", "senses", "sentence"])
+def test_every_page_renders_with_no_network(app_url, page, path):
+    page.goto(f"{app_url}/{path}?a=the+cat+sat+on+the+bank&b=the+river")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.locator("text=Page not found").count() == 0

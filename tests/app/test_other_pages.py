@@ -1,0 +1,124 @@
+"""Embeddings, Masked words, Word senses and Sentence vector pages on the tiny checkpoint."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import bert_core
+from tests.app.conftest import decode, figure, make_checkpoint_without_mlm, table_with  # noqa: F401
+
+
+def z(at, key, trace=0) -> np.ndarray:
+    return decode(figure(at, key)["data"][trace]["z"]).astype(np.float32)
+
+
+def test_embeddings_page(make_app, tiny_checkpoint):
+    m = bert_core.load_pretrained(tiny_checkpoint)
+    r = m.analyze("the bank", "the river")
+    at = make_app("views/embeddings.py", a="the bank", b="the river")
+    assert not at.error
+    np.testing.assert_allclose(z(at, "emb_heatmap"), r.embeddings.word, atol=1e-6)
+    at.radio(key="emb_component").set_value("normalized").run()
+    np.testing.assert_allclose(z(at, "emb_heatmap"), r.embeddings.normalized, atol=1e-6)
+    norms = figure(at, "emb_norms")["data"]
+    np.testing.assert_allclose(decode(norms[1]["y"]), np.linalg.norm(r.embeddings.segment, axis=1), rtol=1e-5)
+    table = m.position_embedding_table()[:10]
+    at.slider(key="emb_positions").set_value(10).run()
+    unit = table / np.linalg.norm(table, axis=1, keepdims=True)
+    np.testing.assert_allclose(z(at, "emb_positions_sim"), unit @ unit.T, atol=1e-5)
+    assert at.session_state["forward_passes"] == 1
+
+
+def test_masked_words_page(make_app, tiny_checkpoint):
+    m = bert_core.load_pretrained(tiny_checkpoint)
+    text = "the [MASK] sat on the [MASK]"
+    expected = m.predict_masks(text, top_k=5)
+    at = make_app("views/masked_words.py", a=text)
+    assert not at.error
+    for i, p in enumerate(expected):
+        bars = figure(at, f"mask_bars_{i}")["data"][0]
+        np.testing.assert_allclose(decode(bars["x"]), p.probabilities, rtol=1e-5)
+        assert figure(at, f"mask_bars_{i}")["layout"]["yaxis"]["ticktext"] == [
+            t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for t in p.tokens
+        ]
+    at.number_input(key="mask_topk").set_value(3).run()
+    assert len(decode(figure(at, "mask_bars_0")["data"][0]["x"])) == 3
+
+
+def test_masked_words_pick_a_word(make_app, tiny_checkpoint):
+    m = bert_core.load_pretrained(tiny_checkpoint)
+    at = make_app("views/masked_words.py", a="the cat sat on the bank")
+    words = at.multiselect(key="mask_words")
+    words.set_value([o for o in words.options if o.endswith("bank")]).run()
+    expected = m.predict_masks("the cat sat on the [MASK]", top_k=5)
+    np.testing.assert_allclose(
+        decode(figure(at, "mask_bars_0")["data"][0]["x"]), expected[0].probabilities, rtol=1e-5
+    )
+
+
+def test_masked_words_without_mlm_head(make_app, tmp_path):
+    ckpt = make_checkpoint_without_mlm(tmp_path / "bare")
+    at = make_app("views/masked_words.py", model=str(ckpt))
+    assert any("no MLM head" in i.value for i in at.info)
+
+
+def test_word_senses_page(make_app, tiny_checkpoint):
+    m = bert_core.load_pretrained(tiny_checkpoint)
+    sentences = [
+        "we sat on the bank | river",
+        "the river bank | river",
+        "my bank cash | money",
+        "deposit at the bank | money",
+    ]
+    at = make_app("views/word_senses.py")
+    at.text_area(key="senses_text").set_value("\n".join(sentences)).run()
+    assert not at.error
+    rs = [m.analyze(s.split("|")[0].strip()) for s in sentences]
+    vecs = np.stack([r.hidden_states[1, r.tokens.index("bank")] for r in rs])
+    passes = at.session_state["forward_passes"]
+    at.slider(key="senses_layer").set_value(1).run()
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    np.testing.assert_allclose(z(at, "senses_matrix"), unit @ unit.T, atol=1e-5)
+    lines = figure(at, "senses_lines")["data"]
+    assert [t["name"] for t in lines] == ["same sense", "different sense"]
+    assert len(figure(at, "senses_pca")["data"]) == 4
+    assert at.session_state["forward_passes"] == passes  # the slider reran nothing
+
+
+def test_word_senses_absent_target(make_app):
+    at = make_app("views/word_senses.py")
+    at.text_area(key="senses_text").set_value("the cat sat\nthe dog sat\nthe bank").run()
+    assert not at.exception
+    assert at.warning and at.info  # two sentences left out, then: needs at least two
+
+
+def test_sentence_vector_page(make_app, tiny_checkpoint):
+    m = bert_core.load_pretrained(tiny_checkpoint)
+    at = make_app("views/sentence_vector.py", a="the cat sat", b="on the bank")
+    assert not at.error
+    r = m.analyze("the cat sat", "on the bank")
+    np.testing.assert_allclose(z(at, "sv_vector")[0], r.pooled, atol=1e-6)
+    p = m.next_sentence("the cat sat", "on the bank")
+    np.testing.assert_allclose(decode(figure(at, "sv_nsp")["data"][0]["x"])[0], p, rtol=1e-5)
+    at.text_area(key="sv_sentences").set_value("the cat\nthe dog\nmy bank").run()
+    batch = m.analyze_batch(["the cat", "the dog", "my bank"])
+    pooled = np.stack([b.pooled for b in batch])
+    unit = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+    np.testing.assert_allclose(z(at, "sv_similarity"), unit @ unit.T, atol=1e-5)
+
+
+def test_large_text_option_enlarges_figures(make_app):
+    at = make_app("views/word_senses.py")
+    assert figure(at, "senses_matrix")["layout"]["font"]["size"] == 13
+    at.toggle(key="large").set_value(True).run()
+    assert figure(at, "senses_matrix")["layout"]["font"]["size"] == 22
+    assert figure(at, "senses_pca")["data"][0]["marker"]["size"] == 24
+
+
+def test_masked_words_survive_a_text_change(make_app):
+    at = make_app("views/masked_words.py", a="the cat sat on the bank")
+    words = at.multiselect(key="mask_words")
+    words.set_value(words.options[:3]).run()
+    at.text_area(key="a").set_value("my dog").run()
+    assert not at.exception and not at.error
+    assert figure(at, "mask_bars_0")
