@@ -27,6 +27,9 @@ TextInput = str | tuple[str, str | None]
 class BertScopeModel:
     """A BERT checkpoint ready for analysis. Build it with `bert_core.load_pretrained`."""
 
+    # Fine-tuning heads (classifier, qa_outputs) the checkpoint had and BERTScope set aside; the loader fills it.
+    ignored_weights: tuple[str, ...] = ()
+
     def __init__(
         self,
         network: BertForPreTraining,
@@ -75,6 +78,7 @@ class BertScopeModel:
             has_mlm_head=self.has_mlm_head,
             has_nsp_head=self.has_nsp_head,
             device=str(self.device),
+            ignored_weights=self.ignored_weights,
         )
 
     def __repr__(self) -> str:

@@ -280,6 +280,22 @@ def _read_pickled_weights(path: Path) -> dict[str, torch.Tensor]:
 # -- names ------------------------------------------------------------------------------------------------
 
 
+# Heads of fine-tuned BERTs (sequence/token classification, multiple choice, question answering). BERTScope
+# shows the encoder, so these are set aside and reported rather than refused.
+TASK_HEAD_PREFIXES = ("classifier.", "qa_outputs.")
+
+
+def split_task_heads(state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Remove fine-tuning heads from `state`; return the rest and the sorted names removed."""
+    kept, ignored = {}, []
+    for key, value in state.items():
+        if key.removeprefix("module.").startswith(TASK_HEAD_PREFIXES):
+            ignored.append(key)
+        else:
+            kept[key] = value
+    return kept, sorted(ignored)
+
+
 def normalize_keys(state: dict[str, torch.Tensor], *, tie_word_embeddings: bool) -> dict[str, torch.Tensor]:
     """Map the checkpoint's names onto this package's module names (which are HF's).
 
@@ -406,12 +422,17 @@ def load_pretrained(
         )
     if progress:
         progress("reading weights")
-    state = normalize_keys(read_state_dict(directory), tie_word_embeddings=tie)
+    state, ignored = split_task_heads(read_state_dict(directory))
+    if ignored:
+        log.info("ignoring fine-tuning head weights: %s", ", ".join(ignored))
+    state = normalize_keys(state, tie_word_embeddings=tie)
     network = build_network(config, state, tie_word_embeddings=tie)
     target = _resolve_device(device)
     if target.type != "cpu":
         network = network.to(target)
-    return BertScopeModel(network, tokenizer, config, source=str(source), directory=directory, device=target)
+    model = BertScopeModel(network, tokenizer, config, source=str(source), directory=directory, device=target)
+    model.ignored_weights = tuple(ignored)
+    return model
 
 
 def _resolve_device(device: str | torch.device | None) -> torch.device:

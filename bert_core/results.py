@@ -100,3 +100,4 @@ class ModelInfo:
     has_mlm_head: bool
     has_nsp_head: bool
     device: str
+    ignored_weights: tuple[str, ...] = ()  # fine-tuning heads present in the checkpoint but not used

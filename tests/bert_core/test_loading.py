@@ -394,3 +394,29 @@ def test_fp16_checkpoint_is_computed_in_fp32(tmp_path, tiny_checkpoint):
     _rewrite_weights(directory, lambda s: {k: v.half() for k, v in s.items()})
     r = bert_core.load_pretrained(directory).analyze("the bank")
     assert r.attentions.dtype == np.float32 and np.isfinite(r.hidden_states).all()
+
+
+@pytest.mark.parametrize("head", ["BertForSequenceClassification", "BertForQuestionAnswering"])
+def test_fine_tuned_checkpoint_loads_and_reports_the_ignored_head(tmp_path, head):
+    import transformers
+
+    config = transformers.BertConfig(
+        vocab_size=len(TINY_VOCAB),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+    )
+    torch.manual_seed(0)
+    hf = getattr(transformers, head)(config).eval()
+    hf.save_pretrained(tmp_path / head)
+    write_vocab(tmp_path / head)
+    model = bert_core.load_pretrained(tmp_path / head)
+    assert model.info.ignored_weights and all(
+        k.startswith(("classifier.", "qa_outputs.")) for k in model.info.ignored_weights
+    )
+    r = model.analyze("the cat sat")
+    with torch.no_grad():
+        out = hf.bert(input_ids=torch.tensor([r.input_ids.tolist()]), output_hidden_states=True)
+    np.testing.assert_allclose(r.hidden_states[-1], out.hidden_states[-1][0].numpy(), atol=1e-5)
+    assert not model.has_mlm_head
