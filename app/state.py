@@ -13,7 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +28,17 @@ DEMO_MODEL_DIR = REPO_ROOT / "assets" / "demo-model"
 DEMO_SOURCE = "@demo"  # the model picker's name for the bundled demo model (not a valid hub id or path)
 DEFAULT_HUB_MODEL = "bert-base-uncased"
 ENV_MODEL = "BERTSCOPE_MODEL"
+# Settings for a shared server (read on every use, so a test or a restart can change them):
+ENV_ALLOW_HUB = "BERTSCOPE_ALLOW_HUB"  # "0" = no hub downloads; models already in the HF cache still load
+ENV_MODEL_ROOTS = "BERTSCOPE_MODEL_ROOTS"  # "/a:/b" = open local checkpoints only under these directories
 
 DEFAULT_TEXT_A = "The boat drifted toward the bank of the river."
 MAX_CHARS = 5_000  # longer text is cut here before tokenising (the model takes at most ~512 pieces anyway)
+MAX_LINES = 12  # sentences per list on the Word senses and Sentence vector pages
+MAX_LINE_CHARS = 1_000  # characters per sentence of such a list
+MAX_TOP_K = 30  # masked words are predicted once with this many guesses; the page slices what it shows
+ANALYSIS_CACHE_ENTRIES = 8  # analyses cached per process (a 512-token bert-base analysis is ~170 MB)
+BATCH_TOKEN_BUDGET = 2048  # padded tokens (texts × longest) per forward pass on the many-sentence pages
 FORWARD_PASSES = "forward_passes"  # session-state counter of analyses actually computed (tests read it)
 
 # Session-state keys of the widgets; bound ones are also the URL's query-parameter names.
@@ -72,6 +80,52 @@ def model_key(source: str) -> str:
     if path.is_dir():
         return str(path.resolve())
     return source.strip()
+
+
+def hub_downloads_allowed() -> bool:
+    return os.environ.get(ENV_ALLOW_HUB, "").strip().lower() not in ("0", "false", "no", "off")
+
+
+def model_roots() -> list[Path] | None:
+    """The directories local checkpoints must be under (BERTSCOPE_MODEL_ROOTS), or None for anywhere."""
+    raw = os.environ.get(ENV_MODEL_ROOTS, "").strip()
+    if not raw:
+        return None
+    return [Path(r).expanduser().resolve() for r in raw.split(os.pathsep) if r.strip()]
+
+
+def is_local_source(source: str) -> bool:
+    """A directory (existing, or typed as a path) rather than a hub id."""
+    path = Path(source.strip()).expanduser()
+    return path.exists() or not bert_core.loading.looks_like_hub_id(source.strip())
+
+
+def refusal(source: str) -> str | None:
+    """Why this server's settings forbid loading `source`, or None when it may be loaded.
+
+    The bundled demo model and the model the server was started with are always allowed.
+    """
+    source = source.strip()
+    if source == DEMO_SOURCE or source == os.environ.get(ENV_MODEL, "").strip():
+        return None
+    if is_local_source(source):
+        roots = model_roots()
+        if roots is None:
+            return None
+        path = Path(source).expanduser().resolve()
+        if any(path == root or root in path.parents for root in roots):
+            return None
+        return (
+            "this server opens local model directories only under "
+            + ", ".join(str(r) for r in roots)
+            + f" (set by {ENV_MODEL_ROOTS})"
+        )
+    if hub_downloads_allowed() or is_in_hub_cache(source):
+        return None
+    return (
+        f"downloading models from the hub is switched off on this server ({ENV_ALLOW_HUB}=0) and {source} "
+        "is not in the local cache; pick a cached model or a local directory"
+    )
 
 
 def is_in_hub_cache(repo_id: str) -> bool:
@@ -122,7 +176,8 @@ class ModelStore:
     """Loaded models shared by every session of this process, at most `capacity` of them.
 
     Hub failures are remembered for a short while so that an offline machine doesn't retry the network on
-    every rerun; a local directory is retried every time (the user may be fixing it).
+    every rerun; a broken local directory is remembered until it changes (its files' modification times), so
+    it is not re-read on every slider move but is retried as soon as the user fixes it.
     """
 
     def __init__(self, capacity: int = 3, failure_ttl_s: float = 120.0) -> None:
@@ -130,7 +185,8 @@ class ModelStore:
         self.failure_ttl_s = failure_ttl_s
         self._lock = threading.Lock()
         self._models: OrderedDict[str, bert_core.BertScopeModel] = OrderedDict()
-        self._failures: dict[str, tuple[float, str]] = {}
+        # key -> (when, reason, signature of the local directory or None for a hub id)
+        self._failures: dict[str, tuple[float, str, tuple | None]] = {}
         self._key_locks: dict[str, threading.Lock] = {}
 
     def loaded(self, key: str) -> bert_core.BertScopeModel | None:
@@ -143,9 +199,12 @@ class ModelStore:
     def recent_failure(self, key: str) -> str | None:
         with self._lock:
             failure = self._failures.get(key)
-            if failure and time.monotonic() - failure[0] < self.failure_ttl_s:
-                return failure[1]
+        if not failure:
             return None
+        when, reason, signature = failure
+        if signature is not None:
+            return reason if directory_signature(key) == signature else None
+        return reason if time.monotonic() - when < self.failure_ttl_s else None
 
     def forget_failure(self, key: str) -> None:
         with self._lock:
@@ -166,20 +225,46 @@ class ModelStore:
             model = self.loaded(key)
             if model is not None:
                 return model
+            signature = directory_signature(key)  # taken before reading, so an edit during the load counts
             try:
-                model = bert_core.load_pretrained(source_path(source), progress=progress)
+                try:
+                    model = bert_core.load_pretrained(
+                        source_path(source), progress=progress, local_files_only=not hub_downloads_allowed()
+                    )
+                except bert_core.ModelLoadError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - anything else the loader let through is a message
+                    raise bert_core.ModelLoadError(
+                        f"cannot load {source}: {type(exc).__name__}: {exc}"
+                    ) from exc
             except bert_core.ModelLoadError as exc:
-                if not Path(source_path(source)).expanduser().exists():
-                    with self._lock:
-                        self._failures[key] = (time.monotonic(), str(exc))
+                with self._lock:
+                    self._failures[key] = (time.monotonic(), str(exc), signature)
                 raise
-            except Exception as exc:  # noqa: BLE001 - anything else the loader let through is still a message
-                raise bert_core.ModelLoadError(f"cannot load {source}: {type(exc).__name__}: {exc}") from exc
             with self._lock:
                 self._models[key] = model
                 while len(self._models) > self.capacity:
                     self._models.popitem(last=False)
             return model
+
+
+def directory_signature(key: str) -> tuple | None:
+    """What changes when a local checkpoint directory is edited: the modification times of the directory and
+    of the files in it (config.json, weights, vocab). None when `key` is not an existing directory."""
+    path = Path(key)
+    try:
+        if not path.is_dir():
+            return None
+        entries = sorted(os.scandir(path), key=lambda e: e.name)[:200]
+        stamps = []
+        for entry in entries:
+            try:
+                stamps.append((entry.name, entry.stat().st_mtime_ns, entry.stat().st_size))
+            except OSError:  # a dangling link
+                stamps.append((entry.name, None, None))
+        return (path.stat().st_mtime_ns, tuple(stamps))
+    except OSError:
+        return None
 
 
 @st.cache_resource(show_spinner=False)
@@ -210,6 +295,9 @@ def load_model(source: str, progress: Callable[[str], None] | None = None) -> Ac
     """Load `source`; when it is the default hub model and can't be had, fall back to the demo model."""
     store = model_store()
     try:
+        refused = refusal(source)
+        if refused:
+            raise bert_core.ModelLoadError(refused)
         return ActiveModel(store.load(source, progress), source, model_key(source))
     except bert_core.ModelLoadError as exc:
         reason = str(exc)
@@ -277,26 +365,18 @@ def _count_forward_pass() -> None:
 
 # cache_resource rather than cache_data: a 512-token analysis of bert-base holds ~170 MB of attention and
 # hidden states, and cache_data would unpickle a fresh copy on every rerun. The result is frozen above.
-@st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
+@st.cache_resource(max_entries=ANALYSIS_CACHE_ENTRIES, ttl=3600, show_spinner=False)
 def _analysis(key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel) -> bert_core.Analysis:
     _count_forward_pass()
     return _freeze(_model.analyze(text, pair))
 
 
-@st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
-def _batch(
-    key: str, texts: tuple[str | tuple[str, str], ...], _model: bert_core.BertScopeModel
-) -> list[bert_core.Analysis]:
-    _count_forward_pass()
-    return [_freeze(a) for a in _model.analyze_batch(list(texts))]
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
 def _masks(
-    key: str, text: str, pair: str | None, top_k: int, _model: bert_core.BertScopeModel
+    key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel
 ) -> list[bert_core.MaskPrediction]:
     _count_forward_pass()
-    return _model.predict_masks(text, pair, top_k=top_k)
+    return _model.predict_masks(text, pair, top_k=MAX_TOP_K)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -311,20 +391,122 @@ def analyze(active: ActiveModel, text: str, pair: str | None = None) -> bert_cor
         return _analysis(active.key, text, pair, active.model)
 
 
-def analyze_batch(active: ActiveModel, texts: list[str | tuple[str, str]]) -> list[bert_core.Analysis]:
-    with st.spinner("Running the model…"):
-        return _batch(active.key, tuple(texts), active.model)
-
-
 def predict_masks(
     active: ActiveModel, text: str, pair: str | None, top_k: int
 ) -> list[bert_core.MaskPrediction]:
+    """The `top_k` best guesses per [MASK], sliced from one cached prediction of the top MAX_TOP_K, so a new k
+    never reruns the model."""
     with st.spinner("Predicting…"):
-        return _masks(active.key, text, pair, top_k, active.model)
+        full = _masks(active.key, text, pair, active.model)
+    k = max(1, int(top_k))
+    return [
+        replace(p, tokens=p.tokens[:k], token_ids=p.token_ids[:k], probabilities=p.probabilities[:k])
+        for p in full
+    ]
 
 
 def next_sentence(active: ActiveModel, a: str, b: str) -> float | None:
     return _nsp(active.key, a, b, active.model)
+
+
+# -- many short texts (Word senses, Sentence vector) ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LineVectors:
+    """What the many-sentence pages need of one line: its pieces and hidden states, no attention.
+
+    Duck-compatible with `bert_core.Analysis` for `app.transforms` (text, offsets, sequence/word ids).
+    """
+
+    text: str
+    tokens: list[str]
+    offsets: np.ndarray  # (S, 2)
+    sequence_ids: list[int | None]
+    word_ids: list[int | None]
+    special_tokens_mask: np.ndarray  # (S,) bool
+    truncated: bool
+    num_tokens_before_truncation: int
+    hidden_states: np.ndarray  # (L + 1, S, H)
+    pooled: np.ndarray | None  # (H,)
+
+    text_pair = None
+
+
+@dataclass(frozen=True)
+class Lines:
+    """The usable lines' vectors, and the lines that could not be used (with the reason)."""
+
+    results: list[LineVectors]  # one per usable line, in input order
+    used: list[int]  # results[k] is lines[used[k]]
+    rejected: list[tuple[int, str]]  # (index into lines, reason)
+
+
+def _line_vectors(result, text: str) -> LineVectors:
+    """Keep only what the pages use of a core result (an Analysis, or a lighter result with the same names)."""
+    pooled = getattr(result, "pooled", None)
+    out = LineVectors(
+        text=text,
+        tokens=list(result.tokens),
+        offsets=np.asarray(result.offsets),
+        sequence_ids=list(result.sequence_ids),
+        word_ids=list(result.word_ids),
+        special_tokens_mask=np.asarray(result.special_tokens_mask, dtype=bool),
+        truncated=bool(result.truncated),
+        num_tokens_before_truncation=int(result.num_tokens_before_truncation),
+        hidden_states=np.asarray(result.hidden_states),
+        pooled=None if pooled is None else np.asarray(pooled),
+    )
+    for array in (out.offsets, out.special_tokens_mask, out.hidden_states, out.pooled):
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
+    return out
+
+
+def token_chunks(lengths: list[int], budget: int = BATCH_TOKEN_BUDGET) -> list[list[int]]:
+    """Indices of `lengths` grouped so that each padded batch (count × longest) stays within `budget` tokens
+    (a single text longer than the budget is a batch of its own). Similar lengths are batched together."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    chunks: list[list[int]] = []
+    longest = 0
+    for i in order:
+        if chunks and (len(chunks[-1]) + 1) * max(longest, lengths[i]) <= budget:
+            chunks[-1].append(i)
+            longest = max(longest, lengths[i])
+        else:
+            chunks.append([i])
+            longest = lengths[i]
+    return chunks
+
+
+@st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
+def _lines(key: str, texts: tuple[str, ...], _model: bert_core.BertScopeModel) -> Lines:
+    used: list[int] = []
+    lengths: list[int] = []
+    rejected: list[tuple[int, str]] = []
+    for n, text in enumerate(texts):
+        try:
+            lengths.append(len(_model.encode(text)))
+        except bert_core.InputError as exc:
+            rejected.append((n, str(exc)))
+        else:
+            used.append(n)
+    results: list[LineVectors | None] = [None] * len(used)
+    # Core API that skips the attention maps, when there is one; else the full analysis per chunk.
+    run = getattr(_model, "vectors_batch", None) or _model.analyze_batch
+    for chunk in token_chunks(lengths, BATCH_TOKEN_BUDGET):
+        _count_forward_pass()
+        batch = run([texts[used[k]] for k in chunk])
+        for k, result in zip(chunk, batch, strict=True):
+            results[k] = _line_vectors(result, texts[used[k]])
+    return Lines([r for r in results if r is not None], used, rejected)
+
+
+def analyze_lines(active: ActiveModel, texts: list[str]) -> Lines:
+    """Hidden states of many short texts, run in padded chunks of at most BATCH_TOKEN_BUDGET tokens so that
+    memory stays bounded; lines the tokenizer rejects are listed in `rejected` instead of failing the rest."""
+    with st.spinner("Running the model…"):
+        return _lines(active.key, tuple(texts), active.model)
 
 
 # -- text from the user ---------------------------------------------------------------------------------

@@ -67,8 +67,8 @@ def model_picker() -> state.ActiveModel | None:
             st.caption("Models that can be loaded here:")
             for i, alt in enumerate(alternatives):
                 st.button(f"Use {ui.md_escape(alt)}", key=f"use_model_{i}", on_click=_use_model, args=(alt,))
-        if not Path(state.source_path(source)).expanduser().exists():
-            st.button("Try again", key="retry_model", on_click=_retry, args=(key,))
+        # A broken directory is retried by itself once it changes; the button also forces it.
+        st.button("Try again", key="retry_model", on_click=_retry, args=(key,))
         return None
     if active.notice:
         st.warning(ui.md_escape(active.notice))
@@ -129,7 +129,7 @@ def main() -> None:
     try:
         page.run()
     except bert_core.BertScopeError as exc:
-        st.error(ui.md_escape(str(exc)))
+        st.error(ui.user_message(exc))
     except Exception as exc:  # noqa: BLE001 - the UI shows a message, never a traceback
         st.error(
             f"Something went wrong on this page ({type(exc).__name__}): {ui.md_escape(str(exc))}. "

@@ -5,6 +5,7 @@ Dimensions: S = tokens, W = words (groups of pieces), L = layers, N = heads.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -61,14 +62,41 @@ def sentence_text(analysis: bert_core.Analysis, sentence: int) -> str:
     return analysis.text if sentence == 0 else (analysis.text_pair or "")
 
 
+def target_occurrences(analysis, target: str, normalize, text: str | None = None) -> list[list[int]]:
+    """Token indices of every word of sentence A whose normalised text equals `normalize(target)`, in order.
+
+    `analysis` is anything with `sequence_ids`, `word_ids` and `offsets` (an Analysis or an Encoding); `text`
+    is sentence A as typed (default `analysis.text`). Whole words only: 'banks' is not 'bank'.
+    """
+    text = analysis.text if text is None else text
+    want = normalize(target).strip()
+    found = []
+    for word, start, end in word_text_spans(analysis, 0):
+        if normalize(text[start:end]).strip() == want:
+            found.append(
+                [
+                    i
+                    for i, (seq, w) in enumerate(zip(analysis.sequence_ids, analysis.word_ids, strict=True))
+                    if seq == 0 and w == word
+                ]
+            )
+    return found
+
+
 def token_word_indices(analysis: bert_core.Analysis, target: str, normalize) -> list[int]:
     """Token indices of the first word in sentence A whose normalised text equals `normalize(target)`."""
-    want = normalize(target).strip()
-    for word, start, end in word_text_spans(analysis, 0):
-        if normalize(analysis.text[start:end]).strip() == want:
-            return [
-                i
-                for i, (seq, w) in enumerate(zip(analysis.sequence_ids, analysis.word_ids, strict=True))
-                if seq == 0 and w == word
-            ]
-    return []
+    found = target_occurrences(analysis, target, normalize)
+    return found[0] if found else []
+
+
+def clean_target(raw: str) -> str:
+    """A typed target word without the spaces and punctuation around it: ' bank. ' -> 'bank'.
+
+    Punctuation inside the word stays ("can't"); the tokenizer decides whether that is still one word.
+    """
+    chars = list(raw.strip())
+    while chars and (chars[0].isspace() or unicodedata.category(chars[0]).startswith("P")):
+        chars.pop(0)
+    while chars and (chars[-1].isspace() or unicodedata.category(chars[-1]).startswith("P")):
+        chars.pop()
+    return "".join(chars)

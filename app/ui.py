@@ -25,6 +25,21 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")
 
 
+_CORE_NAMES = [
+    (re.compile(r"\btext_pair\b"), "Sentence B"),
+    (re.compile(r"^text\b"), "Sentence A"),
+]
+
+
+def user_message(error: BaseException | str, *, text_name: str = "Sentence A") -> str:
+    """A core error message in the words of the UI ('text_pair' is the sidebar's Sentence B), escaped for
+    Markdown. `text_name` names what was passed as the core's `text` (e.g. "Line 3" on a list page)."""
+    message = str(error)
+    for pattern, name in _CORE_NAMES:
+        message = pattern.sub(text_name if name == "Sentence A" else name, message)
+    return md_escape(message)
+
+
 def font_size() -> int:
     return LARGE_FONT if st.session_state.get(KEY_LARGE) else NORMAL_FONT
 
@@ -89,7 +104,7 @@ def analysis_or_stop(active: state.ActiveModel, text: str, pair: str | None = No
     try:
         result = state.analyze(active, text, pair)
     except bert_core.BertScopeError as exc:
-        st.error(md_escape(str(exc)))
+        st.error(user_message(exc))
         st.stop()
     if result.truncated:
         st.warning(

@@ -46,7 +46,11 @@ def _open_from_model_view() -> None:
 
 _clamp_state()
 c1, c2, c3 = st.columns([3, 2, 3])
-layer = c1.slider("Layer", 1, n_layers, value=1, key=state.KEY_LAYER, bind="query-params")
+if n_layers > 1:
+    layer = c1.slider("Layer", 1, n_layers, value=1, key=state.KEY_LAYER, bind="query-params")
+else:  # a slider needs two values to choose from
+    layer = 1
+    c1.caption("Layer 1 (this model has a single layer)")
 head = c2.selectbox(
     "Head",
     ["mean", *range(1, n_heads + 1)],
@@ -104,6 +108,11 @@ title = f"Layer {layer}, {head_name}"
 notes = []
 if hide_special or direction != "all":
     notes.append("Rows no longer sum to 1: attention to the hidden tokens is not shown.")
+if direction != "all" and not hide_special:
+    notes.append(
+        "[CLS] and [SEP] belong to neither sentence, so A→B and B→A leave them out even with "
+        "'Hide [CLS]/[SEP]' off; choose 'all' to see them."
+    )
 if merge:
     notes.append("A word's row is the mean of its pieces' rows; a column is the sum over the word's pieces.")
 

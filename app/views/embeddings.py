@@ -70,14 +70,18 @@ st.subheader("Position embeddings")
 if hasattr(active.model, "position_embedding_table"):
     table = active.model.position_embedding_table()  # (P, H)
     max_p = min(len(table), POSITION_LIMIT)
-    count = st.slider(
-        "Positions to compare",
-        2,
-        max_p,
-        value=min(64, max_p),
-        key="emb_positions",
-        help="the first N positions",
-    )
+    if max_p > 2:
+        count = st.slider(
+            "Positions to compare",
+            2,
+            max_p,
+            value=min(64, max_p),
+            key="emb_positions",
+            help="the first N positions",
+        )
+    else:  # a slider needs two values to choose from
+        count = max_p
+        st.caption(f"This model has {max_p} position(s); all are compared.")
     sims = charts.cosine_matrix(table[:count])
 else:  # an older core: only the positions of this text are known
     count = len(result.tokens)

@@ -26,8 +26,10 @@ if not active.model.has_mlm_head:
 tokenizer = active.model.tokenizer
 mask = getattr(tokenizer, "mask_token", None) or "[MASK]"
 text = inputs.text_a
+in_b = (inputs.text_b or "").count(mask)
+b_note = f" Sentence B contains {in_b} {ui.md_escape(mask)}, predicted too." if in_b else ""
 if mask in text:
-    st.caption(f"Sentence A contains {text.count(mask)} {mask}.")
+    st.caption(f"Sentence A contains {text.count(mask)} {ui.md_escape(mask)}.{b_note}")
     masked = text
 else:
     result = ui.analysis_or_stop(active, text, inputs.text_b)  # the same cached pass the other pages use
@@ -51,12 +53,14 @@ else:
         _, s, e = spans[n]
         masked = masked[:s] + mask + masked[e:]
     st.text("Masked: " + masked)
+    if b_note:
+        st.caption(b_note.strip())
 
-top_k = st.number_input("Predictions per mask (top k)", 1, 30, value=5, key="mask_topk")
+top_k = st.number_input("Predictions per mask (top k)", 1, state.MAX_TOP_K, value=5, key="mask_topk")
 try:
     predictions = state.predict_masks(active, masked, inputs.text_b, int(top_k))
 except bert_core.BertScopeError as exc:
-    st.error(ui.md_escape(str(exc)))
+    st.error(ui.user_message(exc))
     st.stop()
 
 rows = [

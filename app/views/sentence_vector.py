@@ -11,7 +11,6 @@ from app import charts, state, ui
 
 PRESET_FILE = state.REPO_ROOT / "assets" / "examples" / "sentences.txt"
 FALLBACK = "The cat sat on the mat.\nA kitten was sleeping on the rug.\nThe stock market fell sharply today."
-MAX_SENTENCES = 40
 POOLED, CLS, MEAN = "pooled [CLS] (pooler output)", "[CLS], last layer", "mean of the pieces, last layer"
 
 
@@ -43,8 +42,13 @@ if not active.model.has_pooler:
     st.info("This model has no pooler, so there is no pooled vector; the raw [CLS] vector is used instead.")
 kind = st.radio("Sentence vector", kinds, key="sv_kind", horizontal=True)
 
-st.subheader("Sentence A")
-result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
+st.subheader("Sentence A on its own")
+if inputs.text_b is not None:
+    st.caption(
+        "This is sentence A's vector with A analysed alone; sentence B is used only for next-sentence "
+        "prediction below (as the pair [CLS] A [SEP] B [SEP])."
+    )
+result = ui.analysis_or_stop(active, inputs.text_a)
 vec = sentence_vector(result, kind)
 c1, c2 = st.columns([1, 3])
 c1.metric("Length (L2 norm)", f"{np.linalg.norm(vec):.3f}")
@@ -68,41 +72,67 @@ with c2:
     )
 
 st.subheader("Similarity across sentences")
-raw = st.text_area("Sentences, one per line", value=preset(), key="sv_sentences", height=150)
-lines = [line.strip()[: state.MAX_CHARS] for line in raw.splitlines() if line.strip()]
-if len(lines) > MAX_SENTENCES:
-    st.warning(f"{len(lines)} sentences: only the first {MAX_SENTENCES} are used.")
-    lines = lines[:MAX_SENTENCES]
+raw = st.text_area(
+    "Sentences, one per line",
+    value=preset(),
+    key="sv_sentences",
+    height=150,
+    help=f"At most {state.MAX_LINES} sentences of {state.MAX_LINE_CHARS:,} characters each are used.",
+)
+lines = [line.strip() for line in raw.splitlines() if line.strip()]
+if len(lines) > state.MAX_LINES:
+    st.warning(
+        f"{len(lines)} sentences: only the first {state.MAX_LINES} are used (your text is kept as typed)."
+    )
+    lines = lines[: state.MAX_LINES]
+long_lines = [n for n, line in enumerate(lines) if len(line) > state.MAX_LINE_CHARS]
+if long_lines:
+    st.warning(
+        f"Only the first {state.MAX_LINE_CHARS:,} characters of a sentence are used: "
+        + ", ".join(f"sentence {n + 1}" for n in long_lines)
+        + " is cut."
+    )
+lines = [line[: state.MAX_LINE_CHARS] for line in lines]
+batch = None
 if len(lines) < 2:
     st.info("Type at least two sentences to compare.")
 else:
     try:
-        batch = state.analyze_batch(active, lines)
+        batch = state.analyze_lines(active, lines)
     except bert_core.BertScopeError as exc:
-        st.error(ui.md_escape(str(exc)))
+        st.error(ui.user_message(exc, text_name="a sentence"))
     else:
-        vectors = np.stack([sentence_vector(r, kind) for r in batch])
-        sims = charts.cosine_matrix(vectors)
-        names = [f"{n + 1}. {line[:40]}" for n, line in enumerate(lines)]
-        fig = charts.heatmap(
-            sims,
-            names,
-            [str(n + 1) for n in range(len(names))],
-            title=f"Cosine similarity of the sentence vectors ({kind})",
-            zmin=-1.0,
-            zmax=1.0,
-            colorscale="RdBu",
-            value_name="cosine",
-            font_size=fs,
-            height=int(180 + 36 * len(names) * fs / ui.NORMAL_FONT),
-        )
-        fig.update_traces(texttemplate="%{z:.2f}")
-        ui.show_figure(
-            fig,
-            key="sv_similarity",
-            data=pd.DataFrame(sims, columns=names).assign(sentence=names),
-            filename="sentence_similarity",
-        )
+        if batch.rejected:
+            left_out = [f"sentence {n + 1} ({ui.user_message(r, text_name='it')})" for n, r in batch.rejected]
+            st.warning("Left out, nothing to analyse: " + "; ".join(left_out))
+        if len(batch.results) < 2:
+            st.info("At least two of the sentences must have something to analyse.")
+            batch = None
+if batch is not None:
+    lines = [lines[n] for n in batch.used]
+    numbers = [n + 1 for n in batch.used]
+    vectors = np.stack([sentence_vector(r, kind) for r in batch.results])
+    sims = charts.cosine_matrix(vectors)
+    names = [f"{n}. {line[:40]}" for n, line in zip(numbers, lines, strict=True)]
+    fig = charts.heatmap(
+        sims,
+        names,
+        [str(n) for n in numbers],
+        title=f"Cosine similarity of the sentence vectors ({kind})",
+        zmin=-1.0,
+        zmax=1.0,
+        colorscale="RdBu",
+        value_name="cosine",
+        font_size=fs,
+        height=int(180 + 36 * len(names) * fs / ui.NORMAL_FONT),
+    )
+    fig.update_traces(texttemplate="%{z:.2f}")
+    ui.show_figure(
+        fig,
+        key="sv_similarity",
+        data=pd.DataFrame(sims, columns=names).assign(sentence=names),
+        filename="sentence_similarity",
+    )
 
 st.subheader("Next-sentence prediction")
 if not active.model.has_nsp_head:
@@ -113,7 +143,7 @@ else:
     try:
         p = state.next_sentence(active, inputs.text_a, inputs.text_b)
     except bert_core.BertScopeError as exc:
-        st.error(ui.md_escape(str(exc)))
+        st.error(ui.user_message(exc))
     else:
         st.metric("P(IsNext)", f"{p:.3f}")
         fig = charts.bars(

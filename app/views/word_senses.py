@@ -16,7 +16,6 @@ Fishermen lined the bank, waiting for the tide. | river
 She went to the bank to deposit her salary. | money
 The bank raised its interest rates again. | money
 He borrowed money from the bank to buy a house. | money"""
-MAX_SENTENCES = 40
 
 
 def preset() -> str:
@@ -50,53 +49,128 @@ fs = ui.font_size()
 
 c1, c2 = st.columns([3, 1])
 raw = c1.text_area(
-    "Sentences, one per line, optionally ending with | sense",
+    "Sentences, one per line; end a line with | sense to group it (e.g. … | river)",
     value=preset(),
     key="senses_text",
     height=200,
+    help="The sense after | colours the points and decides which pairs count as same-sense. "
+    f"At most {state.MAX_LINES} lines of {state.MAX_LINE_CHARS:,} characters each are used.",
 )
-target = c2.text_input("Target word", value="bank", key="senses_word")
-items = parse(raw)
-if not target.strip():
+typed_target = c2.text_input(
+    "Target word",
+    value="bank",
+    key="senses_word",
+    help="Whole words only ('banks' is not 'bank'); where it appears several times in a sentence, the first "
+    "occurrence is used. Spaces and punctuation around it are ignored.",
+)
+target = transforms.clean_target(typed_target)
+if not target:
     st.info("Type the target word.")
     st.stop()
 if len(target.split()) > 1:
     st.info("Type a single word as the target (its pieces are averaged into one vector per sentence).")
     st.stop()
+tokenizer = active.model.tokenizer
+try:
+    target_enc = tokenizer.encode(target)
+except bert_core.InputError:
+    st.info("The target has no letters or digits the model can read; type a word.")
+    st.stop()
+target_words = [target[s:e] for _, s, e in transforms.word_text_spans(target_enc, 0)]
+target_pieces = [t for t, seq in zip(target_enc.tokens, target_enc.sequence_ids, strict=True) if seq == 0]
+if len(target_words) > 1:
+    st.info(
+        "The target must be a single word as BERT's tokenizer sees it: "
+        + ui.md_escape(f"'{target}' splits into " + ", ".join(f"'{w}'" for w in target_words))
+        + ". Pick one of those words."
+    )
+    st.stop()
+if target != typed_target:
+    st.caption(
+        "Looking for "
+        + ui.md_escape(f"'{target}'")
+        + " (spaces and punctuation around the word are ignored)."
+    )
+if len(target_pieces) > 1:
+    st.caption(
+        ui.md_escape(f"'{target}' is split into {' '.join(target_pieces)}")
+        + ": its vector in each sentence is the mean of its pieces' vectors."
+    )
+
+items = parse(raw)
+if len(items) > state.MAX_LINES:
+    st.warning(
+        f"{len(items)} sentences: only the first {state.MAX_LINES} are used (your text is kept as typed)."
+    )
+    items = items[: state.MAX_LINES]
+long_lines = [n for n, (s, _) in enumerate(items) if len(s) > state.MAX_LINE_CHARS]
+if long_lines:
+    st.warning(
+        "Only the first "
+        f"{state.MAX_LINE_CHARS:,} characters of a sentence are used: "
+        + ", ".join(f"sentence {n + 1}" for n in long_lines)
+        + " is cut."
+    )
 if len(items) < 2:
     st.info("Type at least two sentences (one per line).")
     st.stop()
-if len(items) > MAX_SENTENCES:
-    st.warning(f"{len(items)} sentences: only the first {MAX_SENTENCES} are used.")
-    items = items[:MAX_SENTENCES]
-sentences = [s[: state.MAX_CHARS] for s, _ in items]
+sentences = [s[: state.MAX_LINE_CHARS] for s, _ in items]
 
 try:
-    results = state.analyze_batch(active, sentences)
+    batch = state.analyze_lines(active, sentences)
 except bert_core.BertScopeError as exc:
-    st.error(ui.md_escape(str(exc)))
+    st.error(ui.user_message(exc, text_name="a sentence"))
     st.stop()
+if batch.rejected:
+    left_out = [f"sentence {n + 1} ({ui.user_message(r, text_name='it')})" for n, r in batch.rejected]
+    st.warning("Left out, nothing to analyse: " + "; ".join(left_out))
 
-normalize = active.model.tokenizer.normalize
-found, missing = [], []
-for n, r in enumerate(results):
-    idx = transforms.token_word_indices(r, target, normalize)
-    (found if idx else missing).append((n, idx))
+normalize = tokenizer.normalize
+found, missing, cut, repeated = [], [], [], []
+for n, r in zip(batch.used, batch.results, strict=True):
+    occurrences = transforms.target_occurrences(r, target, normalize)
+    if occurrences:
+        found.append((n, occurrences[0]))
+        if len(occurrences) > 1:
+            repeated.append((n, len(occurrences)))
+        continue
+    if r.truncated:
+        whole = tokenizer.encode(sentences[n], max_length=r.num_tokens_before_truncation + 2)
+        if transforms.target_occurrences(whole, target, normalize, text=sentences[n]):
+            cut.append(n)
+            continue
+    missing.append(n)
 if missing:
     st.warning(
-        "The target word is not in these sentences, which are left out: "
-        + "; ".join(ui.md_escape(f"{n + 1}. {sentences[n][:60]}") for n, _ in missing)
+        "The target word is not in these sentences (whole words only: 'banks' is not 'bank'), which are left "
+        "out: " + "; ".join(ui.md_escape(f"{n + 1}. {sentences[n][:60]}") for n in missing)
+    )
+if cut:
+    st.warning(
+        f"The model reads at most {len(batch.results[batch.used.index(cut[0])].tokens)} pieces and these "
+        "sentences are cut off before the target word, so they are left out: "
+        + ", ".join(f"sentence {n + 1}" for n in cut)
+    )
+if repeated:
+    st.caption(
+        "The word appears more than once in "
+        + ", ".join(f"sentence {n + 1} ({k}×)" for n, k in repeated)
+        + ": the first occurrence is used."
     )
 if len(found) < 2:
     st.info("The target word must appear in at least two sentences.")
     st.stop()
 
 # vectors[k, l] = mean over the word's pieces of hidden state l, for the k-th sentence that has the word
+results = dict(zip(batch.used, batch.results, strict=True))
 vectors = np.stack([results[n].hidden_states[:, idx].mean(axis=1) for n, idx in found])  # (K, L + 1, H)
 n_layers = vectors.shape[1] - 1
 names = [f"{n + 1}. {items[n][1] or 'sentence'}" for n, _ in found]
 senses = [items[n][1] for n, _ in found]
-hovers = [sentences[n] for n, _ in found]
+hovers = [f"{n + 1}. {sentences[n]}" + (f" ({items[n][1]})" if items[n][1] else "") for n, _ in found]
+NO_SENSE = "(no sense given)"
+sense_names = list(dict.fromkeys(s or NO_SENSE for s in senses))
+sense_groups = [sense_names.index(s or NO_SENSE) for s in senses]
 
 layer = st.slider("Layer (0 = embeddings)", 0, n_layers, value=n_layers, key="senses_layer")
 sims = np.stack([charts.cosine_matrix(vectors[:, layer_]) for layer_ in range(n_layers + 1)])  # (L + 1, K, K)
@@ -131,11 +205,10 @@ with m1:
 
 with m2:
     points = charts.pca_2d(vectors[:, layer])
-    groups = list(range(len(found)))
     scatter = charts.scatter_2d(
         points,
-        groups,
-        names,
+        sense_groups,
+        sense_names,
         hovers,
         title=f"PCA of the target word's vectors, layer {layer}",
         font_size=fs,
@@ -146,6 +219,7 @@ with m2:
         key="senses_pca",
         data=pd.DataFrame({"sentence": names, "sense": senses, "pc1": points[:, 0], "pc2": points[:, 1]}),
         filename=f"word_sense_pca_layer{layer}",
+        caption="Colour = the sense written after | on the sentence's line. Hover a point for its sentence.",
     )
 
 labelled = [s for s in senses if s]

@@ -97,3 +97,50 @@ def test_out_of_range_layer_in_the_link_is_harmless(make_app):
     at = make_app(PAGE, a=TEXT, layer="20", head="9")
     assert not at.exception and not at.error
     assert figure(at, "att_heatmap")
+
+
+def test_merged_word_of_several_pieces_sums_its_columns(make_app, tiny_checkpoint):
+    text = "the unwanted dog"  # "unwanted" -> un ##want ##ed in the tiny vocabulary
+    r = bert_core.load_pretrained(tiny_checkpoint).analyze(text)
+    start = r.tokens.index("un")
+    assert r.tokens[start : start + 3] == ["un", "##want", "##ed"]
+    at = make_app(PAGE, a=text, head="2", layer="2")
+    at.toggle(key="att_merge").set_value(True).run()
+    words = figure(at, "att_heatmap")["layout"]["yaxis"]["ticktext"]
+    assert words == ["[CLS]", "the", "unwanted", "dog", "[SEP]"]
+    att = r.attentions[1, 1]  # (S, S)
+    piece = list(range(start, start + 3))
+    groups = [[i] for i in range(start)] + [piece] + [[i] for i in range(start + 3, len(r.tokens))]
+    expected = np.array([[att[np.ix_(g, h)].sum(axis=1).mean() for h in groups] for g in groups])
+    np.testing.assert_allclose(heat(at), expected, atol=1e-6)
+    # column 'unwanted' is the sum of its three pieces' columns (row of [CLS] as a spot check)
+    assert heat(at)[0, 2] == pytest.approx(att[0, piece].sum(), abs=1e-6)
+
+
+def test_directions_say_that_special_tokens_are_left_out(make_app):
+    at = make_app(PAGE, a="the cat", b="the dog")
+    at.radio(key="att_direction").set_value("B→A").run()
+    notes = " ".join(c.value for c in at.caption)
+    assert "belong to neither sentence" in notes
+    at.toggle(key="att_hide_special").set_value(True).run()
+    assert "belong to neither sentence" not in " ".join(c.value for c in at.caption)
+
+
+def test_every_page_works_with_one_layer_and_one_head(make_app, tmp_path):
+    from app.registry import PAGES
+    from tests.conftest import make_checkpoint
+
+    ckpt = make_checkpoint(
+        tmp_path / "one", "pretraining", num_hidden_layers=1, num_attention_heads=1, hidden_size=32
+    )
+    at = make_app(model=str(ckpt), a="the bank by the river", b="the cat")
+    assert "1 layers" in " ".join(c.value for c in at.sidebar.caption)
+    for spec in PAGES:
+        at.switch_page(spec.file).run()
+        assert not at.exception, (spec.file, [e.value for e in at.exception])
+        assert not at.error, (spec.file, [e.value for e in at.error])
+    at.switch_page(PAGE).run()
+    assert "single layer" in " ".join(c.value for c in at.caption)
+    for view in ("Heatmap", "Head view", "Model view"):
+        at.radio(key="att_view").set_value(view).run()
+        assert not at.exception and not at.error

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-PAGES = ["views/attention.py", "views/embeddings.py", "views/masked_words.py", "views/sentence_vector.py"]
+PAGES = [
+    "views/tokens.py",
+    "views/attention.py",
+    "views/embeddings.py",
+    "views/masked_words.py",
+    "views/word_senses.py",
+    "views/sentence_vector.py",
+]
 TEXTS = {
     "control": "the\x00 cat\x07\x1b sat",
     "only_control": "\x00\x01\x02",
@@ -24,6 +31,8 @@ def test_bad_text_on_every_page(make_app, name):
     at = make_app(a=text)
     for page in PAGES:
         at.switch_page(page).run()
+        if page == "views/word_senses.py":  # its own list of sentences: the bad text is one of them
+            at.text_area(key="senses_text").set_value(f"the bank | x\n{text}\nmy bank | y").run()
         assert not at.exception, (page, [e.value for e in at.exception])
         assert at.text_area(key="a").value == text
         assert not any("Something went wrong" in e.value for e in at.error), (

@@ -41,8 +41,43 @@ def test_masked_words_page(make_app, tiny_checkpoint):
         assert figure(at, f"mask_bars_{i}")["layout"]["yaxis"]["ticktext"] == [
             t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for t in p.tokens
         ]
+    passes = at.session_state["forward_passes"]
     at.number_input(key="mask_topk").set_value(3).run()
     assert len(decode(figure(at, "mask_bars_0")["data"][0]["x"])) == 3
+    at.number_input(key="mask_topk").set_value(12).run()
+    bars = decode(figure(at, "mask_bars_0")["data"][0]["x"])
+    np.testing.assert_allclose(bars, m.predict_masks(text, top_k=12)[0].probabilities, rtol=1e-5)
+    assert at.session_state["forward_passes"] == passes  # a new k slices the cached prediction
+
+
+def test_masked_words_counts_the_masks_of_both_sentences(make_app):
+    at = make_app("views/masked_words.py", a="the [MASK] sat", b="on the [MASK]")
+    caption = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "Sentence A contains 1 [MASK]" in caption and "Sentence B contains 1 [MASK]" in caption
+    assert figure(at, "mask_bars_1")  # B's mask is predicted too
+
+
+def test_sentence_b_is_named_in_error_messages(make_app):
+    at = make_app(a="the cat", b="\x00\u200b")
+    errors = " ".join(e.value for e in at.error)
+    assert "Sentence B is empty" in errors and "text_pair" not in errors
+
+
+def test_sentence_vector_list_skips_bad_lines_and_runs_in_chunks(make_app, tiny_checkpoint, monkeypatch):
+    from app import state
+
+    m = bert_core.load_pretrained(tiny_checkpoint)
+    monkeypatch.setattr(state, "BATCH_TOKEN_BUDGET", 12)  # padded tokens per pass: forces several passes
+    at = make_app("views/sentence_vector.py", a="the cat")
+    passes = at.session_state["forward_passes"]
+    lines = ["the cat sat on the mat", "\x00", "the dog", "my bank is by the river", "a cat"]
+    at.text_area(key="sv_sentences").set_value("\n".join(lines)).run()
+    assert not at.exception and not at.error
+    assert any("sentence 2" in w.value and "empty" in w.value for w in at.warning)
+    assert at.session_state["forward_passes"] - passes >= 3
+    pooled = np.stack([m.analyze(t).pooled for t in lines if t != "\x00"])
+    unit = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+    np.testing.assert_allclose(z(at, "sv_similarity"), unit @ unit.T, atol=1e-5)
 
 
 def test_masked_words_pick_a_word(make_app, tiny_checkpoint):
@@ -81,7 +116,9 @@ def test_word_senses_page(make_app, tiny_checkpoint):
     np.testing.assert_allclose(z(at, "senses_matrix"), unit @ unit.T, atol=1e-5)
     lines = figure(at, "senses_lines")["data"]
     assert [t["name"] for t in lines] == ["same sense", "different sense"]
-    assert len(figure(at, "senses_pca")["data"]) == 4
+    pca = figure(at, "senses_pca")["data"]  # one trace per sense, the sentence in the hover
+    assert [t["name"] for t in pca] == ["river", "money"]
+    assert pca[0]["hovertext"] == ["1. we sat on the bank (river)", "2. the river bank (river)"]
     assert at.session_state["forward_passes"] == passes  # the slider reran nothing
 
 
@@ -96,8 +133,9 @@ def test_sentence_vector_page(make_app, tiny_checkpoint):
     m = bert_core.load_pretrained(tiny_checkpoint)
     at = make_app("views/sentence_vector.py", a="the cat sat", b="on the bank")
     assert not at.error
-    r = m.analyze("the cat sat", "on the bank")
+    r = m.analyze("the cat sat")  # sentence A's vector is A's alone, not the pair's
     np.testing.assert_allclose(z(at, "sv_vector")[0], r.pooled, atol=1e-6)
+    assert any("A analysed alone" in c.value for c in at.caption)
     p = m.next_sentence("the cat sat", "on the bank")
     np.testing.assert_allclose(decode(figure(at, "sv_nsp")["data"][0]["x"])[0], p, rtol=1e-5)
     at.text_area(key="sv_sentences").set_value("the cat\nthe dog\nmy bank").run()

@@ -1,0 +1,112 @@
+"""Word senses: how the target word is found, normalised and reported; sense groups; bad and long lines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bert_core
+from tests.app.conftest import figure
+from tests.app.test_other_pages import z
+
+PAGE = "views/word_senses.py"
+
+
+@pytest.fixture
+def senses(make_app):
+    """senses(lines, target="bank") -> the Word senses page run on these lines."""
+
+    def run(lines: list[str], target: str = "bank"):
+        at = make_app(PAGE)
+        at.text_input(key="senses_word").set_value(target)
+        at.text_area(key="senses_text").set_value("\n".join(lines)).run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return run
+
+
+def text_of(elements) -> str:
+    return " ".join(e.value for e in elements).replace("\\", "")
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def test_multi_piece_target_is_the_mean_of_its_pieces(senses, tiny_checkpoint):
+    m = bert_core.load_pretrained(tiny_checkpoint)
+    lines = ["the unwanted dog", "an unwanted cat", "it was unwanted"]
+    at = senses(lines, target="unwanted")
+    assert "un ##want ##ed" in text_of(at.caption) and "mean of its pieces" in text_of(at.caption)
+    at.slider(key="senses_layer").set_value(2).run()
+    vecs = []
+    for line in lines:
+        r = m.analyze(line)
+        start = r.tokens.index("un")
+        assert r.tokens[start : start + 3] == ["un", "##want", "##ed"]
+        vecs.append(r.hidden_states[2, start : start + 3].mean(axis=0))
+    u = unit(np.stack(vecs))
+    np.testing.assert_allclose(z(at, "senses_matrix"), u @ u.T, atol=1e-5)
+
+
+def test_whole_words_only_and_repeated_target(senses, tiny_checkpoint):
+    m = bert_core.load_pretrained(tiny_checkpoint)
+    at = senses(["the banks", "the bank and the bank", "my bank"])
+    warned = text_of(at.warning)
+    assert (
+        "not in these sentences" in warned and "1. the banks" in warned and "'banks' is not 'bank'" in warned
+    )
+    assert "sentence 2 (2×)" in text_of(at.caption) and "first occurrence" in text_of(at.caption)
+    at.slider(key="senses_layer").set_value(1).run()
+    r2, r3 = m.analyze("the bank and the bank"), m.analyze("my bank")
+    first = r2.hidden_states[1, r2.tokens.index("bank")]
+    u = unit(np.stack([first, r3.hidden_states[1, r3.tokens.index("bank")]]))
+    np.testing.assert_allclose(z(at, "senses_matrix"), u @ u.T, atol=1e-5)
+
+
+def test_target_with_punctuation_and_spaces_is_cleaned(senses):
+    at = senses(["the bank", "my bank"], target="  bank. ")
+    assert not at.error
+    assert "Looking for 'bank'" in text_of(at.caption)
+    assert figure(at, "senses_matrix")
+    assert at.text_input(key="senses_word").value == "  bank. "  # what was typed stays
+
+
+@pytest.mark.parametrize(("target", "parts"), [("can't", "'can', ''', 't'"), ("银行", "'银', '行'")])
+def test_target_the_tokenizer_splits_into_words(senses, target, parts):
+    at = senses(["the bank", "my bank"], target=target)
+    message = text_of(at.info)
+    assert "single word as BERT's tokenizer sees it" in message and parts in message
+
+
+def test_sentence_cut_before_the_target_is_reported_as_cut(senses):
+    long = "the " * 80 + "bank"  # the tiny model reads 64 pieces
+    at = senses([long, "the bank", "my bank"])
+    warned = text_of(at.warning)
+    assert "cut off before the target word" in warned and "sentence 1" in warned
+    assert "not in these sentences" not in warned
+
+
+def test_points_are_coloured_by_sense(senses):
+    at = senses(["the bank | river", "my bank | money", "a bank", "we bank | river"])
+    traces = figure(at, "senses_pca")["data"]
+    assert [t["name"] for t in traces] == ["river", "money", "(no sense given)"]
+    assert traces[0]["hovertext"] == ["1. the bank (river)", "4. we bank (river)"]
+    assert len({t["marker"]["color"] for t in traces}) == 3
+    assert figure(at, "senses_lines")  # same-sense vs cross-sense uses the same labels
+
+
+def test_a_bad_line_is_left_out_not_fatal(senses):
+    at = senses(["the bank", "\x00\u200b", "my bank"])
+    assert not at.error
+    assert "sentence 2" in text_of(at.warning) and "empty" in text_of(at.warning)
+    assert z(at, "senses_matrix").shape == (2, 2)
+
+
+def test_too_many_lines_are_capped(senses):
+    from app import state
+
+    at = senses([f"the bank {i}" for i in range(state.MAX_LINES + 3)])
+    assert f"only the first {state.MAX_LINES}" in text_of(at.warning)
+    assert z(at, "senses_matrix").shape == (state.MAX_LINES, state.MAX_LINES)
