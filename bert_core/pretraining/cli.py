@@ -1,0 +1,242 @@
+"""`bertscope pretrain`: pre-train a small BERT on a text file and write a checkpoint directory.
+
+    bertscope pretrain --corpus FILE --out DIR [--steps N] [--hidden-size H] [--layers L] ...
+    bertscope pretrain make-corpus --out FILE [--documents N] [--seed S]
+
+The corpus is one sentence per line, with a blank line between documents (next sentence prediction
+draws its NotNext partners from other documents). The output directory is a Hugging Face checkpoint that
+`bertscope --model DIR` and `bert_core.load_pretrained(DIR)` open; it is rewritten every
+`--checkpoint-every` steps, so an interrupted run still leaves a usable model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from .train import MASKING_MODES, PAIR_TASKS, SAVE_DTYPES, StepStats, TrainingConfig
+
+log = logging.getLogger(__name__)
+
+
+def _parser() -> argparse.ArgumentParser:
+    d = TrainingConfig()
+    p = argparse.ArgumentParser(
+        prog="bertscope pretrain",
+        description="Pre-train a small BERT (masked LM + next sentence prediction) on your own text.",
+        epilog="Generate BERTScope's own corpus with: bertscope pretrain make-corpus --out corpus.txt",
+    )
+    p.add_argument(
+        "--corpus", required=True, help="text file: one sentence per line, blank line between documents"
+    )
+    p.add_argument("--out", required=True, help="directory to write the checkpoint to (created if missing)")
+    p.add_argument("--vocab", help="use this vocab.txt instead of training a WordPiece vocabulary")
+    g = p.add_argument_group("model size")
+    g.add_argument(
+        "--vocab-size", type=int, default=d.vocab_size, help=f"WordPiece pieces to learn ({d.vocab_size})"
+    )
+    g.add_argument("--hidden-size", type=int, default=d.hidden_size, help=f"H ({d.hidden_size})")
+    g.add_argument("--layers", type=int, default=d.num_hidden_layers, help=f"L ({d.num_hidden_layers})")
+    g.add_argument(
+        "--heads", type=int, default=d.num_attention_heads, help=f"attention heads ({d.num_attention_heads})"
+    )
+    g.add_argument("--intermediate-size", type=int, help="feed-forward width (default 4 x hidden size)")
+    g.add_argument(
+        "--max-positions",
+        type=int,
+        default=d.max_position_embeddings,
+        help=f"longest sequence ({d.max_position_embeddings})",
+    )
+    g = p.add_argument_group("objectives")
+    g.add_argument(
+        "--pair-task",
+        choices=PAIR_TASKS,
+        default=d.pair_task,
+        help=f"sentence-pair objective ({d.pair_task})",
+    )
+    g.add_argument(
+        "--masking", choices=MASKING_MODES, default=d.masking, help=f"masking schedule ({d.masking})"
+    )
+    g.add_argument(
+        "--static-duplicates",
+        type=int,
+        default=d.static_duplicates,
+        help="static masking: copies per sequence",
+    )
+    g.add_argument(
+        "--mlm-probability", type=float, default=d.mlm_probability, help="share of tokens chosen (0.15)"
+    )
+    g.add_argument(
+        "--max-segment-sentences",
+        type=int,
+        default=d.max_segment_sentences,
+        help=f"sentences per segment A / B, at most ({d.max_segment_sentences})",
+    )
+    g = p.add_argument_group("optimisation")
+    g.add_argument("--steps", type=int, default=d.steps, help=f"optimisation steps ({d.steps})")
+    g.add_argument(
+        "--batch-size", type=int, default=d.batch_size, help=f"sequences per step ({d.batch_size})"
+    )
+    g.add_argument(
+        "--lr", type=float, default=d.learning_rate, help=f"peak learning rate ({d.learning_rate})"
+    )
+    g.add_argument("--warmup", type=int, default=d.warmup_steps, help=f"warm-up steps ({d.warmup_steps})")
+    g.add_argument(
+        "--weight-decay", type=float, default=d.weight_decay, help=f"AdamW decay ({d.weight_decay})"
+    )
+    g.add_argument(
+        "--max-grad-norm", type=float, default=d.max_grad_norm, help=f"clip to this norm ({d.max_grad_norm})"
+    )
+    g.add_argument("--bf16", action="store_true", help="bfloat16 autocast (faster on recent CPUs)")
+    g.add_argument("--threads", type=int, help="CPU threads for torch (on a busy machine 1 is often fastest)")
+    g = p.add_argument_group("output")
+    g.add_argument("--seed", type=int, default=d.seed, help=f"random seed ({d.seed})")
+    g.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=d.checkpoint_every,
+        help="steps between checkpoints (0: only at the end)",
+    )
+    g.add_argument(
+        "--save-dtype", choices=tuple(SAVE_DTYPES), default=d.save_dtype, help="weights' storage type"
+    )
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal; one line every `every` steps when stderr is a file."""
+
+    def __init__(self, stream=None, every: int = 50) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.every = every
+        self.smoothed: float | None = None
+
+    def __call__(self, s: StepStats) -> None:
+        # An exponential moving average: single-batch losses jump around too much to read.
+        self.smoothed = s.loss if self.smoothed is None else 0.98 * self.smoothed + 0.02 * s.loss
+        if not self.tty and s.step % self.every and s.step != s.total_steps:
+            return
+        done = s.step / s.total_steps
+        width = 24
+        bar = "#" * int(done * width) + "." * (width - int(done * width))
+        eta = s.elapsed_s / s.step * (s.total_steps - s.step)
+        pair = "" if s.pair_loss is None else f" pair {s.pair_loss:.3f} acc {s.pair_accuracy:.2f}"
+        line = (
+            f"step {s.step}/{s.total_steps} [{bar}] loss {self.smoothed:.3f} (mlm {s.mlm_loss:.3f}{pair})"
+            f" lr {s.learning_rate:.1e} {_clock(s.elapsed_s)} elapsed, {_clock(eta)} left"
+        )
+        if self.tty:
+            self.stream.write("\r" + line + ("\n" if s.step == s.total_steps else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return (
+        f"{seconds // 60}:{seconds % 60:02d}"
+        if seconds < 3600
+        else f"{seconds // 3600}h{seconds // 60 % 60:02d}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "make-corpus":
+        from .corpus import main as corpus_main
+
+        return corpus_main(argv[1:])
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    corpus = Path(args.corpus)
+    if not corpus.is_file():
+        parser.error(
+            f"--corpus {corpus}: no such file (make one with: bertscope pretrain make-corpus --out {corpus})"
+        )
+    try:
+        config = TrainingConfig(
+            vocab_size=args.vocab_size,
+            hidden_size=args.hidden_size,
+            num_hidden_layers=args.layers,
+            num_attention_heads=args.heads,
+            intermediate_size=args.intermediate_size or 4 * args.hidden_size,
+            max_position_embeddings=args.max_positions,
+            pair_task=args.pair_task,
+            masking=args.masking,
+            static_duplicates=args.static_duplicates,
+            mlm_probability=args.mlm_probability,
+            max_segment_sentences=args.max_segment_sentences,
+            steps=args.steps,
+            batch_size=args.batch_size,
+            learning_rate=args.lr,
+            warmup_steps=args.warmup,
+            weight_decay=args.weight_decay,
+            max_grad_norm=args.max_grad_norm,
+            bf16=args.bf16,
+            seed=args.seed,
+            checkpoint_every=args.checkpoint_every,
+            save_dtype=args.save_dtype,
+        )
+        config.bert_config(
+            args.vocab_size
+        )  # size checks (e.g. hidden size divisible by heads) before any work
+    except ValueError as exc:
+        parser.error(str(exc))
+
+    import torch
+
+    from ..tokenizer import WordPieceTokenizer
+    from .corpus import read_documents
+    from .train import train
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    tokenizer = None
+    if args.vocab:
+        tokenizer = WordPieceTokenizer.from_vocab(Path(args.vocab), max_length=config.max_position_embeddings)
+    try:
+        documents = read_documents(corpus)
+    except ValueError as exc:
+        parser.error(str(exc))
+    info = {"corpus": corpus.name, "command": "bertscope pretrain " + shlex.join(argv)}
+    started = time.monotonic()
+    try:
+        result = train(
+            documents,
+            config,
+            out_dir=args.out,
+            tokenizer=tokenizer,
+            on_step=None if args.quiet else ProgressBar(),
+            info=info,
+        )
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; the last checkpoint (if any) is in {args.out}", file=sys.stderr)
+        return 130
+    except (ValueError, FloatingPointError) as exc:
+        print(f"bertscope pretrain: error: {exc}", file=sys.stderr)
+        return 1
+    before, after = result.eval_before, result.eval_after
+    print(
+        f"done in {_clock(time.monotonic() - started)}: MLM loss {before['mlm_loss']:.3f} -> {after['mlm_loss']:.3f}"
+        + (
+            f", {config.pair_task.upper()} loss {before['pair_loss']:.3f} -> {after['pair_loss']:.3f}"
+            f" (accuracy {after['pair_accuracy']:.0%})"
+            if "pair_loss" in after
+            else ""
+        )
+        + f"; model written to {os.fspath(args.out)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

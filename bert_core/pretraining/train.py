@@ -1,0 +1,560 @@
+"""Pre-train a small BERT from scratch: masked language modelling plus NSP (or SOP), then save it.
+
+The loop is the one in the BERT paper at toy scale: AdamW (no weight decay on biases and LayerNorm),
+learning rate warmed up linearly then decayed linearly to zero, gradients clipped to a maximum norm, and a
+checkpoint written every so often as a Hugging Face directory (config.json, model.safetensors, vocab.txt)
+that `bert_core.load_pretrained` reads back. A run stopped half-way therefore still leaves a usable model.
+
+Dimensions: B = batch, S = padded sequence length, P = chosen (masked) positions in the batch, V = vocab.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..config import BertConfig
+from ..modeling.bert import BertForPreTraining
+from ..tokenizer import WordPieceTokenizer
+from .corpus import read_documents
+from .masking import IGNORE_INDEX, MaskingConfig, StaticMasker, mask_tokens, ordinary_token_ids
+from .pairs import nsp_pair, pair_starts, sop_pair, truncate_pair
+from .vocab import train_tokenizer
+
+log = logging.getLogger(__name__)
+
+PRETRAINING_INFO_FILE = "pretraining.json"
+PAIR_TASKS = ("nsp", "sop", "none")
+MASKING_MODES = ("dynamic", "static")
+SAVE_DTYPES = {"float32": torch.float32, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    # -- the model ------------------------------------------------------------------------------------
+    vocab_size: int = 4000  # target size for the WordPiece trainer; the corpus may yield fewer pieces
+    min_frequency: int = 2  # a merge must occur this often to enter the vocabulary
+    hidden_size: int = 192
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 4
+    intermediate_size: int = 768
+    max_position_embeddings: int = 128  # also the longest training sequence
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    initializer_range: float = 0.02  # std of BERT's truncated-normal-like init (plain normal here)
+    # -- the data -------------------------------------------------------------------------------------
+    max_segment_sentences: int = 2  # segments A and B hold 1..this many consecutive sentences each
+    pair_task: str = "nsp"  # "nsp" (BERT), "sop" (ALBERT) or "none" (MLM only, RoBERTa-style)
+    masking: str = "dynamic"  # "dynamic": fresh draw every use (RoBERTa); "static": fixed copies (BERT)
+    static_duplicates: int = 10  # static masking: distinct corruptions per sequence (BERT's dupe_factor)
+    mlm_probability: float = 0.15
+    mask_fraction: float = 0.8
+    random_fraction: float = 0.1
+    # -- the optimisation -----------------------------------------------------------------------------
+    steps: int = 2000
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    warmup_steps: int = 200  # linear warm-up from 0, then linear decay to 0 at `steps`
+    weight_decay: float = 0.01
+    adam_betas: tuple[float, float] = (0.9, 0.98)
+    adam_eps: float = 1e-6
+    max_grad_norm: float = 1.0
+    bf16: bool = False  # bfloat16 autocast for the forward pass: ~2x faster on CPUs with AVX512-BF16 / AMX
+    # -- bookkeeping ----------------------------------------------------------------------------------
+    seed: int = 0
+    checkpoint_every: int = 500  # steps between checkpoints (0: only at the end)
+    eval_sequences: int = 256  # fixed sequences whose loss is reported before and after training
+    save_dtype: str = "float32"  # "float16" halves the file; the loader casts back to float32
+
+    def __post_init__(self) -> None:
+        if self.pair_task not in PAIR_TASKS:
+            raise ValueError(f"pair_task must be one of {PAIR_TASKS}, got {self.pair_task!r}")
+        if self.masking not in MASKING_MODES:
+            raise ValueError(f"masking must be one of {MASKING_MODES}, got {self.masking!r}")
+        if self.save_dtype not in SAVE_DTYPES:
+            raise ValueError(f"save_dtype must be one of {tuple(SAVE_DTYPES)}, got {self.save_dtype!r}")
+        for name in ("steps", "batch_size", "max_segment_sentences", "static_duplicates", "eval_sequences"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("warmup_steps", "checkpoint_every"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
+        if self.max_position_embeddings < 8:
+            raise ValueError(
+                f"max_position_embeddings must be at least 8, got {self.max_position_embeddings}"
+            )
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+        MaskingConfig(self.mlm_probability, self.mask_fraction, self.random_fraction)  # raises if invalid
+
+    @property
+    def masking_config(self) -> MaskingConfig:
+        return MaskingConfig(self.mlm_probability, self.mask_fraction, self.random_fraction)
+
+    def bert_config(self, vocab_size: int) -> BertConfig:
+        return BertConfig(
+            vocab_size=vocab_size,
+            hidden_size=self.hidden_size,
+            num_hidden_layers=self.num_hidden_layers,
+            num_attention_heads=self.num_attention_heads,
+            intermediate_size=self.intermediate_size,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            max_position_embeddings=self.max_position_embeddings,
+            initializer_range=self.initializer_range,
+            architectures=("BertForPreTraining",),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["adam_betas"] = list(self.adam_betas)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainingConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown training option(s): {', '.join(unknown)}")
+        data = dict(data)
+        if "adam_betas" in data:
+            data["adam_betas"] = tuple(data["adam_betas"])
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class StepStats:
+    step: int  # 1-based: optimisation steps done
+    total_steps: int
+    loss: float  # mlm_loss + pair_loss
+    mlm_loss: float  # mean cross-entropy (nats) over the chosen positions of the batch
+    pair_loss: float | None  # NSP/SOP cross-entropy, None when pair_task is "none"
+    pair_accuracy: float | None
+    learning_rate: float
+    grad_norm: float  # before clipping
+    elapsed_s: float
+
+
+@dataclass
+class TrainingResult:
+    network: BertForPreTraining
+    tokenizer: WordPieceTokenizer
+    bert_config: BertConfig
+    history: list[StepStats] = field(default_factory=list)
+    eval_before: dict[str, float] = field(default_factory=dict)  # {"mlm_loss": .., "pair_loss": ..}
+    eval_after: dict[str, float] = field(default_factory=dict)
+    checkpoints: list[Path] = field(default_factory=list)
+
+
+# -- data -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One padded batch; all tensors on CPU."""
+
+    input_ids: torch.Tensor  # (B, S) int64, corrupted
+    token_type_ids: torch.Tensor  # (B, S) int64
+    attention_mask: torch.Tensor  # (B, S) int64, 1 = real token
+    mlm_labels: torch.Tensor  # (B, S) int64, IGNORE_INDEX where no prediction is asked for
+    pair_labels: torch.Tensor | None  # (B,) int64
+
+
+class PretrainingData:
+    """Tokenised documents and the recipe that turns a (document, sentence) start into a training sequence."""
+
+    def __init__(
+        self, documents: Sequence[Sequence[str]], tokenizer: WordPieceTokenizer, config: TrainingConfig
+    ):
+        self.config = config
+        self.tokenizer = tokenizer
+        backend = tokenizer.backend
+        flat = [s for doc in documents for s in doc]
+        encoded = backend.encode_batch(flat, add_special_tokens=False)
+        ids = iter([list(e.ids) for e in encoded])
+        # Documents of token-id sentences; empty sentences (nothing left after normalising) are dropped.
+        self.documents: list[list[list[int]]] = []
+        for doc in documents:
+            sentences = [s for s in (next(ids) for _ in doc) if s]
+            if sentences:
+                self.documents.append(sentences)
+        if config.pair_task != "none":
+            if len(self.documents) < 2:
+                raise ValueError("next sentence / sentence order prediction needs at least two documents")
+            self.starts = pair_starts(self.documents)
+        else:
+            self.starts = np.asarray(
+                [(d, s) for d, doc in enumerate(self.documents) for s in range(len(doc))], dtype=np.int64
+            )
+        if len(self.starts) == 0:
+            raise ValueError("the corpus holds no usable sentences")
+        self.cls_id = _require(tokenizer.cls_token_id, "[CLS]")
+        self.sep_id = _require(tokenizer.sep_token_id, "[SEP]")
+        self.mask_id = _require(tokenizer.mask_token_id, "[MASK]")
+        self.pad_id = tokenizer.pad_token_id or 0
+        specials = [
+            i
+            for i in (self.cls_id, self.sep_id, self.mask_id, self.pad_id, tokenizer.unk_token_id)
+            if i is not None
+        ]
+        self.random_ids = ordinary_token_ids(tokenizer.vocab_size, specials)
+        self.static = StaticMasker(config.seed, config.static_duplicates)
+        self.visits = np.zeros(len(self.starts), dtype=np.int64)
+
+    @property
+    def num_sentences(self) -> int:
+        return sum(len(d) for d in self.documents)
+
+    def sequence(
+        self, index: int, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Build the uncorrupted sequence for start `index`: (ids (S,), types (S,), specials (S,), pair label)."""
+        cfg = self.config
+        doc, start = (int(x) for x in self.starts[index])
+        budget = cfg.max_position_embeddings - 3
+        if cfg.pair_task == "none":
+            n = int(rng.integers(1, cfg.max_segment_sentences + 1))
+            a = [t for s in self.documents[doc][start : start + n] for t in s][
+                : cfg.max_position_embeddings - 2
+            ]
+            ids = [self.cls_id, *a, self.sep_id]
+            types = [0] * len(ids)
+            label = -1
+        else:
+            build = nsp_pair if cfg.pair_task == "nsp" else sop_pair
+            pair = build(self.documents, doc, start, rng, max_segment=cfg.max_segment_sentences)
+            a = [t for s in pair.a for t in s]
+            b = [t for s in pair.b for t in s]
+            truncate_pair(a, b, budget, rng)
+            ids = [self.cls_id, *a, self.sep_id, *b, self.sep_id]
+            types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+            label = pair.label
+        ids_arr = np.asarray(ids, dtype=np.int64)
+        specials = np.zeros(len(ids_arr), dtype=bool)
+        specials[0] = True
+        specials[ids_arr == self.sep_id] = True
+        return ids_arr, np.asarray(types, dtype=np.int64), specials, label
+
+    def example(
+        self, index: int, rng: np.random.Generator, *, static: bool | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """One corrupted example: (ids, types, MLM labels, pair label).
+
+        Static masking (the config's choice unless `static` says otherwise) re-derives the pair and the
+        corruption from (seed, index, visit), ignoring `rng`.
+        """
+        if self.config.masking == "static" if static is None else static:
+            rng = self.static.generator(index, int(self.visits[index]))
+            self.visits[index] += 1
+        ids, types, specials, label = self.sequence(index, rng)
+        masked = mask_tokens(
+            ids,
+            specials,
+            mask_token_id=self.mask_id,
+            random_token_ids=self.random_ids,
+            rng=rng,
+            config=self.config.masking_config,
+        )
+        return masked.input_ids, types, masked.labels, label
+
+    def batch(self, indices: Sequence[int], rng: np.random.Generator, *, static: bool | None = None) -> Batch:
+        examples = [self.example(int(i), rng, static=static) for i in indices]
+        longest = max(len(e[0]) for e in examples)
+        n = len(examples)
+        ids = np.full((n, longest), self.pad_id, dtype=np.int64)
+        types = np.zeros((n, longest), dtype=np.int64)
+        mask = np.zeros((n, longest), dtype=np.int64)
+        labels = np.full((n, longest), IGNORE_INDEX, dtype=np.int64)
+        for row, (e_ids, e_types, e_labels, _) in enumerate(examples):
+            length = len(e_ids)
+            ids[row, :length] = e_ids
+            types[row, :length] = e_types
+            mask[row, :length] = 1
+            labels[row, :length] = e_labels
+        pair = None
+        if self.config.pair_task != "none":
+            pair = torch.as_tensor([e[3] for e in examples], dtype=torch.long)
+        return Batch(
+            torch.from_numpy(ids),
+            torch.from_numpy(types),
+            torch.from_numpy(mask),
+            torch.from_numpy(labels),
+            pair,
+        )
+
+
+def _require(token_id: int | None, name: str) -> int:
+    if token_id is None:
+        raise ValueError(f"the vocabulary has no {name} token, which pre-training needs")
+    return token_id
+
+
+# -- model ------------------------------------------------------------------------------------------------
+
+
+def init_bert_weights(network: nn.Module, initializer_range: float) -> None:
+    """BERT's initialisation: N(0, initializer_range) for weights, zero biases, LayerNorm (1, 0).
+
+    PyTorch's default init (Kaiming-uniform Linear, N(0, 1) Embedding) is far too large for a transformer
+    with a tied output layer: the MLM logits start huge and the first steps are wasted undoing it.
+    """
+    for module in network.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=initializer_range)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=initializer_range)
+            if module.padding_idx is not None:
+                with torch.no_grad():
+                    module.weight[module.padding_idx].zero_()
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+    predictions = getattr(getattr(network, "cls", None), "predictions", None)
+    if predictions is not None:
+        nn.init.zeros_(predictions.bias)
+
+
+def build_network(bert_config: BertConfig, config: TrainingConfig) -> BertForPreTraining:
+    network = BertForPreTraining(bert_config, nsp=config.pair_task != "none")
+    init_bert_weights(network, config.initializer_range)
+    return network
+
+
+def compute_losses(
+    network: BertForPreTraining, batch: Batch
+) -> tuple[torch.Tensor, torch.Tensor | None, float | None]:
+    """(MLM loss, pair loss or None, pair accuracy or None) for one batch."""
+    out = network(batch.input_ids, batch.token_type_ids, attention_mask=batch.attention_mask)
+    chosen = batch.mlm_labels != IGNORE_INDEX  # (B, S)
+    # The V-wide projection only at the P chosen positions: most of the MLM head's cost is saved.
+    logits = network.mlm_logits(out.last_hidden_state[chosen])  # (P, V)
+    targets = batch.mlm_labels[chosen]
+    mlm = F.cross_entropy(logits, targets) if len(targets) else logits.sum() * 0.0
+    if batch.pair_labels is None:
+        return mlm, None, None
+    pair_logits = network.nsp_logits(out.pooled)  # (B, 2)
+    pair = F.cross_entropy(pair_logits, batch.pair_labels)
+    accuracy = float((pair_logits.argmax(-1) == batch.pair_labels).float().mean())
+    return mlm, pair, accuracy
+
+
+def evaluate(network: BertForPreTraining, batches: Sequence[Batch]) -> dict[str, float]:
+    """Mean losses over fixed batches, in eval mode (no dropout), without building a graph."""
+    was_training = network.training
+    network.eval()
+    totals: dict[str, list[float]] = {"mlm_loss": [], "pair_loss": [], "pair_accuracy": []}
+    with torch.inference_mode():
+        for batch in batches:
+            mlm, pair, accuracy = compute_losses(network, batch)
+            totals["mlm_loss"].append(float(mlm))
+            if pair is not None:
+                totals["pair_loss"].append(float(pair))
+                totals["pair_accuracy"].append(float(accuracy))
+    network.train(was_training)
+    return {k: float(np.mean(v)) for k, v in totals.items() if v}
+
+
+def _optimizer(network: nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
+    decay, no_decay = [], []
+    for name, param in network.named_parameters():
+        # As in BERT: biases and LayerNorm gains are not pulled towards zero.
+        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(param)
+    groups = [
+        {"params": decay, "weight_decay": config.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=config.learning_rate, betas=config.adam_betas, eps=config.adam_eps)
+
+
+def learning_rate_factor(step: int, config: TrainingConfig) -> float:
+    """Multiplier of the peak learning rate before step `step` (0-based): linear warm-up, linear decay."""
+    if config.warmup_steps and step < config.warmup_steps:
+        return (step + 1) / config.warmup_steps
+    remaining = config.steps - step
+    return max(0.0, remaining / max(1, config.steps - config.warmup_steps))
+
+
+# -- saving -----------------------------------------------------------------------------------------------
+
+
+def save_checkpoint(
+    directory: str | Path,
+    network: BertForPreTraining,
+    tokenizer: WordPieceTokenizer,
+    bert_config: BertConfig,
+    *,
+    save_dtype: str = "float32",
+    info: dict[str, Any] | None = None,
+) -> Path:
+    """Write a Hugging Face checkpoint directory that `load_pretrained` (and transformers) can read.
+
+    Files are first written to a temporary directory beside the target and then moved in one by one, so a
+    reader (or a crash) never sees a half-written model.safetensors.
+    """
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    dtype = SAVE_DTYPES[save_dtype]
+    # The tied MLM decoder is not in the state dict (it *is* the word-embedding table), so no key is duplicated.
+    state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in network.state_dict().items()}
+    with tempfile.TemporaryDirectory(dir=directory, prefix=".partial-") as tmp:
+        tmp_dir = Path(tmp)
+        save_file(state, str(tmp_dir / "model.safetensors"), metadata={"format": "pt"})
+        config = bert_config.to_dict()
+        config["tie_word_embeddings"] = True
+        config["torch_dtype"] = save_dtype
+        (tmp_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        # vocab.txt + tokenizer_config.json only: the loader rebuilds BERT's normaliser from them with the
+        # current code, whereas a tokenizer.json would freeze this version's normaliser into the checkpoint.
+        tokenizer.save(tmp_dir, tokenizer_json=False)
+        if info is not None:
+            (tmp_dir / PRETRAINING_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        for item in tmp_dir.iterdir():
+            item.chmod(0o644)  # mkdtemp's files are private; a checkpoint is meant to be shared
+            os.replace(item, directory / item.name)
+    return directory
+
+
+# -- the loop ---------------------------------------------------------------------------------------------
+
+
+def train(
+    documents: Sequence[Sequence[str]],
+    config: TrainingConfig,
+    *,
+    out_dir: str | Path | None = None,
+    tokenizer: WordPieceTokenizer | None = None,
+    on_step: Callable[[StepStats], None] | None = None,
+    info: dict[str, Any] | None = None,
+) -> TrainingResult:
+    """Pre-train a BERT on `documents` (lists of sentences) and, with `out_dir`, save checkpoints there.
+
+    Without `tokenizer` a WordPiece vocabulary of up to `config.vocab_size` pieces is trained first.
+    `on_step` is called after every optimisation step (a progress bar, a logger). `info` is extra metadata
+    stored in pretraining.json next to the weights.
+    """
+    start_time = time.monotonic()
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    if tokenizer is None:
+        tokenizer = train_tokenizer(
+            (s for doc in documents for s in doc),
+            vocab_size=config.vocab_size,
+            min_frequency=config.min_frequency,
+            max_length=config.max_position_embeddings,
+        )
+    data = PretrainingData(documents, tokenizer, config)
+    bert_config = config.bert_config(tokenizer.vocab_size)
+    network = build_network(bert_config, config)
+    log.info(
+        "pre-training %s parameters on %d documents / %d sentences, vocabulary %d",
+        f"{sum(p.numel() for p in network.parameters()):,}",
+        len(data.documents),
+        data.num_sentences,
+        tokenizer.vocab_size,
+    )
+
+    # A fixed evaluation set, drawn with its own generator so it is the same whatever the training draws.
+    eval_rng = np.random.default_rng([config.seed, 1])
+    eval_indices = eval_rng.integers(len(data.starts), size=config.eval_sequences)
+    eval_batches = [
+        data.batch(eval_indices[i : i + config.batch_size], eval_rng, static=False)
+        for i in range(0, len(eval_indices), config.batch_size)
+    ]
+    result = TrainingResult(network, tokenizer, bert_config)
+    result.eval_before = evaluate(network, eval_batches)
+
+    optimizer = _optimizer(network, config)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: learning_rate_factor(s, config))
+    network.train()
+
+    def checkpoint(step: int, final: bool) -> None:
+        if out_dir is None:
+            return
+        evaluation = evaluate(network, eval_batches) if final else {}
+        if final:
+            result.eval_after = evaluation
+        meta = {
+            "step": step,
+            "final": final,
+            "training_config": config.to_dict(),
+            "documents": len(data.documents),
+            "sentences": data.num_sentences,
+            "eval_before": result.eval_before,
+            "eval_after": evaluation,
+            "wall_time_s": round(time.monotonic() - start_time, 1),
+            "recent_loss": [round(s.loss, 4) for s in result.history[-50:]],
+            **(info or {}),
+        }
+        network.eval()
+        save_checkpoint(out_dir, network, tokenizer, bert_config, save_dtype=config.save_dtype, info=meta)
+        network.train()
+        result.checkpoints.append(Path(out_dir))
+        log.info("checkpoint at step %d written to %s", step, out_dir)
+
+    for step in range(config.steps):
+        indices = rng.integers(len(data.starts), size=config.batch_size)
+        batch = data.batch(indices, rng)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+            mlm, pair, accuracy = compute_losses(network, batch)
+        loss = mlm if pair is None else mlm + pair
+        loss_value = float(loss.detach())
+        if not math.isfinite(loss_value):
+            # Stop before the optimiser spreads the NaN into every weight; the last checkpoint stays good.
+            raise FloatingPointError(
+                f"the loss became {loss_value} at step {step + 1}; lower --lr or raise --warmup and try again"
+            )
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(network.parameters(), config.max_grad_norm))
+        lr = optimizer.param_groups[0]["lr"]
+        optimizer.step()
+        scheduler.step()
+        stats = StepStats(
+            step=step + 1,
+            total_steps=config.steps,
+            loss=loss_value,
+            mlm_loss=float(mlm.detach()),
+            pair_loss=None if pair is None else float(pair.detach()),
+            pair_accuracy=accuracy,
+            learning_rate=lr,
+            grad_norm=grad_norm,
+            elapsed_s=time.monotonic() - start_time,
+        )
+        result.history.append(stats)
+        if on_step is not None:
+            on_step(stats)
+        done = step + 1
+        if config.checkpoint_every and done % config.checkpoint_every == 0 and done < config.steps:
+            checkpoint(done, final=False)
+
+    network.eval()
+    if out_dir is not None:
+        checkpoint(config.steps, final=True)
+    else:
+        result.eval_after = evaluate(network, eval_batches)
+    return result
+
+
+def train_from_file(
+    corpus: str | Path, config: TrainingConfig, out_dir: str | Path, **kwargs: Any
+) -> TrainingResult:
+    """`train` on a corpus file (one sentence per line, blank lines between documents)."""
+    documents = read_documents(corpus)
+    return train(documents, config, out_dir=out_dir, **kwargs)

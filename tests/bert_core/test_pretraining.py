@@ -1,0 +1,502 @@
+"""Pre-training: masking proportions, pair objectives, vocabulary, corpus, the loop and its checkpoints.
+
+Everything here is small and seeded; the training runs use a BERT of hidden size 32 for a few dozen steps.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bert_core.pretraining.corpus import (
+    AMBIGUOUS_WORDS,
+    TOPICS,
+    generate_corpus,
+    generate_document,
+    read_documents,
+    write_corpus,
+)
+from bert_core.pretraining.masking import (
+    IGNORE_INDEX,
+    MaskAction,
+    MaskingConfig,
+    StaticMasker,
+    mask_tokens,
+    ordinary_token_ids,
+)
+from bert_core.pretraining.pairs import (
+    IN_ORDER,
+    IS_NEXT,
+    NOT_NEXT,
+    SWAPPED,
+    nsp_pair,
+    pair_from_two,
+    pair_starts,
+    sop_pair,
+    truncate_pair,
+)
+
+PACKAGE = Path(__file__).resolve().parents[2] / "bert_core" / "pretraining"
+
+VOCAB_SIZE = 50
+SPECIALS = (0, 1, 2, 3, 4)  # [PAD] [UNK] [CLS] [SEP] [MASK]
+MASK_ID = 4
+
+
+def _sequence(length: int) -> tuple[np.ndarray, np.ndarray]:
+    """[CLS] w w ... [SEP] w w [SEP] with ordinary ids, and its special-token mask."""
+    ids = 5 + np.arange(length) % (VOCAB_SIZE - 5)
+    ids[0], ids[length // 2], ids[-1] = 2, 3, 3
+    special = np.isin(ids, SPECIALS)
+    return ids, special
+
+
+# -- masking ----------------------------------------------------------------------------------------------
+
+
+def test_masking_proportions_hold_over_many_draws_and_specials_are_never_chosen():
+    rng = np.random.default_rng(1234)
+    random_ids = ordinary_token_ids(VOCAB_SIZE, SPECIALS)
+    candidates = chosen = masked = randomised = kept = 0
+    per_position = np.zeros(40)
+    for draw in range(4000):
+        length = 8 + draw % 33  # lengths 8..40 so short sequences count too
+        ids, special = _sequence(length)
+        m = mask_tokens(ids, special, mask_token_id=MASK_ID, random_token_ids=random_ids, rng=rng)
+        pos = m.positions
+        assert not special[pos].any(), "a special token was chosen"
+        assert (m.input_ids[special] == ids[special]).all(), "a special token was changed"
+        # Labels exist exactly at the chosen positions, and hold the original ids.
+        assert ((m.labels != IGNORE_INDEX) == (m.actions != MaskAction.NONE)).all()
+        assert (m.labels[pos] == ids[pos]).all()
+        # Unchosen positions are untouched; each action did what it says.
+        assert (m.input_ids[m.actions == MaskAction.NONE] == ids[m.actions == MaskAction.NONE]).all()
+        assert (m.input_ids[m.actions == MaskAction.MASK] == MASK_ID).all()
+        assert (m.input_ids[m.actions == MaskAction.KEEP] == ids[m.actions == MaskAction.KEEP]).all()
+        assert np.isin(m.input_ids[m.actions == MaskAction.RANDOM], random_ids).all()
+        candidates += int((~special).sum())
+        chosen += len(pos)
+        masked += m.count(MaskAction.MASK)
+        randomised += m.count(MaskAction.RANDOM)
+        kept += m.count(MaskAction.KEEP)
+        if length == 40:
+            per_position[pos] += 1
+    # About 100 000 candidates and 15 000 chosen: the standard errors are 0.0011 (15 %) and 0.003 (80 %)
+    # or 0.0025 (10 %); the tolerances below are about four of them.
+    tolerance_chosen, tolerance_split = 0.005, 0.012
+    assert abs(chosen / candidates - 0.15) < tolerance_chosen
+    assert abs(masked / chosen - 0.80) < tolerance_split
+    assert abs(randomised / chosen - 0.10) < tolerance_split
+    assert abs(kept / chosen - 0.10) < tolerance_split
+    # Every ordinary position is equally likely to be chosen (121 sequences of length 40, ~18 per position).
+    ids, special = _sequence(40)
+    assert per_position[special].sum() == 0
+    assert per_position[~special].mean() == pytest.approx(0.15 * 121, rel=0.2)
+
+
+def test_masking_chooses_stochastically_rounded_count():
+    random_ids = ordinary_token_ids(VOCAB_SIZE, SPECIALS)
+    ids, special = _sequence(12)  # 9 ordinary tokens: 1.35 expected -> 1 or 2 chosen, mean 1.35
+    rng = np.random.default_rng(0)
+    counts = [
+        len(mask_tokens(ids, special, mask_token_id=MASK_ID, random_token_ids=random_ids, rng=rng).positions)
+        for _ in range(4000)
+    ]
+    assert set(counts) == {1, 2}
+    assert np.mean(counts) == pytest.approx(1.35, abs=0.03)
+
+
+def test_masking_is_reproducible_and_leaves_global_random_state_alone():
+    random_ids = ordinary_token_ids(VOCAB_SIZE, SPECIALS)
+    ids, special = _sequence(30)
+    before = np.random.get_state()[1].copy()
+    a = mask_tokens(
+        ids, special, mask_token_id=MASK_ID, random_token_ids=random_ids, rng=np.random.default_rng(7)
+    )
+    b = mask_tokens(
+        ids, special, mask_token_id=MASK_ID, random_token_ids=random_ids, rng=np.random.default_rng(7)
+    )
+    assert (a.input_ids == b.input_ids).all() and (a.actions == b.actions).all()
+    assert (np.random.get_state()[1] == before).all()
+
+
+def test_random_replacements_never_use_special_tokens():
+    ids = ordinary_token_ids(10, [0, 2, 3])
+    assert ids.tolist() == [1, 4, 5, 6, 7, 8, 9]
+    with pytest.raises(ValueError, match="no ordinary tokens"):
+        ordinary_token_ids(2, [0, 1])
+
+
+def test_masking_config_is_validated():
+    with pytest.raises(ValueError, match="mlm_probability"):
+        MaskingConfig(mlm_probability=1.5)
+    with pytest.raises(ValueError, match="must not exceed 1"):
+        MaskingConfig(mask_fraction=0.8, random_fraction=0.3)
+    assert MaskingConfig().keep_fraction == pytest.approx(0.1)
+
+
+def test_static_masking_repeats_its_copies_and_dynamic_masking_does_not():
+    random_ids = ordinary_token_ids(VOCAB_SIZE, SPECIALS)
+    ids, special = _sequence(40)
+    static = StaticMasker(seed=3, duplicates=4)
+    kwargs = dict(mask_token_id=MASK_ID, random_token_ids=random_ids)
+    copies = [static(17, visit, ids, special, **kwargs) for visit in range(8)]
+    for visit in range(4):
+        assert (copies[visit].input_ids == copies[visit + 4].input_ids).all()
+    assert len({tuple(c.positions) for c in copies[:4]}) > 1, "the four copies should differ"
+    rng = np.random.default_rng(3)
+    dynamic = [mask_tokens(ids, special, rng=rng, **kwargs) for _ in range(8)]
+    assert len({tuple(d.positions) for d in dynamic}) > 4
+
+
+def test_masking_and_pairs_need_no_torch():
+    """The app draws maskings without the training stack: the two modules must import numpy only."""
+    code = (
+        "import importlib.util, sys\n"
+        f"for name in ('masking', 'pairs'):\n"
+        f"    spec = importlib.util.spec_from_file_location(name, {str(PACKAGE)!r} + '/' + name + '.py')\n"
+        "    module = importlib.util.module_from_spec(spec); sys.modules[name] = module\n"
+        "    spec.loader.exec_module(module)\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- sentence pairs ---------------------------------------------------------------------------------------
+
+DOCS = [[f"d{d}s{s}" for s in range(3 + d % 4)] for d in range(30)]
+
+
+def test_nsp_classes_are_balanced_and_correct():
+    rng = np.random.default_rng(5)
+    starts = pair_starts(DOCS)
+    labels = []
+    for _ in range(4000):
+        doc, start = starts[rng.integers(len(starts))]
+        pair = nsp_pair(DOCS, int(doc), int(start), rng)
+        labels.append(pair.label)
+        assert pair.a == [DOCS[doc][start]]
+        if pair.label == IS_NEXT:
+            assert pair.b == [DOCS[doc][start + 1]]
+        else:
+            assert pair.label == NOT_NEXT
+            assert not pair.b[0].startswith(f"d{doc}s"), "a NotNext partner must come from another document"
+    # 4000 draws: standard error 0.008; tolerance 0.03.
+    assert abs(np.mean(labels) - 0.5) < 0.03
+
+
+def test_sop_classes_are_balanced_and_swap_the_order():
+    rng = np.random.default_rng(6)
+    labels = []
+    for _ in range(4000):
+        pair = sop_pair(DOCS, 3, 1, rng, max_segment=2)
+        labels.append(pair.label)
+        first, second = (pair.a, pair.b) if pair.label == IN_ORDER else (pair.b, pair.a)
+        joined = first + second
+        assert joined == DOCS[3][1 : 1 + len(joined)], "SOP segments must be consecutive text of one document"
+        assert pair.label in (IN_ORDER, SWAPPED)
+    assert abs(np.mean(labels) - 0.5) < 0.03
+
+
+def test_multi_sentence_segments_stay_within_the_document():
+    rng = np.random.default_rng(8)
+    for _ in range(500):
+        pair = nsp_pair(DOCS, 5, 0, rng, max_segment=3)
+        assert 1 <= len(pair.a) <= 3 and 1 <= len(pair.b) <= 3
+        if pair.label == IS_NEXT:
+            assert pair.a + pair.b == DOCS[5][: len(pair.a) + len(pair.b)]
+
+
+def test_pair_errors_are_actionable():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="sentence after A"):
+        nsp_pair(DOCS, 0, 2, rng)
+    with pytest.raises(ValueError, match="two non-empty documents"):
+        nsp_pair([["a", "b"]], 0, 0, np.random.default_rng(1), random_next_probability=1.0)
+    with pytest.raises(ValueError, match="2\\+ sentences"):
+        pair_starts([["only one"]])
+
+
+def test_pair_from_two_builds_the_apps_examples():
+    rng = np.random.default_rng(0)
+    seen = {pair_from_two("A", "B", rng).label for _ in range(50)}
+    assert seen == {IN_ORDER, SWAPPED}
+    swapped = next(p for p in (pair_from_two("A", "B", rng) for _ in range(50)) if p.label == SWAPPED)
+    assert (swapped.a, swapped.b) == (["B"], ["A"])
+    assert pair_from_two("A", "B", rng, task="nsp").label == IS_NEXT
+
+
+def test_truncate_pair_trims_the_longer_segment():
+    a, b = list(range(10)), list(range(100, 103))
+    truncate_pair(a, b, 8, np.random.default_rng(0))
+    assert len(a) + len(b) == 8 and len(b) == 3
+
+
+# -- corpus and vocabulary --------------------------------------------------------------------------------
+
+
+def test_corpus_generator_is_deterministic_and_uses_both_senses(tmp_path):
+    one = [[s.text for s in d] for d in generate_corpus(40, seed=11)]
+    two = [[s.text for s in d] for d in generate_corpus(40, seed=11)]
+    assert one == two
+    assert one != [[s.text for s in d] for d in generate_corpus(40, seed=12)]
+    for word in ("bank", "bat", "bark", "match", "spring", "pitch"):
+        senses = {t.senses[word] for t in TOPICS if word in t.senses}
+        assert len(senses) >= 2, f"{word!r} should appear in two senses"
+    assert {"bank", "bat", "bark", "match", "spring", "pitch"} <= set(AMBIGUOUS_WORDS)
+    path = tmp_path / "corpus.txt"
+    documents, sentences = write_corpus(path, 40, seed=11)
+    assert read_documents(path) == one
+    assert sentences == sum(len(d) for d in one)
+
+
+def test_generated_sentences_are_clean():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        _, sentences = generate_document(rng)
+        for s in sentences:
+            assert s.text[0].isupper() and s.text.endswith((".", "!", "?"))
+            assert not any(c in s.text for c in "{}[]()|"), s.text
+            assert " a a" not in s.text.lower() and "  " not in s.text
+
+
+def test_read_documents_rejects_empty_files(tmp_path):
+    path = tmp_path / "empty.txt"
+    path.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="one sentence per line"):
+        read_documents(path)
+
+
+def test_vocabulary_trainer_puts_specials_first_and_covers_the_corpus():
+    from bert_core.pretraining.vocab import SPECIAL_TOKENS, train_tokenizer
+
+    sentences = [s.text for d in generate_corpus(200, seed=2) for s in d]
+    tokenizer = train_tokenizer(sentences, vocab_size=400)
+    vocab = tokenizer.get_vocab()
+    assert [vocab[t] for t in SPECIAL_TOKENS] == [0, 1, 2, 3, 4]
+    assert 100 < tokenizer.vocab_size <= 400
+    enc = tokenizer.encode(sentences[0], sentences[1])
+    assert tokenizer.unk_token_id not in enc.input_ids.tolist()
+    assert enc.tokens[0] == "[CLS]" and enc.tokens.count("[SEP]") == 2
+
+
+# -- the training loop ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_corpus() -> list[list[str]]:
+    return [[s.text for s in d] for d in generate_corpus(300, seed=4)]
+
+
+@pytest.fixture(scope="module")
+def trained(small_corpus, tmp_path_factory):
+    import torch
+
+    from bert_core.pretraining.train import TrainingConfig, train
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matrices: one thread is faster and kind to a shared machine
+    try:
+        config = TrainingConfig(
+            vocab_size=300,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            steps=120,
+            batch_size=16,
+            learning_rate=3e-3,
+            warmup_steps=10,
+            checkpoint_every=50,
+            eval_sequences=64,
+        )
+        out = tmp_path_factory.mktemp("pretrain") / "model"
+        result = train(small_corpus, config, out_dir=out, info={"note": "test"})
+    finally:
+        torch.set_num_threads(threads)
+    return result, out
+
+
+def test_short_training_run_lowers_the_mlm_loss(trained):
+    result, _ = trained
+    # From ln(vocab) ~ 5.7 nats at the start; 120 tiny steps reliably take off more than half a nat.
+    assert result.eval_after["mlm_loss"] < result.eval_before["mlm_loss"] - 0.5
+    assert len(result.history) == 120
+    first = np.mean([s.mlm_loss for s in result.history[:10]])
+    last = np.mean([s.mlm_loss for s in result.history[-10:]])
+    assert last < first
+
+
+def test_checkpoint_round_trips_through_load_pretrained(trained):
+    import torch
+
+    import bert_core
+
+    result, out = trained
+    assert {"config.json", "model.safetensors", "vocab.txt", "pretraining.json"} <= {
+        p.name for p in out.iterdir()
+    }
+    info = json.loads((out / "pretraining.json").read_text())
+    assert info["step"] == 120 and info["final"] and info["note"] == "test"
+    model = bert_core.load_pretrained(out)
+    assert model.has_mlm_head and model.has_nsp_head
+    text, pair = "The dog began to bark at the stranger.", "She went to the bank."
+    enc = model.tokenizer.encode(text, pair)
+    ids = torch.from_numpy(np.array(enc.input_ids))[None]
+    types = torch.from_numpy(np.array(enc.token_type_ids))[None]
+    network = result.network.eval()
+    with torch.inference_mode():
+        expected = network(ids, types)
+        expected_mlm = network.mlm_logits(expected.last_hidden_state)
+        expected_nsp = torch.softmax(network.nsp_logits(expected.pooled), -1)[0, 0]
+    analysis = model.analyze(text, pair)
+    assert np.array_equal(analysis.hidden_states, torch.stack(expected.hidden_states)[:, 0].numpy())
+    positions = list(range(len(enc.tokens)))
+    scores = model.predict_at(enc.input_ids, positions, token_type_ids=enc.token_type_ids, top_k=3)
+    assert [p.token_ids for p in scores.predictions] == expected_mlm[0].topk(3).indices.tolist()
+    assert model.next_sentence(text, pair) == pytest.approx(float(expected_nsp), abs=1e-6)
+
+
+def test_float16_checkpoints_load_as_float32(trained, tmp_path):
+    import bert_core
+    from bert_core.pretraining.train import save_checkpoint
+
+    result, _ = trained
+    save_checkpoint(tmp_path, result.network, result.tokenizer, result.bert_config, save_dtype="float16")
+    model = bert_core.load_pretrained(tmp_path)
+    reference = bert_core.load_pretrained(trained[1])
+    a = model.analyze("The bat flew out of the cave.").hidden_states
+    b = reference.analyze("The bat flew out of the cave.").hidden_states
+    assert a.dtype == np.float32
+    assert np.abs(a - b).max() < 0.05
+
+
+def test_bert_initialisation_and_learning_rate_schedule():
+    import torch
+
+    from bert_core.pretraining.train import TrainingConfig, build_network, learning_rate_factor
+
+    config = TrainingConfig(
+        hidden_size=64, num_hidden_layers=2, intermediate_size=128, steps=100, warmup_steps=10
+    )
+    network = build_network(config.bert_config(500), config)
+    for name, param in network.named_parameters():
+        if "LayerNorm.weight" in name:
+            assert torch.all(param == 1), name
+        elif name.endswith("bias"):
+            assert torch.all(param == 0), name
+        else:
+            assert abs(float(param.detach().std()) - 0.02) < 0.005, name
+    factors = [learning_rate_factor(s, config) for s in range(100)]
+    assert factors[0] == pytest.approx(0.1) and factors[9] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(factors[9:], factors[10:], strict=False))
+    assert factors[-1] == pytest.approx(1 / 90)
+
+
+def test_static_masking_and_sop_train_too(small_corpus):
+    import torch
+
+    from bert_core.pretraining.train import TrainingConfig, train
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        config = TrainingConfig(
+            vocab_size=300, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+            max_position_embeddings=64, steps=8, batch_size=8, warmup_steps=2, eval_sequences=16,
+            masking="static", static_duplicates=2, pair_task="sop", max_segment_sentences=2,
+        )  # fmt: skip
+        result = train(small_corpus[:50], config)
+    finally:
+        torch.set_num_threads(threads)
+    assert len(result.history) == 8 and result.history[-1].pair_loss is not None
+
+
+def test_training_config_errors_name_the_option():
+    from bert_core.pretraining.train import TrainingConfig
+
+    with pytest.raises(ValueError, match="pair_task"):
+        TrainingConfig(pair_task="nextsent")
+    with pytest.raises(ValueError, match="masking"):
+        TrainingConfig(masking="sometimes")
+    with pytest.raises(ValueError, match="unknown training option"):
+        TrainingConfig.from_dict({"hidden": 3})
+
+
+def test_cli_writes_a_loadable_model(tmp_path, capsys):
+    import torch
+
+    import bert_core
+    from bert_core.pretraining.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    write_corpus(corpus, 60, seed=9)
+    out = tmp_path / "model"
+    threads = torch.get_num_threads()
+    try:
+        code = main(
+            ["--corpus", str(corpus), "--out", str(out), "--steps", "4", "--hidden-size", "32", "--layers", "1",
+             "--heads", "2", "--vocab-size", "200", "--batch-size", "4", "--warmup", "1", "--max-positions", "64",
+             "--threads", "1", "--quiet"]
+        )  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
+    assert code == 0
+    assert "MLM loss" in capsys.readouterr().out
+    model = bert_core.load_pretrained(out)
+    assert model.config.hidden_size == 32
+    assert json.loads((out / "pretraining.json").read_text())["command"].startswith(
+        "bertscope pretrain --corpus"
+    )
+
+
+def test_cli_reports_a_missing_corpus(tmp_path, capsys):
+    from bert_core.pretraining.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--corpus", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "m")])
+    assert "make-corpus" in capsys.readouterr().err
+
+
+def test_checkpoint_loads_in_transformers_with_the_same_outputs(trained):
+    """The written directory is a real Hugging Face checkpoint, not just one our own loader accepts."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    result, out = trained
+    hf = transformers.BertForPreTraining.from_pretrained(out).eval()
+    enc = result.tokenizer.encode("The dog began to bark.", "It was late.")
+    ids = torch.from_numpy(np.array(enc.input_ids))[None]
+    types = torch.from_numpy(np.array(enc.token_type_ids))[None]
+    network = result.network.eval()
+    with torch.inference_mode():
+        theirs = hf(input_ids=ids, token_type_ids=types)
+        ours = network(ids, types)
+        mlm = network.mlm_logits(ours.last_hidden_state)
+        nsp = network.nsp_logits(ours.pooled)
+    torch.testing.assert_close(theirs.prediction_logits, mlm, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(theirs.seq_relationship_logits, nsp, atol=1e-4, rtol=1e-4)
+
+
+DEMO_MODEL = Path(__file__).resolve().parents[2] / "assets" / "demo-model"
+
+
+@pytest.mark.skipif(not (DEMO_MODEL / "config.json").is_file(), reason="the demo model is not bundled")
+def test_bundled_demo_model_loads_and_knows_its_corpus():
+    import bert_core
+
+    model = bert_core.load_pretrained(DEMO_MODEL)
+    assert model.has_mlm_head and model.has_nsp_head
+    assert (DEMO_MODEL / "model.safetensors").stat().st_size < 15_000_000
+    guesses = [w for w, _ in model.fill_mask("He struck a [MASK] and lit the camp fire.")[0]]
+    assert "match" in guesses
+    info = json.loads((DEMO_MODEL / "pretraining.json").read_text())
+    assert info["final"] and info["command"].startswith(
+        "bertscope pretrain --corpus assets/corpus/demo_corpus.txt"
+    )
