@@ -149,7 +149,11 @@ class BertScopeModel:
         s = len(enc.tokens)
         e = out.embeddings
         with torch.inference_mode():
-            attentions = torch.stack([a[row, :, :s, :s] for a in out.attentions])  # (L, N, S, S)
+            if out.attention_stack is not None:
+                # A view when the batch is one text; a copy of this row otherwise.
+                attentions = out.attention_stack[:, row, :, :s, :s].contiguous()  # (L, N, S, S)
+            else:
+                attentions = torch.stack([a[row, :, :s, :s] for a in out.attentions])  # (L, N, S, S)
             hidden = torch.stack([h[row, :s] for h in out.hidden_states])  # (L + 1, S, H)
         return Analysis(
             text=text,

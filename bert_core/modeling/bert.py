@@ -56,6 +56,9 @@ class EncoderOutput(NamedTuple):
     hidden_states: tuple[Tensor, ...]  # L + 1 tensors (B, S, H); [0] is the embedding output
     attentions: tuple[Tensor, ...]  # L tensors (B, N, S, S): softmax probabilities, rows sum to 1
     pooled: Tensor | None  # (B, H), or None when the checkpoint has no pooler
+    # (L, B, N, S, S): the same probabilities as one tensor, when the inference path wrote them straight into
+    # one buffer (`attentions` are then views of it); None on the autograd path.
+    attention_stack: Tensor | None = None
 
     @property
     def last_hidden_state(self) -> Tensor:
@@ -179,6 +182,58 @@ class BertLayer(nn.Module):
         attended, probs = self.attention(hidden, additive_mask, head_mask)
         return self.output(self.intermediate(attended), attended), probs
 
+    def infer(
+        self,
+        hidden: Tensor,
+        shape: tuple[int, int],
+        additive_mask: Tensor | None,
+        head_mask: Tensor | None,
+        probs_out: Tensor,
+    ) -> Tensor:
+        """The same layer for eval mode without autograd, with fewer and in-place tensor operations.
+
+        hidden (B * S, H) with shape = (B, S); additive_mask (B, 1, 1, S) or None; head_mask (N,) or None.
+        The attention probabilities are written into probs_out (B, N, S, S); returns the output (B * S, H).
+        Same arithmetic as `forward` (dropout is the identity in eval mode); the scores' scale factor is
+        applied inside the batched matmul (exact when the head size is a power of 4, as 64 is).
+        """
+        b, s = shape
+        sa = self.attention.self
+        n, d = sa.num_heads, sa.head_size
+        # A fused (3H, H) QKV matmul was measured and gained nothing on CPU (docs/benchmarks.md): three it is.
+        q, k, v = (
+            torch.addmm(m.bias, hidden, m.weight.t()).view(b, s, n, d) for m in (sa.query, sa.key, sa.value)
+        )
+        context = torch.empty(b, n, s, d, dtype=hidden.dtype, device=hidden.device)
+        for row in range(b):  # per row, so strided q/k/v feed the batched matmul without copies
+            qr, kr, vr = q[row].transpose(0, 1), k[row].transpose(0, 1), v[row].transpose(0, 1)  # (N, S, D)
+            scores = probs_out[row]  # (N, S, S)
+            torch.baddbmm(scores, qr, kr.transpose(1, 2), beta=0.0, alpha=d**-0.5, out=scores)
+            if additive_mask is not None:
+                scores.add_(additive_mask[row])
+            torch.softmax(scores, dim=-1, out=scores)  # in place: rows are independent
+            weights = scores if head_mask is None else scores * head_mask.view(-1, 1, 1)
+            torch.bmm(weights, vr, out=context[row])  # (N, S, D)
+        context = context.transpose(1, 2).reshape(b * s, n * d)  # (B * S, H)
+
+        so = self.attention.output
+        attended = torch.addmm(so.dense.bias, context, so.dense.weight.t()).add_(hidden)
+        attended = F.layer_norm(
+            attended, so.LayerNorm.normalized_shape, so.LayerNorm.weight, so.LayerNorm.bias, so.LayerNorm.eps
+        )
+        inner = self.intermediate.act(
+            torch.addmm(self.intermediate.dense.bias, attended, self.intermediate.dense.weight.t())
+        )  # (B * S, I)
+        out = self.output
+        result = torch.addmm(out.dense.bias, inner, out.dense.weight.t()).add_(attended)
+        return F.layer_norm(
+            result,
+            out.LayerNorm.normalized_shape,
+            out.LayerNorm.weight,
+            out.LayerNorm.bias,
+            out.LayerNorm.eps,
+        )
+
 
 class BertEncoder(nn.Module):
     def __init__(self, config: BertConfig) -> None:
@@ -228,6 +283,8 @@ class BertModel(nn.Module):
             additive_mask = (1.0 - keep) * torch.finfo(torch.float32).min
 
         emb = self.embeddings(input_ids, token_type_ids, position_ids)
+        if not self.training and not torch.is_grad_enabled():
+            return self._infer(emb, additive_mask, head_mask)
         hidden = self.embeddings.dropout(emb.normalized)
         hidden_states = [hidden]
         attentions = []
@@ -238,6 +295,31 @@ class BertModel(nn.Module):
             attentions.append(probs)
         pooled = self.pooler(hidden) if self.pooler is not None else None
         return EncoderOutput(emb, tuple(hidden_states), tuple(attentions), pooled)
+
+    def _infer(
+        self, emb: EmbeddingOutput, additive_mask: Tensor | None, head_mask: Tensor | None
+    ) -> EncoderOutput:
+        """Eval mode without autograd: every layer writes its probabilities into one (L, B, N, S, S) buffer."""
+        b, s, h = emb.normalized.shape
+        c = self.config
+        stack = torch.empty(
+            c.num_hidden_layers,
+            b,
+            c.num_attention_heads,
+            s,
+            s,
+            dtype=emb.normalized.dtype,
+            device=emb.normalized.device,
+        )
+        hidden = emb.normalized.reshape(b * s, h)
+        hidden_states = [emb.normalized]
+        for index, layer in enumerate(self.encoder.layer):
+            layer_mask = None if head_mask is None else head_mask[index]
+            hidden = layer.infer(hidden, (b, s), additive_mask, layer_mask, stack[index])
+            hidden_states.append(hidden.view(b, s, h))
+        last = hidden_states[-1]
+        pooled = self.pooler(last) if self.pooler is not None else None
+        return EncoderOutput(emb, tuple(hidden_states), tuple(stack.unbind(0)), pooled, stack)
 
 
 class BertPredictionHeadTransform(nn.Module):

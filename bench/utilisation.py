@@ -1,0 +1,93 @@
+"""Utilisation: the forward's achieved FLOP/s as a fraction of this machine's measured fp32 matmul peak.
+
+Peak: the best of torch.mm on square 2048 x 2048 and on bert-base's own FFN shape (S x 768) x (768 x 3072),
+fp32, same thread count. Forward FLOPs (multiply-adds x 2, matmuls only; softmax/LayerNorm/GELU ignored):
+per layer 2*S*H*3H (QKV) + 2*S*S*H (scores) + 2*S*S*H (context) + 2*S*H*H (output) + 4*S*H*I (FFN).
+Timed three ways: the network forward alone, analyze() (adds tokenising and numpy), and the reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import _common as c
+import torch
+
+
+def forward_flops(s: int, h: int = 768, i: int = 3072, layers: int = 12) -> float:
+    per_layer = 2 * s * h * 3 * h + 4 * s * s * h + 2 * s * h * h + 4 * s * h * i
+    return float(layers * per_layer)
+
+
+def matmul_peak(repeats: int) -> float:
+    best = 0.0
+    for m, k, n in ((2048, 2048, 2048), (512, 768, 3072), (512, 3072, 768)):
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        out = torch.empty(m, n)
+        for _ in range(3):
+            torch.mm(a, b, out=out)
+        ts = [c.time_once(lambda a=a, b=b, out=out: torch.mm(a, b, out=out)) for _ in range(repeats)]
+        best = max(best, 2 * m * k * n / min(ts))
+    return best
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--lengths", type=int, nargs="+", default=[128, 512])
+    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args()
+    repeats = 4 if args.quick else args.repeats
+    c.set_threads(args.threads)
+    import forward as fw
+
+    ours, tok, hf = fw.load_both(c.bert_base_checkpoint())
+    peak_before = matmul_peak(repeats * 3)
+    rows = []
+    for n in args.lengths:
+        text = c.text_of_tokens(n)
+        enc = ours.encode(text)
+        t = c.alternate(
+            {
+                "fwd": lambda enc=enc: ours._run([enc], None),
+                "ana": lambda text=text: ours.analyze(text),
+                "ref": fw.reference_fn(tok, hf, text),
+            },
+            repeats,
+        )
+        f = forward_flops(n)
+        rows.append(
+            [n, f / 1e9] + [v for k in ("fwd", "ana", "ref") for v in (min(t[k]) * 1e3, f / min(t[k]) / 1e9)]
+        )
+        print(f"  {n} tokens done", flush=True)
+    peak = max(peak_before, matmul_peak(repeats * 3))
+    for r in rows:
+        r += [r[3] * 1e9 / peak, r[5] * 1e9 / peak, r[7] * 1e9 / peak]
+    print()
+    print(f"measured fp32 matmul peak: {peak / 1e9:.0f} GFLOP/s ({args.threads} threads, best run)")
+    print(c.machine() + "; " + c.load_average())
+    print(
+        c.table(
+            [
+                "tokens",
+                "GFLOP",
+                "forward ms",
+                "GFLOP/s",
+                "analyze ms",
+                "GFLOP/s",
+                "reference ms",
+                "GFLOP/s",
+                "forward % peak",
+                "analyze % peak",
+                "reference % peak",
+            ],
+            rows,
+        )
+    )
+    print("times are the best of the alternating rounds (the least disturbed by other processes)")
+    print(c.reproduce_line())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""The inference path (probabilities written into one buffer, in-place ops) equals the autograd path.
+
+`BertModel.forward` takes the inference path in eval mode without autograd; with autograd on it runs the
+module-by-module path that mirrors transformers. Both must agree, with and without padding and head masks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import bert_core
+from tests.conftest import make_checkpoint
+
+MID = dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=96)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return bert_core.load_pretrained(
+        make_checkpoint(tmp_path_factory.mktemp("fast"), "pretraining", seed=11, **MID)
+    )
+
+
+def _inputs(b: int = 3, s: int = 9, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, 60, (b, s), generator=g)
+    types = torch.zeros_like(ids)
+    types[:, s // 2 :] = 1
+    mask = torch.ones_like(ids)
+    mask[1, 6:] = 0
+    mask[2, 3:] = 0
+    return ids, types, mask
+
+
+def _both(network, *args, **kwargs):
+    with torch.inference_mode():
+        fast = network(*args, **kwargs)
+    with torch.enable_grad():
+        slow = network(*args, **kwargs)
+    return fast, slow
+
+
+@pytest.mark.parametrize("use_head_mask", [False, True])
+def test_inference_path_equals_autograd_path(model, use_head_mask):
+    ids, types, mask = _inputs()
+    head_mask = None
+    if use_head_mask:
+        head_mask = torch.ones(MID["num_hidden_layers"], MID["num_attention_heads"])
+        head_mask[1, 2] = 0.0
+    fast, slow = _both(model.network, ids, types, attention_mask=mask, head_mask=head_mask)
+    assert fast.attention_stack is not None and slow.attention_stack is None
+    assert fast.attention_stack.shape == (3, 3, 4, 9, 9)
+    for a, b in zip(fast.attentions, slow.attentions, strict=True):
+        torch.testing.assert_close(a, b.detach(), atol=1e-6, rtol=0)
+    for a, b in zip(fast.hidden_states, slow.hidden_states, strict=True):
+        torch.testing.assert_close(a, b.detach(), atol=1e-5, rtol=0)
+    torch.testing.assert_close(fast.pooled, slow.pooled.detach(), atol=1e-5, rtol=0)
+    # the stack and the per-layer tuple are the same memory
+    assert fast.attentions[1].data_ptr() == fast.attention_stack[1].data_ptr()
+
+
+def test_training_still_takes_the_autograd_path(model):
+    ids, types, mask = _inputs(s=7)
+    network = model.network
+    network.zero_grad()
+    out = network(ids, types, attention_mask=mask)
+    out.last_hidden_state.sum().backward()
+    q = network.bert.encoder.layer[0].attention.self.query.weight
+    assert q.grad is not None and float(q.grad.abs().sum()) > 0
+    network.zero_grad(set_to_none=True)
+
+
+def test_single_text_attentions_are_one_contiguous_array(model):
+    r = model.analyze("the cat sat on the bank of the river")
+    assert r.attentions.flags["C_CONTIGUOUS"] and r.attentions.dtype == np.float32
+    np.testing.assert_allclose(r.attentions.sum(-1), 1.0, atol=1e-5)
