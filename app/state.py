@@ -492,8 +492,8 @@ def _lines(key: str, texts: tuple[str, ...], _model: bert_core.BertScopeModel) -
         else:
             used.append(n)
     results: list[LineVectors | None] = [None] * len(used)
-    # Core API that skips the attention maps, when there is one; else the full analysis per chunk.
-    run = getattr(_model, "vectors_batch", None) or _model.analyze_batch
+    # vectors_batch keeps no attention maps: these pages never draw them, and at 512 tokens they dominate memory.
+    run = _model.vectors_batch
     for chunk in token_chunks(lengths, BATCH_TOKEN_BUDGET):
         _count_forward_pass()
         batch = run([texts[used[k]] for k in chunk])

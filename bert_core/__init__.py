@@ -9,7 +9,7 @@ from .analysis import BertScopeModel
 from .config import BertConfig
 from .errors import BertScopeError, InputError, MissingHeadError, ModelLoadError
 from .loading import load_pretrained
-from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo
+from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo, Vectors
 from .tokenizer import Encoding, WordPieceTokenizer
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "MlmScores",
     "ModelInfo",
     "ModelLoadError",
+    "Vectors",
     "WordPieceTokenizer",
     "load_pretrained",
 ]

@@ -18,7 +18,7 @@ import torch
 from .config import BertConfig
 from .errors import InputError, MissingHeadError
 from .modeling.bert import BertForPreTraining, EncoderOutput
-from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo
+from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo, Vectors
 from .tokenizer import Encoding, WordPieceTokenizer
 
 TextInput = str | tuple[str, str | None]
@@ -107,7 +107,9 @@ class BertScopeModel:
             raise InputError(f"head_mask must have shape {expected} (layers, heads), got {mask.shape}")
         return torch.from_numpy(mask).to(self.device)
 
-    def _run(self, encodings: Sequence[Encoding], head_mask: torch.Tensor | None) -> EncoderOutput:
+    def _run(
+        self, encodings: Sequence[Encoding], head_mask: torch.Tensor | None, *, keep_attentions: bool = True
+    ) -> EncoderOutput:
         """Pad the encodings into one (B, S) batch and run the encoder without building a graph."""
         lengths = [len(e.tokens) for e in encodings]
         longest = max(lengths)
@@ -131,6 +133,7 @@ class BertScopeModel:
                 torch.from_numpy(positions).to(self.device),
                 attention_mask=mask,
                 head_mask=head_mask,
+                keep_attentions=keep_attentions,
             )
 
     @staticmethod
@@ -209,6 +212,54 @@ class BertScopeModel:
             self._analysis(enc, out, row, a, b, mask)
             for row, (enc, (a, b)) in enumerate(zip(encodings, items, strict=True))
         ]
+
+    def vectors_batch(self, texts: Sequence[TextInput], *, max_batch_tokens: int = 2048) -> list[Vectors]:
+        """Hidden states (and pooled vectors) of many texts, without keeping any attention map.
+
+        Texts are grouped by length into padded batches of at most `max_batch_tokens` (B x S) so memory stays
+        bounded however many texts come in; each result equals what `analyze` gives for that text alone.
+        Raises InputError naming the first text that cannot be encoded.
+        """
+        items = [(t, None) if isinstance(t, str) else (t[0], t[1]) for t in texts]
+        encodings = []
+        for index, (a, b) in enumerate(items):
+            try:
+                encodings.append(self.tokenizer.encode(a, b))
+            except InputError as exc:
+                raise InputError(f"text {index + 1}: {exc}") from exc
+        order = sorted(range(len(items)), key=lambda i: len(encodings[i].tokens))
+        results: list[Vectors | None] = [None] * len(items)
+        start = 0
+        while start < len(order):
+            # Longest-last order: the chunk's padded width is its last member's length.
+            end = start + 1
+            while (
+                end < len(order) and (end - start + 1) * len(encodings[order[end]].tokens) <= max_batch_tokens
+            ):
+                end += 1
+            chunk = order[start:end]
+            out = self._run([encodings[i] for i in chunk], None, keep_attentions=False)
+            with torch.inference_mode():
+                hidden = torch.stack(out.hidden_states, dim=1)  # (B, L + 1, S, H)
+            for row, i in enumerate(chunk):
+                enc, (a, b) = encodings[i], items[i]
+                s = len(enc.tokens)
+                results[i] = Vectors(
+                    text=a,
+                    text_pair=b,
+                    tokens=list(enc.tokens),
+                    input_ids=enc.input_ids,
+                    offsets=enc.offsets,
+                    sequence_ids=list(enc.sequence_ids),
+                    word_ids=list(enc.word_ids),
+                    special_tokens_mask=enc.special_tokens_mask,
+                    truncated=enc.truncated,
+                    num_tokens_before_truncation=enc.num_tokens_before_truncation,
+                    hidden_states=self._numpy(hidden[row, :, :s]).copy(),
+                    pooled=None if out.pooled is None else self._numpy(out.pooled[row]).copy(),
+                )
+            start = end
+        return results  # type: ignore[return-value]
 
     # -- heads ----------------------------------------------------------------------------------------
 

@@ -58,6 +58,24 @@ class Analysis:
 
 
 @dataclass(frozen=True)
+class Vectors:
+    """One text's token vectors without attention maps: what pages comparing many sentences need."""
+
+    text: str
+    text_pair: str | None
+    tokens: list[str]
+    input_ids: np.ndarray  # (S,) int64
+    offsets: np.ndarray  # (S, 2) as in Analysis
+    sequence_ids: list[int | None]
+    word_ids: list[int | None]
+    special_tokens_mask: np.ndarray  # (S,) bool
+    truncated: bool
+    num_tokens_before_truncation: int
+    hidden_states: np.ndarray  # (L + 1, S, H) float32
+    pooled: np.ndarray | None  # (H,) float32, or None without a pooler
+
+
+@dataclass(frozen=True)
 class MaskPrediction:
     """Top-k predictions for one [MASK] position."""
 

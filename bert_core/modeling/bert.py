@@ -267,9 +267,14 @@ class BertModel(nn.Module):
         position_ids: Tensor | None = None,
         attention_mask: Tensor | None = None,
         head_mask: Tensor | None = None,
+        *,
+        keep_attentions: bool = True,
     ) -> EncoderOutput:
         """input_ids (B, S) int64; attention_mask (B, S) with 1 = real token, 0 = padding;
-        head_mask (L, N) with 1 = keep, 0 = switch the head off."""
+        head_mask (L, N) with 1 = keep, 0 = switch the head off.
+
+        keep_attentions=False (inference only) reuses one (B, N, S, S) scratch buffer for every layer and
+        returns no attentions: for callers that need only the vectors, at 1/L of the memory."""
         b, s = input_ids.shape
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
@@ -284,7 +289,7 @@ class BertModel(nn.Module):
 
         emb = self.embeddings(input_ids, token_type_ids, position_ids)
         if not self.training and not torch.is_grad_enabled():
-            return self._infer(emb, additive_mask, head_mask)
+            return self._infer(emb, additive_mask, head_mask, keep_attentions)
         hidden = self.embeddings.dropout(emb.normalized)
         hidden_states = [hidden]
         attentions = []
@@ -297,13 +302,18 @@ class BertModel(nn.Module):
         return EncoderOutput(emb, tuple(hidden_states), tuple(attentions), pooled)
 
     def _infer(
-        self, emb: EmbeddingOutput, additive_mask: Tensor | None, head_mask: Tensor | None
+        self,
+        emb: EmbeddingOutput,
+        additive_mask: Tensor | None,
+        head_mask: Tensor | None,
+        keep_attentions: bool = True,
     ) -> EncoderOutput:
-        """Eval mode without autograd: every layer writes its probabilities into one (L, B, N, S, S) buffer."""
+        """Eval mode without autograd: every layer writes its probabilities into one (L, B, N, S, S) buffer
+        (or, without keep_attentions, all layers into the same (1, B, N, S, S) scratch buffer)."""
         b, s, h = emb.normalized.shape
         c = self.config
         stack = torch.empty(
-            c.num_hidden_layers,
+            c.num_hidden_layers if keep_attentions else 1,
             b,
             c.num_attention_heads,
             s,
@@ -315,10 +325,14 @@ class BertModel(nn.Module):
         hidden_states = [emb.normalized]
         for index, layer in enumerate(self.encoder.layer):
             layer_mask = None if head_mask is None else head_mask[index]
-            hidden = layer.infer(hidden, (b, s), additive_mask, layer_mask, stack[index])
+            hidden = layer.infer(
+                hidden, (b, s), additive_mask, layer_mask, stack[index if keep_attentions else 0]
+            )
             hidden_states.append(hidden.view(b, s, h))
         last = hidden_states[-1]
         pooled = self.pooler(last) if self.pooler is not None else None
+        if not keep_attentions:
+            return EncoderOutput(emb, tuple(hidden_states), (), pooled, None)
         return EncoderOutput(emb, tuple(hidden_states), tuple(stack.unbind(0)), pooled, stack)
 
 

@@ -159,3 +159,33 @@ def test_info_counts_parameters(tiny_model):
     assert info.num_layers == 2 and info.num_heads == 4 and info.hidden_size == 32
     assert info.num_parameters == sum(p.numel() for p in tiny_model.network.parameters())
     assert tiny_model.position_embedding_table().shape == (64, 32)
+
+
+def test_vectors_batch_equals_analyze_in_bounded_chunks(tiny_model, monkeypatch):
+    texts = [
+        "the bank of the river",
+        ("cash at my bank", "we sat"),
+        "a dog",
+        "she was in the water and it ran",
+    ] * 3
+    widths = []
+    original = tiny_model._run
+
+    def spy(encodings, head_mask, **kwargs):
+        widths.append(len(encodings) * max(len(e.tokens) for e in encodings))
+        assert kwargs.get("keep_attentions") is False
+        out = original(encodings, head_mask, **kwargs)
+        assert out.attentions == ()
+        return out
+
+    monkeypatch.setattr(tiny_model, "_run", spy)
+    vectors = tiny_model.vectors_batch(texts, max_batch_tokens=40)
+    monkeypatch.undo()
+    assert len(widths) > 1 and max(widths) <= 40
+    for text, v in zip(texts, vectors, strict=True):
+        single = tiny_model.analyze(*((text, None) if isinstance(text, str) else text))
+        assert v.tokens == single.tokens and v.word_ids == single.word_ids
+        np.testing.assert_allclose(v.hidden_states, single.hidden_states, atol=1e-5)
+        np.testing.assert_allclose(v.pooled, single.pooled, atol=1e-5)
+    with pytest.raises(InputError, match="text 2"):
+        tiny_model.vectors_batch(["the cat", "\x00"])
