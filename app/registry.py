@@ -24,4 +24,5 @@ PAGES: list[PageSpec] = [
     PageSpec("views/masked_words.py", "Masked words", "masked"),
     PageSpec("views/word_senses.py", "Word senses", "senses"),
     PageSpec("views/sentence_vector.py", "Sentence vector & NSP", "sentence"),
+    PageSpec("views/pretraining.py", "Pre-training", "pretraining"),
 ]

@@ -109,6 +109,10 @@ MALE_NAMES = (
     "Arthur",
 )
 PERSON_NAMES = FEMALE_NAMES + MALE_NAMES
+# (subject at the start of a sentence, subject elsewhere, possessive, object)
+FIRST_PERSON = (("I", "I", "my", "me"), ("We", "we", "our", "us"))
+# Templates whose protagonist takes a present-tense "-s" verb ("{P} has a dog") keep a third-person subject.
+_THIRD_PERSON_PRESENT = re.compile(r"^\{P\} (has|is|loves|works)\b")
 
 SHARED_SLOTS: dict[str, tuple[str, ...]] = {
     "time": (
@@ -158,6 +162,9 @@ TOPICS: tuple[Topic, ...] = (
         },
         lines=(
             "{P} walked along the {bankadj} bank of the {water} {time}.",
+            "The {boat} drifted toward the {bankadj} bank of the {water}.",
+            "{P} sat on the bank of the {water} and (read a book|ate lunch|watched the water).",
+            "{P} went fishing on the bank of the {water} {time}.",
             "{P} sat on the bank and watched the {bird} swim past.",
             "The {water} was high after the rain, and the water reached the top of the bank.",
             "{P} pulled the {boat} up onto the {bankadj} bank.",
@@ -186,6 +193,9 @@ TOPICS: tuple[Topic, ...] = (
         },
         lines=(
             "{P} went to the bank {time} to deposit {his} salary.",
+            "{P} deposited the money at the bank {time}.",
+            "{P} went to the bank to (get some cash|pay a bill|change money|open an account).",
+            "The bank (gave|lent|offered) {him} a loan for {purpose}.",
             "{P} opened a savings account at the bank on the main street.",
             "The bank approved the loan for {purpose}.",
             "{P} asked the bank for a loan to pay for {purpose}.",
@@ -239,6 +249,8 @@ TOPICS: tuple[Topic, ...] = (
         },
         lines=(
             "A {size} bat hung upside down from the roof of the {cave}.",
+            "The bat hung upside down in the {cave}.",
+            "A bat flew out of the {cave} at (dusk|night|sunset).",
             "At dusk, the bats flew out of the {cave} to hunt for {food}.",
             "{P} saw a bat flutter past the lamp {time}.",
             "The bat used echoes to find {food} in the dark.",
@@ -264,6 +276,8 @@ TOPICS: tuple[Topic, ...] = (
         },
         lines=(
             "{P} has a {dog} called {dogname}.",
+            "The {dog} began to bark at {stranger}.",
+            "The {dog} (would|did) not stop barking (at night|all day|at the door).",
             "The {dog} began to bark when {stranger} came to the door.",
             "{dogname} gave a {loud} bark and ran to the gate.",
             "{P} heard the {dog} bark in the garden {time}.",
@@ -314,6 +328,7 @@ TOPICS: tuple[Topic, ...] = (
         },
         lines=(
             "{P} struck a match and lit the camp fire.",
+            "{P} lit a match to see in the dark.",
             "The match went out in the wind, so {he} tried again.",
             "{P} went camping near {place} {time}.",
             "{P} put {fuel} under the logs and lit them with a match.",
@@ -415,6 +430,8 @@ TOPICS: tuple[Topic, ...] = (
         },
         lines=(
             "{P} sang {song} with a {adj} pitch.",
+            "The choir sang with perfect pitch.",
+            "The (singer|soprano|tenor) hit a very high pitch.",
             "The choir practised {time} in the old church.",
             "{P} tuned the {instrument} until the pitch was right.",
             "The teacher played a note so the choir could find the pitch.",
@@ -879,6 +896,8 @@ def generate_document(
     friend = name
     while friend == name:
         friend = PERSON_NAMES[int(rng.integers(len(PERSON_NAMES)))]
+    # One scene in six is told in the first person ("I ... my", "We ... our"), as users often write.
+    person = FIRST_PERSON[int(rng.integers(len(FIRST_PERSON)))] if rng.random() < 1 / 6 else None
     count = int(rng.integers(min_sentences, min(max_sentences, len(topic.lines)) + 1))
     picks = rng.choice(len(topic.lines), size=count, replace=False)
     sentences: list[Sentence] = []
@@ -886,6 +905,8 @@ def generate_document(
         # The protagonist is named in the first sentence; later ones use a pronoun a third of the time,
         # so the model sees "he"/"she" agree with an earlier name across the sentence boundary.
         subject = name if index == 0 or rng.random() < 0.67 else ("She" if female else "He")
+        if person is not None and not _THIRD_PERSON_PRESENT.match(topic.lines[int(line)]):
+            subject = person[0]
         slots = dict(SHARED_SLOTS)
         slots.update(_ALTERNATIVE_SLOTS)
         slots.update(topic.slots)
@@ -894,9 +915,9 @@ def generate_document(
                 "P": (subject,),
                 "Name": (name,),
                 "F": (friend,),
-                "he": ("she" if female else "he",),
-                "his": ("her" if female else "his",),
-                "him": ("her" if female else "him",),
+                "he": (person[1] if person else "she" if female else "he",),
+                "his": (person[2] if person else "her" if female else "his",),
+                "him": (person[3] if person else "her" if female else "him",),
             }
         )
         template = _with_alternatives(topic, topic.lines[int(line)])

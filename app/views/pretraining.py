@@ -1,0 +1,182 @@
+"""Pre-training: a fresh BERT masking of the user's text, the model's guesses and loss, NSP and SOP examples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import bert_core
+from app import ui
+from bert_core.pretraining.corpus import generate_document
+from bert_core.pretraining.masking import MaskAction, mask_tokens, ordinary_token_ids
+from bert_core.pretraining.pairs import IS_NEXT, NOT_NEXT
+
+KEY_DRAW = "pt_draw"  # session state: the seed of the current draw; the re-draw button moves it on
+
+ACTION_TEXT = {
+    MaskAction.NONE: "",
+    MaskAction.MASK: "→ [MASK] (80 %)",
+    MaskAction.RANDOM: "→ random token (10 %)",
+    MaskAction.KEEP: "kept unchanged (10 %)",
+}
+
+
+def _redraw() -> None:
+    st.session_state[KEY_DRAW] = int(st.session_state.get(KEY_DRAW, 0)) + 1
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _scores(
+    key: str, ids: tuple[int, ...], types: tuple[int, ...], positions: tuple[int, ...], labels: tuple[int, ...],
+    _model: bert_core.BertScopeModel,
+) -> bert_core.MlmScores:  # fmt: skip
+    return _model.predict_at(
+        list(ids), list(positions), token_type_ids=list(types), labels=list(labels), top_k=5
+    )
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _is_next(key: str, a: str, b: str, _model: bert_core.BertScopeModel) -> float | None:
+    return _model.next_sentence(a, b)
+
+
+st.header("Pre-training")
+st.caption(
+    "BERT learned from raw text with two exercises. Masked language modelling: 15 % of the pieces are chosen; "
+    "of those, 80 % become [MASK], 10 % a random piece and 10 % stay as they are, and the model must restore "
+    "every chosen piece. Next sentence prediction: half the time sentence B really follows A, half the time it "
+    "is a random sentence from elsewhere. ALBERT's sentence order prediction instead swaps A and B half the time."
+)
+active, inputs = ui.page_model()
+model = active.model
+if not model.has_mlm_head:
+    st.info("This model has no MLM head (cls.predictions), so it cannot show the masked-word exercise.")
+    st.stop()
+tokenizer = model.tokenizer
+
+draw = int(st.session_state.setdefault(KEY_DRAW, 0))
+st.button("Re-draw the masking", key="pt_redraw", on_click=_redraw)
+rng = np.random.default_rng([draw, 20])
+
+try:
+    enc = tokenizer.encode(inputs.text_a, inputs.text_b)
+except bert_core.BertScopeError as exc:
+    st.error(ui.md_escape(str(exc)))
+    st.stop()
+ids = np.asarray(enc.input_ids)
+special_ids = [
+    i
+    for i in (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id, tokenizer.mask_token_id)
+    if i is not None
+]
+# A [MASK] or [SEP] typed into the text is not a word either: it is never chosen.
+special = np.asarray(enc.special_tokens_mask) | np.isin(ids, special_ids)
+masked = mask_tokens(
+    ids,
+    special,
+    mask_token_id=tokenizer.mask_token_id,
+    random_token_ids=ordinary_token_ids(model.config.vocab_size, special_ids),
+    rng=rng,
+)
+seen = tokenizer.convert_ids_to_tokens(masked.input_ids.tolist())
+
+st.subheader("Masked language modelling")
+candidates = int((~special).sum())
+st.write(
+    f"Draw {draw + 1}: {len(masked.positions)} of {candidates} pieces chosen "
+    f"({len(masked.positions) / max(1, candidates):.0%}; 15 % on average): "
+    f"{masked.count(MaskAction.MASK)} → [MASK], {masked.count(MaskAction.RANDOM)} → random, "
+    f"{masked.count(MaskAction.KEEP)} kept."
+)
+st.code(" ".join(seen), language=None, wrap_lines=True)
+rows = pd.DataFrame(
+    {
+        "position": range(len(ids)),
+        "piece": enc.tokens,
+        "chosen": masked.actions != MaskAction.NONE,
+        "what happened": [ACTION_TEXT[MaskAction(a)] for a in masked.actions],
+        "model sees": seen,
+    }
+)
+st.dataframe(rows, hide_index=True, key="pt_masking")
+
+positions = [int(p) for p in masked.positions]
+if not positions:
+    st.info("No piece was chosen this time (a short text often draws none): press Re-draw.")
+else:
+    scores = _scores(
+        active.key,
+        tuple(int(i) for i in masked.input_ids),
+        tuple(int(t) for t in enc.token_type_ids),
+        tuple(positions),
+        tuple(int(ids[p]) for p in positions),
+        model,
+    )
+    st.metric("MLM loss at the chosen positions (mean cross-entropy, nats)", f"{scores.mean_loss:.3f}")
+    table = pd.DataFrame(
+        [
+            {
+                "position": p.position,
+                "original": enc.tokens[p.position],
+                "model sees": seen[p.position],
+                "top 5 guesses": ", ".join(f"{t} {q:.2f}" for t, q in p.as_pairs()),
+                "P(original)": float(scores.label_probabilities[i]),
+                "loss": float(scores.losses[i]),
+            }
+            for i, p in enumerate(scores.predictions)
+        ]
+    )
+    st.dataframe(table, hide_index=True, key="pt_predictions")
+    st.caption(
+        "The loss is computed only at the chosen positions, including the kept and randomised ones: the model "
+        "cannot know which pieces were tampered with, so it has to check every one."
+    )
+
+st.subheader("Next sentence and sentence order")
+if not model.has_nsp_head:
+    st.info("This model has no NSP head (cls.seq_relationship), so it cannot judge sentence pairs.")
+elif inputs.text_b is None:
+    st.info("Type a sentence B in the sidebar: the examples are built from your two sentences.")
+else:
+    a, b = inputs.text_a, inputs.text_b
+    # A NotNext partner: a sentence from another "document", drawn from BERTScope's corpus generator.
+    other = generate_document(np.random.default_rng([draw, 21]))[1][0].text
+    nsp_label = IS_NEXT if rng.random() < 0.5 else NOT_NEXT
+    sop_swapped = rng.random() < 0.5
+    examples = [
+        ("NSP", "IsNext: B follows A", a, b, nsp_label == IS_NEXT),
+        ("NSP", "NotNext: a random sentence after A", a, other, nsp_label == NOT_NEXT),
+        ("SOP", "in order: A then B", a, b, not sop_swapped),
+        ("SOP", "swapped: B then A", b, a, sop_swapped),
+    ]
+    drawn = [e for e in examples if e[4]]
+    cols = st.columns(2)
+    for col, (task, label, first, second, _) in zip(cols, drawn, strict=True):
+        with col:
+            st.markdown(f"**{task} example this draw — {ui.md_escape(label)}**")
+            st.text(f"[CLS] {first} [SEP] {second} [SEP]")
+            st.metric("model's P(IsNext)", f"{_is_next(active.key, first, second, model):.3f}")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "objective": task,
+                    "example": label,
+                    "sentence 1": first,
+                    "sentence 2": second,
+                    "label": 0 if label.startswith(("IsNext", "in order")) else 1,
+                    "drawn": chosen,
+                    "model's P(IsNext)": _is_next(active.key, first, second, model),
+                }
+                for task, label, first, second, chosen in examples
+            ]
+        ),
+        hide_index=True,
+        key="pt_pairs",
+    )
+    st.caption(
+        "Labels use BERT's convention: 0 = IsNext / in order, 1 = NotNext / swapped. "
+        "A model trained with NSP can often spot a NotNext pair by topic alone; SOP keeps the topic and changes "
+        "only the order, which is harder, and is why ALBERT replaced NSP with it."
+    )

@@ -1,0 +1,76 @@
+"""The app's Pre-training page (app/views/pretraining.py) on the tiny checkpoint."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import bert_core
+from bert_core.pretraining.masking import MaskAction, mask_tokens, ordinary_token_ids
+
+
+@pytest.fixture
+def page(make_app):
+    def run(**query) -> AppTest:
+        return make_app("views/pretraining.py", **query)
+
+    return run
+
+
+def _table(at: AppTest, column: str):
+    for frame in at.dataframe:
+        if column in frame.value.columns:
+            return frame.value
+    raise AssertionError(f"no table with column {column!r}")
+
+
+def test_page_shows_a_masking_draw_with_predictions_and_pairs(page, tiny_checkpoint):
+    text = "the cat sat on the bank of the river and the dog ran to the water"
+    at = page(a=text, b="she was by the river")
+    assert not at.error
+    masking = _table(at, "what happened")
+    chosen = masking[masking["chosen"]]
+    assert len(chosen) >= 1
+    assert not chosen["piece"].isin(["[CLS]", "[SEP]"]).any()
+
+    # The same draw, recomputed with the core: the page's predictions and losses must match it.
+    model = bert_core.load_pretrained(tiny_checkpoint)
+    tok = model.tokenizer
+    enc = tok.encode(text, "she was by the river")
+    ids = np.asarray(enc.input_ids)
+    specials = [tok.cls_token_id, tok.sep_token_id, tok.pad_token_id, tok.mask_token_id]
+    m = mask_tokens(
+        ids, np.asarray(enc.special_tokens_mask) | np.isin(ids, specials), mask_token_id=tok.mask_token_id,
+        random_token_ids=ordinary_token_ids(model.config.vocab_size, specials), rng=np.random.default_rng([0, 20]),
+    )  # fmt: skip
+    assert chosen["position"].tolist() == m.positions.tolist()
+    assert (masking["what happened"] != "").sum() == len(m.positions)
+    assert masking["model sees"].tolist() == tok.convert_ids_to_tokens(m.input_ids.tolist())
+    expected = model.predict_at(m.input_ids, m.positions, token_type_ids=enc.token_type_ids, labels=m.targets)
+    predictions = _table(at, "top 5 guesses")
+    np.testing.assert_allclose(predictions["loss"].to_numpy(), expected.losses, rtol=1e-5)
+    assert int((m.actions == MaskAction.MASK).sum()) == (masking["model sees"] == "[MASK]").sum()
+
+    pairs = _table(at, "model's P(IsNext)")
+    assert len(pairs) == 4 and pairs["drawn"].sum() == 2
+    first = pairs.iloc[0]
+    assert first["model's P(IsNext)"] == pytest.approx(
+        model.next_sentence(text, "she was by the river"), abs=1e-6
+    )
+
+
+def test_redraw_changes_the_masking(page):
+    at = page(a="the cat sat on the bank of the river and the dog ran to the water with a stick")
+    before = _table(at, "what happened")["chosen"].tolist()
+    draws = set()
+    for _ in range(4):
+        at.button(key="pt_redraw").click().run()
+        draws.add(tuple(_table(at, "what happened")["chosen"].tolist()))
+    assert draws - {tuple(before)}, "re-drawing never changed which pieces were chosen"
+    assert not at.exception
+
+
+def test_page_without_sentence_b_explains_the_pair_examples(page):
+    at = page(a="the dog sat by the river")
+    assert any("sentence B" in i.value for i in at.info)
