@@ -47,6 +47,7 @@ def serve_app(model: str | os.PathLike, log_path: Path | None = None) -> Iterato
         "--server.address", "127.0.0.1",
         "--server.port", str(port),
         "--server.headless", "true",
+        "--client.toolbarMode", "viewer",
         "--server.fileWatcherType", "none",
         "--browser.gatherUsageStats", "false",
     ]  # fmt: skip

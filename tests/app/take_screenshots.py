@@ -48,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
                 query["a"] = args.a.replace(args.mask_word, "[MASK]", 1)
             path = "" if i == 0 else spec.url_path  # the first page is served at /
             page.goto(f"{url}/{path}?{urllib.parse.urlencode(query)}")
-            page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=120_000)
+            # A chart where the page has one; the Pre-training page is tables only.
+            page.wait_for_selector(
+                '[data-testid="stPlotlyChart"] .main-svg, [data-testid="stDataFrame"]', timeout=120_000
+            )
             wait_for_app(page)
             page.wait_for_timeout(800)
             target = out / f"{spec.url_path}.png"
