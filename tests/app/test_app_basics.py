@@ -101,3 +101,26 @@ def test_unknown_and_special_pieces_are_marked(make_app):
     table = table_with(at, "piece")
     unk = table[table["piece"] == "[UNK]"].iloc[0]
     assert unk["typed text"] == "€" and (unk["start"], unk["end"]) == (4, 5)
+
+
+def test_the_bundled_demo_model_is_what_the_fallback_loads(app_env, monkeypatch, tmp_path):
+    """No substitute this time: the real assets/demo-model, as a machine with no network would see it."""
+    from streamlit.testing.v1 import AppTest
+
+    from app import state
+    from tests.app.conftest import APP, TIMEOUT
+
+    monkeypatch.delenv("BERTSCOPE_MODEL")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    assert (state.DEMO_MODEL_DIR / "model.safetensors").is_file()
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["a"] = "we sat on the bank of the river ."
+    at.run()
+    assert not at.exception
+    assert "bundled demo model" in " ".join(c.value for c in at.sidebar.caption)
+    sidebar_text = " ".join(str(c.value) for c in at.sidebar.caption) + " ".join(
+        str(m.value) for m in at.sidebar.markdown
+    )
+    assert "4 layers" in sidebar_text and "hidden 192" in sidebar_text
+    pieces = table_with(at, "piece")["piece"].tolist()
+    assert pieces[:4] == ["[CLS]", "we", "sat", "on"] and "bank" in pieces and "[UNK]" not in pieces
