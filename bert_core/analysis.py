@@ -159,18 +159,9 @@ class BertScopeModel:
                 attentions = torch.stack([a[row, :, :s, :s] for a in out.attentions])  # (L, N, S, S)
             hidden = torch.stack([h[row, :s] for h in out.hidden_states])  # (L + 1, S, H)
         return Analysis(
-            text=text,
-            text_pair=text_pair,
-            tokens=list(enc.tokens),
-            input_ids=enc.input_ids,
+            **_encoding_fields(enc, text, text_pair),
             token_type_ids=enc.token_type_ids,
             position_ids=enc.position_ids,
-            offsets=enc.offsets,
-            sequence_ids=list(enc.sequence_ids),
-            word_ids=list(enc.word_ids),
-            special_tokens_mask=enc.special_tokens_mask,
-            truncated=enc.truncated,
-            num_tokens_before_truncation=enc.num_tokens_before_truncation,
             embeddings=EmbeddingComponents(
                 word=self._numpy(e.word[row, :s]),
                 segment=self._numpy(e.segment[row, :s]),
@@ -245,16 +236,7 @@ class BertScopeModel:
                 enc, (a, b) = encodings[i], items[i]
                 s = len(enc.tokens)
                 results[i] = Vectors(
-                    text=a,
-                    text_pair=b,
-                    tokens=list(enc.tokens),
-                    input_ids=enc.input_ids,
-                    offsets=enc.offsets,
-                    sequence_ids=list(enc.sequence_ids),
-                    word_ids=list(enc.word_ids),
-                    special_tokens_mask=enc.special_tokens_mask,
-                    truncated=enc.truncated,
-                    num_tokens_before_truncation=enc.num_tokens_before_truncation,
+                    **_encoding_fields(enc, a, b),
                     hidden_states=self._numpy(hidden[row, :, :s]).copy(),
                     pooled=None if out.pooled is None else self._numpy(out.pooled[row]).copy(),
                 )
@@ -374,3 +356,19 @@ class BertScopeModel:
         with torch.inference_mode():
             probs = torch.softmax(self.network.nsp_logits(out.pooled), dim=-1)
         return float(probs[0, 0])
+
+
+def _encoding_fields(enc: Encoding, text: str, text_pair: str | None) -> dict:
+    """The fields every result type copies from its encoding (lists copied so results never alias it)."""
+    return dict(
+        text=text,
+        text_pair=text_pair,
+        tokens=list(enc.tokens),
+        input_ids=enc.input_ids,
+        offsets=enc.offsets,
+        sequence_ids=list(enc.sequence_ids),
+        word_ids=list(enc.word_ids),
+        special_tokens_mask=enc.special_tokens_mask,
+        truncated=enc.truncated,
+        num_tokens_before_truncation=enc.num_tokens_before_truncation,
+    )
