@@ -101,7 +101,9 @@ class BertScopeModel:
     def _head_mask_tensor(self, head_mask) -> torch.Tensor | None:
         if head_mask is None:
             return None
-        mask = np.asarray(head_mask, dtype=np.float32)
+        mask = np.array(
+            head_mask, dtype=np.float32
+        )  # a copy: the result must not change with the caller's array
         expected = (self.config.num_hidden_layers, self.config.num_attention_heads)
         if mask.shape != expected:
             raise InputError(f"head_mask must have shape {expected} (layers, heads), got {mask.shape}")

@@ -76,3 +76,25 @@ def test_single_text_attentions_are_one_contiguous_array(model):
     r = model.analyze("the cat sat on the bank of the river")
     assert r.attentions.flags["C_CONTIGUOUS"] and r.attentions.dtype == np.float32
     np.testing.assert_allclose(r.attentions.sum(-1), 1.0, atol=1e-5)
+
+
+def test_vectors_without_attentions_equal_the_full_path(model):
+    """keep_attentions=False reuses one scratch buffer for every layer; the vectors must not notice."""
+    ids, types, mask = _inputs()
+    head_mask = torch.ones(3, 4)
+    head_mask[1, 2] = 0.5
+    with torch.inference_mode():
+        full = model.network(ids, types, attention_mask=mask, head_mask=head_mask)
+        light = model.network(ids, types, attention_mask=mask, head_mask=head_mask, keep_attentions=False)
+    assert light.attentions == () and light.attention_stack is None
+    for a, b in zip(full.hidden_states, light.hidden_states, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    torch.testing.assert_close(full.pooled, light.pooled, rtol=0, atol=0)
+
+
+def test_results_do_not_alias_the_callers_head_mask(model):
+    head_mask = np.ones((3, 4), dtype=np.float32)
+    head_mask[0, 1] = 0.0
+    r = model.analyze("the cat sat", head_mask=head_mask)
+    head_mask[:] = 7.0
+    assert r.head_mask[0, 1] == 0.0 and r.head_mask.max() == 1.0

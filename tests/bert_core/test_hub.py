@@ -10,7 +10,6 @@ import hashlib
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -112,10 +111,15 @@ def test_download_fetches_only_needed_files_then_works_offline(
         model.analyze("the bank").hidden_states, reference.analyze("the bank").hidden_states
     )
 
-    # The server is gone: the same id now loads from the cache, online mode or not, without waiting on retries.
-    start = time.monotonic()
-    again = bert_core.load_pretrained(REPO, cache_dir=cache, endpoint=hub.endpoint)
-    assert time.monotonic() - start < 10
+    # The server is gone: the same id now loads from the cache, online mode or not, without asking the hub.
+    import huggingface_hub
+
+    def no_download(*args, **kwargs):
+        raise AssertionError("a cached model must load without contacting the hub")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(huggingface_hub, "hf_hub_download", no_download)
+        again = bert_core.load_pretrained(REPO, cache_dir=cache, endpoint=hub.endpoint)
     np.testing.assert_array_equal(
         again.analyze("the bank").attentions, reference.analyze("the bank").attentions
     )
@@ -162,8 +166,8 @@ def test_fresh_process_without_network_fails_fast_with_the_reason(tmp_path):
         "HF_ENDPOINT": f"http://127.0.0.1:{port}",
         "HF_HOME": str(tmp_path / "hf"),
     }
-    start = time.monotonic()
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    # timeout= is only a guard against a hang; what is checked is that no retry loop ran.
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert "MODELLOADERROR" in out.stdout, out.stderr
     assert "cannot be reached" in out.stdout and "not in the local Hugging Face cache" in out.stdout
-    assert time.monotonic() - start < 30
+    assert "Retrying" not in out.stderr, out.stderr
