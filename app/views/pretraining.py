@@ -9,7 +9,12 @@ import streamlit as st
 import bert_core
 from app import ui
 from bert_core.pretraining.corpus import generate_document
-from bert_core.pretraining.masking import MaskAction, mask_tokens, ordinary_token_ids
+from bert_core.pretraining.masking import (
+    MaskAction,
+    mask_tokens,
+    replacement_token_ids,
+    special_token_ids,
+)
 from bert_core.pretraining.pairs import IS_NEXT, NOT_NEXT
 
 KEY_DRAW = "pt_draw"  # session state: the seed of the current draw; the re-draw button moves it on
@@ -65,18 +70,14 @@ except bert_core.BertScopeError as exc:
     st.error(ui.md_escape(str(exc)))
     st.stop()
 ids = np.asarray(enc.input_ids)
-special_ids = [
-    i
-    for i in (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id, tokenizer.mask_token_id)
-    if i is not None
-]
-# A [MASK] or [SEP] typed into the text is not a word either: it is never chosen.
-special = np.asarray(enc.special_tokens_mask) | np.isin(ids, special_ids)
+# As in training: a [MASK] or [SEP] typed into the text is not a word either, so it is never chosen; a random
+# replacement is never a special token or [UNK], and always an id the vocabulary has a piece for.
+special = np.asarray(enc.special_tokens_mask) | np.isin(ids, special_token_ids(tokenizer))
 masked = mask_tokens(
     ids,
     special,
     mask_token_id=tokenizer.mask_token_id,
-    random_token_ids=ordinary_token_ids(model.config.vocab_size, special_ids),
+    random_token_ids=replacement_token_ids(tokenizer, model.config.vocab_size),
     rng=rng,
 )
 seen = tokenizer.convert_ids_to_tokens(masked.input_ids.tolist())

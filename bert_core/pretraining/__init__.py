@@ -12,6 +12,8 @@ from .masking import (
     StaticMasker,
     mask_tokens,
     ordinary_token_ids,
+    replacement_token_ids,
+    special_token_ids,
 )
 from .pairs import IS_NEXT, NOT_NEXT, SentencePair, nsp_pair, pair_from_two, sop_pair
 
@@ -28,5 +30,7 @@ __all__ = [
     "nsp_pair",
     "ordinary_token_ids",
     "pair_from_two",
+    "replacement_token_ids",
     "sop_pair",
+    "special_token_ids",
 ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 import numpy as np
 
@@ -87,6 +88,28 @@ def ordinary_token_ids(vocab_size: int, special_ids: Sequence[int]) -> np.ndarra
     return ids
 
 
+def special_token_ids(tokenizer: Any) -> list[int]:
+    """The ids never chosen for prediction: [CLS], [SEP], [MASK] and [PAD] (those the tokenizer has).
+
+    Marked by id rather than by position, so a "[MASK]" typed into the text is not chosen either.
+    """
+    names = ("cls_token_id", "sep_token_id", "mask_token_id", "pad_token_id")
+    return [i for i in (getattr(tokenizer, n) for n in names) if i is not None]
+
+
+def replacement_token_ids(tokenizer: Any, embedding_rows: int | None = None) -> np.ndarray:
+    """The ids a random replacement may take, as in training: no special token and no [UNK].
+
+    Only ids that both the vocabulary and the embedding table know: a checkpoint's table may be larger
+    than its vocabulary (padded to a multiple of 8, say), and an id with no token cannot be shown.
+    """
+    size = tokenizer.vocab_size if embedding_rows is None else min(tokenizer.vocab_size, embedding_rows)
+    excluded = special_token_ids(tokenizer)
+    if tokenizer.unk_token_id is not None:
+        excluded.append(tokenizer.unk_token_id)
+    return ordinary_token_ids(size, excluded)
+
+
 def mask_tokens(
     input_ids: Sequence[int] | np.ndarray,
     special_tokens_mask: Sequence[bool] | np.ndarray,
@@ -113,7 +136,8 @@ def mask_tokens(
     How many tokens are chosen: n * p rounded *stochastically* (down or up, with the probability that makes
     the expected count exactly n * p), then that many positions uniformly without replacement. Every ordinary
     token is thus chosen with probability exactly p, like RoBERTa's independent coin flips, but the count per
-    sequence varies by at most one, like BERT's fixed count, so a short sentence is rarely left with none.
+    sequence varies by at most one, like BERT's fixed count. A short sequence can still be left with none:
+    with n < 1 / p ordinary tokens (n < 7 at 15 %) the probability of that is 1 - n * p.
     """
     config = config or MaskingConfig()
     ids = np.asarray(input_ids, dtype=np.int64)

@@ -14,6 +14,7 @@ import json
 import logging
 import math
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +31,7 @@ from ..config import BertConfig
 from ..modeling.bert import BertForPreTraining
 from ..tokenizer import WordPieceTokenizer
 from .corpus import read_documents
-from .masking import IGNORE_INDEX, MaskingConfig, StaticMasker, mask_tokens, ordinary_token_ids
+from .masking import IGNORE_INDEX, MaskingConfig, StaticMasker, mask_tokens, replacement_token_ids
 from .pairs import nsp_pair, pair_starts, sop_pair, truncate_pair
 from .vocab import train_tokenizer
 
@@ -40,6 +41,18 @@ PRETRAINING_INFO_FILE = "pretraining.json"
 PAIR_TASKS = ("nsp", "sop", "none")
 MASKING_MODES = ("dynamic", "static")
 SAVE_DTYPES = {"float32": torch.float32, "float16": torch.float16}
+# Files an earlier run (or another tool) may have left in a checkpoint directory that `save_checkpoint` does
+# not write. Left in place they would win over what it writes: the loader prefers tokenizer.json (and
+# special_tokens_map.json) to vocab.txt, and a weight index or shards to model.safetensors.
+STALE_CHECKPOINT_FILES = (
+    "tokenizer.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+    "model.safetensors.index.json",
+)
+STALE_SHARD = re.compile(r"(model|pytorch_model)-\d+-of-\d+\.(safetensors|bin)")
 
 
 @dataclass(frozen=True)
@@ -104,9 +117,10 @@ class TrainingConfig:
     def masking_config(self) -> MaskingConfig:
         return MaskingConfig(self.mlm_probability, self.mask_fraction, self.random_fraction)
 
-    def bert_config(self, vocab_size: int) -> BertConfig:
+    def bert_config(self, vocab_size: int, pad_token_id: int = 0) -> BertConfig:
         return BertConfig(
             vocab_size=vocab_size,
+            pad_token_id=pad_token_id,
             hidden_size=self.hidden_size,
             num_hidden_layers=self.num_hidden_layers,
             num_attention_heads=self.num_attention_heads,
@@ -205,12 +219,7 @@ class PretrainingData:
         self.sep_id = _require(tokenizer.sep_token_id, "[SEP]")
         self.mask_id = _require(tokenizer.mask_token_id, "[MASK]")
         self.pad_id = tokenizer.pad_token_id or 0
-        specials = [
-            i
-            for i in (self.cls_id, self.sep_id, self.mask_id, self.pad_id, tokenizer.unk_token_id)
-            if i is not None
-        ]
-        self.random_ids = ordinary_token_ids(tokenizer.vocab_size, specials)
+        self.random_ids = replacement_token_ids(tokenizer)  # no special token, no [UNK]
         self.static = StaticMasker(config.seed, config.static_duplicates)
         self.visits = np.zeros(len(self.starts), dtype=np.int64)
 
@@ -243,9 +252,9 @@ class PretrainingData:
             types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
             label = pair.label
         ids_arr = np.asarray(ids, dtype=np.int64)
-        specials = np.zeros(len(ids_arr), dtype=bool)
-        specials[0] = True
-        specials[ids_arr == self.sep_id] = True
+        # By id, not by position: a "[MASK]" or "[CLS]" typed literally in the corpus becomes that special id
+        # and must not be chosen for prediction either.
+        specials = np.isin(ids_arr, [self.cls_id, self.sep_id, self.mask_id, self.pad_id])
         return ids_arr, np.asarray(types, dtype=np.int64), specials, label
 
     def example(
@@ -256,7 +265,8 @@ class PretrainingData:
         Static masking (the config's choice unless `static` says otherwise) re-derives the pair and the
         corruption from (seed, index, visit), ignoring `rng`.
         """
-        if self.config.masking == "static" if static is None else static:
+        use_static = self.config.masking == "static" if static is None else static
+        if use_static:
             rng = self.static.generator(index, int(self.visits[index]))
             self.visits[index] += 1
         ids, types, specials, label = self.sequence(index, rng)
@@ -330,7 +340,9 @@ def init_bert_weights(network: nn.Module, initializer_range: float) -> None:
 
 
 def build_network(bert_config: BertConfig, config: TrainingConfig) -> BertForPreTraining:
-    network = BertForPreTraining(bert_config, nsp=config.pair_task != "none")
+    with_pair = config.pair_task != "none"
+    # MLM only: no pooler either, so no untrained pooler weights end up in the checkpoint.
+    network = BertForPreTraining(bert_config, nsp=with_pair, pooler=with_pair)
     init_bert_weights(network, config.initializer_range)
     return network
 
@@ -425,10 +437,24 @@ def save_checkpoint(
         tokenizer.save(tmp_dir, tokenizer_json=False)
         if info is not None:
             (tmp_dir / PRETRAINING_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        written = {item.name for item in tmp_dir.iterdir()}
+        _remove_stale_files(directory, written)
         for item in tmp_dir.iterdir():
             item.chmod(0o644)  # mkdtemp's files are private; a checkpoint is meant to be shared
             os.replace(item, directory / item.name)
     return directory
+
+
+def _remove_stale_files(directory: Path, written: set[str]) -> None:
+    """Delete the known checkpoint files in `directory` that this save does not replace."""
+    for item in directory.iterdir():
+        name = item.name
+        # pretraining.json too (when this save writes none): another run's metadata describes other weights.
+        known = name in (*STALE_CHECKPOINT_FILES, PRETRAINING_INFO_FILE)
+        stale = known or STALE_SHARD.fullmatch(name) is not None
+        if stale and name not in written and item.is_file():
+            log.info("removing %s left over from an earlier checkpoint in %s", name, directory)
+            item.unlink()
 
 
 # -- the loop ---------------------------------------------------------------------------------------------
@@ -449,8 +475,22 @@ def train(
     `on_step` is called after every optimisation step (a progress bar, a logger). `info` is extra metadata
     stored in pretraining.json next to the weights.
     """
+    # Seed torch (initialisation, dropout) inside a forked RNG so the caller's global state is left alone.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        return _train(documents, config, out_dir=out_dir, tokenizer=tokenizer, on_step=on_step, info=info)
+
+
+def _train(
+    documents: Sequence[Sequence[str]],
+    config: TrainingConfig,
+    *,
+    out_dir: str | Path | None,
+    tokenizer: WordPieceTokenizer | None,
+    on_step: Callable[[StepStats], None] | None,
+    info: dict[str, Any] | None,
+) -> TrainingResult:
     start_time = time.monotonic()
-    torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     if tokenizer is None:
         tokenizer = train_tokenizer(
@@ -460,7 +500,7 @@ def train(
             max_length=config.max_position_embeddings,
         )
     data = PretrainingData(documents, tokenizer, config)
-    bert_config = config.bert_config(tokenizer.vocab_size)
+    bert_config = config.bert_config(tokenizer.vocab_size, pad_token_id=data.pad_id)
     network = build_network(bert_config, config)
     log.info(
         "pre-training %s parameters on %d documents / %d sentences, vocabulary %d",
@@ -502,9 +542,10 @@ def train(
             "recent_loss": [round(s.loss, 4) for s in result.history[-50:]],
             **(info or {}),
         }
+        was_training = network.training
         network.eval()
         save_checkpoint(out_dir, network, tokenizer, bert_config, save_dtype=config.save_dtype, info=meta)
-        network.train()
+        network.train(was_training)
         result.checkpoints.append(Path(out_dir))
         log.info("checkpoint at step %d written to %s", step, out_dir)
 
@@ -549,6 +590,7 @@ def train(
         checkpoint(config.steps, final=True)
     else:
         result.eval_after = evaluate(network, eval_batches)
+    network.eval()  # the returned model is for inference: dropout off
     return result
 
 

@@ -40,9 +40,10 @@ def test_page_shows_a_masking_draw_with_predictions_and_pairs(page, tiny_checkpo
     enc = tok.encode(text, "she was by the river")
     ids = np.asarray(enc.input_ids)
     specials = [tok.cls_token_id, tok.sep_token_id, tok.pad_token_id, tok.mask_token_id]
+    replacements = ordinary_token_ids(tok.vocab_size, [*specials, tok.unk_token_id])  # as in training
     m = mask_tokens(
         ids, np.asarray(enc.special_tokens_mask) | np.isin(ids, specials), mask_token_id=tok.mask_token_id,
-        random_token_ids=ordinary_token_ids(model.config.vocab_size, specials), rng=np.random.default_rng([0, 20]),
+        random_token_ids=replacements, rng=np.random.default_rng([0, 20]),
     )  # fmt: skip
     assert chosen["position"].tolist() == m.positions.tolist()
     assert (masking["what happened"] != "").sum() == len(m.positions)
@@ -74,3 +75,28 @@ def test_redraw_changes_the_masking(page):
 def test_page_without_sentence_b_explains_the_pair_examples(page):
     at = page(a="the dog sat by the river")
     assert any("sentence B" in i.value for i in at.info)
+
+
+def test_an_embedding_table_larger_than_the_vocabulary_never_yields_a_token_less_id(
+    tmp_path, monkeypatch, make_app
+):
+    """Random replacements come from ids the vocabulary knows (not the padded table), never [UNK]."""
+    from bert_core.pretraining.masking import replacement_token_ids
+    from tests.conftest import TINY_VOCAB, make_checkpoint
+
+    directory = make_checkpoint(tmp_path / "padded", vocab_size=len(TINY_VOCAB) + 40)
+    model = bert_core.load_pretrained(directory)
+    tok = model.tokenizer
+    assert model.config.vocab_size > tok.vocab_size
+    ids = replacement_token_ids(tok, model.config.vocab_size)
+    assert ids.max() < tok.vocab_size
+    assert not np.isin(ids, [tok.unk_token_id, tok.cls_token_id, tok.sep_token_id, tok.mask_token_id]).any()
+    tok.convert_ids_to_tokens(ids.tolist())  # every id has a piece
+
+    monkeypatch.setenv("BERTSCOPE_MODEL", str(directory))
+    at = make_app(
+        "views/pretraining.py", a="the cat sat on the bank of the river and the dog ran to the water"
+    )
+    for _ in range(5):
+        at.button(key="pt_redraw").click().run()
+        assert not at.exception, [e.value for e in at.exception]
