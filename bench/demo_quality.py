@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", default=str(ROOT / "assets" / "corpus" / "demo_corpus.txt"))
     parser.add_argument("--seed", type=int, default=2024, help="generator seed of the held-out text")
     parser.add_argument(
-        "--documents", type=int, default=40000, help="held-out documents to generate (~5,500 novel sentences)"
+        "--documents", type=int, default=40000, help="held-out documents to generate (~15k novel sentences)"
     )
     parser.add_argument(
         "--near-duplicates",
