@@ -49,7 +49,8 @@ def main() -> None:
                 return torch.topk(torch.log_softmax(logits, -1)[index], 5)
 
         def call_full():
-            o = m._run([enc], None)
+            # Tokenises too, as predict_masks does, so the whole-call columns compare like with like.
+            o = m._run([m.encode(text)], None)
             with torch.inference_mode():
                 logits = m.network.mlm_logits(o.last_hidden_state[0])
                 return torch.topk(torch.log_softmax(logits, -1)[index], 5)
@@ -72,7 +73,10 @@ def main() -> None:
         )
         print(f"  {n} tokens done", flush=True)
     print()
-    print(f"MLM head at [MASK] rows only vs full logits, bert-base (V = 30522), {args.threads} threads")
+    print(
+        f"MLM head at [MASK] rows only vs full logits, bert-base (V = 30522), {args.threads} threads, "
+        f"median of {repeats * 3} (head) / {repeats} (whole call) alternating rounds"
+    )
     print(c.machine() + "; " + c.load_average())
     print(
         c.table(
