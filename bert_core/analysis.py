@@ -73,7 +73,7 @@ class BertScopeModel:
             intermediate_size=c.intermediate_size,
             vocab_size=c.vocab_size,
             max_positions=c.max_position_embeddings,
-            num_parameters=sum(p.numel() for p in self.network.parameters()),
+            num_parameters=self.network.num_parameters(),
             has_pooler=self.has_pooler,
             has_mlm_head=self.has_mlm_head,
             has_nsp_head=self.has_nsp_head,

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import BertConfig
+from .packed import PackedLinear, pack_linears, unpack_linears
 
 
 def _gelu_tanh_formula(x: Tensor) -> Tensor:
@@ -39,6 +40,14 @@ ACTIVATIONS = {
     "swish": F.silu,
     "tanh": torch.tanh,
 }
+
+
+def _project(layer: nn.Linear | PackedLinear, x: Tensor) -> Tensor:
+    """x (M, in) -> (M, out). A plain Linear runs the reference's own call (addmm, bit-identical to it); a
+    packed one runs oneDNN on its pre-packed weight (see packed.py)."""
+    if type(layer) is nn.Linear:
+        return torch.addmm(layer.bias, x, layer.weight.t())
+    return layer(x)
 
 
 class EmbeddingOutput(NamedTuple):
@@ -201,9 +210,7 @@ class BertLayer(nn.Module):
         sa = self.attention.self
         n, d = sa.num_heads, sa.head_size
         # A fused (3H, H) QKV matmul was measured and gained nothing on CPU (docs/benchmarks.md): three it is.
-        q, k, v = (
-            torch.addmm(m.bias, hidden, m.weight.t()).view(b, s, n, d) for m in (sa.query, sa.key, sa.value)
-        )
+        q, k, v = (_project(m, hidden).view(b, s, n, d) for m in (sa.query, sa.key, sa.value))
         context = torch.empty(b, n, s, d, dtype=hidden.dtype, device=hidden.device)
         for row in range(b):  # per row, so strided q/k/v feed the batched matmul without copies
             qr, kr, vr = q[row].transpose(0, 1), k[row].transpose(0, 1), v[row].transpose(0, 1)  # (N, S, D)
@@ -217,15 +224,13 @@ class BertLayer(nn.Module):
         context = context.transpose(1, 2).reshape(b * s, n * d)  # (B * S, H)
 
         so = self.attention.output
-        attended = torch.addmm(so.dense.bias, context, so.dense.weight.t()).add_(hidden)
+        attended = _project(so.dense, context).add_(hidden)
         attended = F.layer_norm(
             attended, so.LayerNorm.normalized_shape, so.LayerNorm.weight, so.LayerNorm.bias, so.LayerNorm.eps
         )
-        inner = self.intermediate.act(
-            torch.addmm(self.intermediate.dense.bias, attended, self.intermediate.dense.weight.t())
-        )  # (B * S, I)
+        inner = self.intermediate.act(_project(self.intermediate.dense, attended))  # (B * S, I)
         out = self.output
-        result = torch.addmm(out.dense.bias, inner, out.dense.weight.t()).add_(attended)
+        result = _project(out.dense, inner).add_(attended)
         return F.layer_norm(
             result,
             out.LayerNorm.normalized_shape,
@@ -406,6 +411,32 @@ class BertForPreTraining(nn.Module):
     @property
     def has_mlm_head(self) -> bool:
         return self.cls.predictions is not None
+
+    # -- packed weights (CPU inference) -----------------------------------------------------------------
+
+    @property
+    def is_packed(self) -> bool:
+        return any(isinstance(m, PackedLinear) for m in self.modules())
+
+    def pack_for_inference(self) -> int:
+        """Hold every Linear weight in oneDNN's pre-packed layout instead of the dense one (CPU, fp32 only).
+
+        Same memory, faster matmuls; outputs move in the last bits (packed.py says why). The state dict keeps
+        its dense HF-named tensors, and `train()` unpacks first. Returns the number of layers packed."""
+        return pack_linears(self)
+
+    def unpack(self) -> int:
+        """Back to plain `nn.Linear` layers with the identical dense weights (bit-identical to the reference)."""
+        return unpack_linears(self)
+
+    def train(self, mode: bool = True) -> BertForPreTraining:
+        if mode:
+            self.unpack()  # the packed layout has no backward and no optimiser state
+        return super().train(mode)
+
+    def num_parameters(self) -> int:
+        packed = sum(m.in_features * m.out_features for m in self.modules() if isinstance(m, PackedLinear))
+        return packed + sum(p.numel() for p in self.parameters())
 
     @property
     def has_nsp_head(self) -> bool:

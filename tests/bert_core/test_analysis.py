@@ -157,7 +157,10 @@ def test_concurrent_calls_equal_serial_calls(tiny_model):
 def test_info_counts_parameters(tiny_model):
     info = tiny_model.info
     assert info.num_layers == 2 and info.num_heads == 4 and info.hidden_size == 32
-    assert info.num_parameters == sum(p.numel() for p in tiny_model.network.parameters())
+    # Packed layers hide their weights from .parameters(); the count must not change with packing.
+    assert tiny_model.network.is_packed
+    dense = sum(v.numel() for v in tiny_model.network.state_dict().values())
+    assert info.num_parameters == dense == 21230
     assert tiny_model.position_embedding_table().shape == (64, 32)
 
 

@@ -61,9 +61,12 @@ def test_inference_path_equals_autograd_path(model, use_head_mask):
     assert fast.attentions[1].data_ptr() == fast.attention_stack[1].data_ptr()
 
 
-def test_training_still_takes_the_autograd_path(model):
+def test_training_still_takes_the_autograd_path(tmp_path):
     ids, types, mask = _inputs(s=7)
-    network = model.network
+    network = bert_core.load_pretrained(make_checkpoint(tmp_path, "pretraining", seed=11, **MID)).network
+    assert network.is_packed
+    network.train()  # unpacks: the pre-packed layout has no backward
+    assert not network.is_packed
     network.zero_grad()
     out = network(ids, types, attention_mask=mask)
     out.last_hidden_state.sum().backward()

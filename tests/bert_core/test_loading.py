@@ -427,3 +427,69 @@ def test_fine_tuned_checkpoint_loads_and_reports_the_ignored_head(tmp_path, head
         out = hf.bert(input_ids=torch.tensor([r.input_ids.tolist()]), output_hidden_states=True)
     np.testing.assert_allclose(r.hidden_states[-1], out.hidden_states[-1][0].numpy(), atol=1e-5)
     assert not model.has_mlm_head
+
+
+# -- the safetensors reader (plain reads into owned memory, not a map of the whole file) ------------------
+
+
+def test_safetensors_reader_matches_the_reference_library(tmp_path):
+    from bert_core.loading import read_safetensors
+
+    g = torch.Generator().manual_seed(0)
+    tensors = {
+        "a.weight": torch.randn(7, 5, generator=g),
+        "b.half": torch.randn(3, 4, generator=g).half(),
+        "c.bf16": torch.randn(6, generator=g).bfloat16(),
+        "d.ids": torch.arange(12, dtype=torch.int64).reshape(3, 4),
+        "e.flags": torch.tensor([True, False, True]),
+        "f.scalar": torch.tensor(2.5),
+        "g.empty": torch.zeros(0, 4),
+        "h.double": torch.randn(2, 2, generator=g, dtype=torch.float64),
+    }
+    path = tmp_path / "x.safetensors"
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    ours, theirs = read_safetensors(path), load_file(str(path))
+    assert set(ours) == set(theirs) == set(tensors)
+    for key, value in theirs.items():
+        assert ours[key].dtype == value.dtype and ours[key].shape == value.shape, key
+        assert torch.equal(ours[key], value), key
+        assert ours[key].is_contiguous()
+
+
+def _raw_safetensors(path, header: dict, data: bytes) -> None:
+    blob = json.dumps(header).encode()
+    path.write_bytes(len(blob).to_bytes(8, "little") + blob + data)
+
+
+@pytest.mark.parametrize(
+    "header,data,message",
+    [
+        ({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 4, "do not fit"),
+        ({"x": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, b"\0" * 8, "do not fit"),
+        ({"x": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8, "bad header entry"),
+        (
+            {
+                "x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                "y": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]},
+            },
+            b"\0" * 12,
+            "overlap",
+        ),
+        ({"x": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}}, b"\0" * 8, "do not fit"),
+    ],
+)
+def test_safetensors_reader_refuses_malformed_files(tmp_path, header, data, message):
+    from bert_core.loading import read_safetensors
+
+    path = tmp_path / "bad.safetensors"
+    _raw_safetensors(path, header, data)
+    with pytest.raises(ValueError, match=message):
+        read_safetensors(path)
+
+
+def test_safetensors_header_longer_than_the_file_is_refused(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    path = directory / "model.safetensors"
+    path.write_bytes((10**12).to_bytes(8, "little") + b"{}")
+    with pytest.raises(ModelLoadError, match="header claims"):
+        bert_core.load_pretrained(directory)

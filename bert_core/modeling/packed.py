@@ -1,0 +1,130 @@
+"""Linear layers whose weights live only in oneDNN's blocked ("packed") layout, for CPU inference.
+
+Why: PyTorch's default fp32 matmul on CPU (MKL `sgemm`) re-packs the whole weight matrix into its own blocked
+layout on every call. For an 8-token input that packing, not the arithmetic, is most of the forward pass:
+bert-base reads and rewrites 340 MB of encoder weights per call. oneDNN can take a weight packed once, ahead of
+time, and its kernels then stream it straight from memory (docs/benchmarks.md has the measurements).
+
+The packed tensor *replaces* the dense weight, so memory does not grow; the dense matrix is recovered exactly
+(`to_dense()` is a lossless reorder) whenever something asks for `weight` or the state dict. Results are still
+fp32, but the summation order inside each dot product differs from MKL's, so outputs move in the last bits
+(about 1e-6 on bert-base hidden states after twelve layers; the parity tests bound it at 1e-5).
+
+Shapes: x (..., in_features) -> (..., out_features); the packed weight reports (out_features, in_features).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+# oneDNN picks its blocked layout for an expected row count; measured on bert-base (docs/benchmarks.md), the
+# choice barely matters for 8..512 rows once it is above 1, so one packing serves every sentence length.
+_PACKING_ROWS_HINT = 128
+
+
+def packing_available() -> bool:
+    """True where this torch build has the oneDNN ops the packed path needs (all x86/ARM CPU wheels do)."""
+    return (
+        torch.backends.mkldnn.is_available()
+        and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+        and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    )
+
+
+class PackedLinear(nn.Module):
+    """Drop-in for an eval-mode `nn.Linear` on CPU fp32; `weight` and the state dict stay dense and HF-named."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        super().__init__()
+        self.in_features = linear.in_features
+        self.out_features = linear.out_features
+        # Not a parameter or buffer: `.to()`, `state_dict()` and optimisers must never see the opaque layout.
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), _PACKING_ROWS_HINT)
+        self.bias = linear.bias
+
+    @property
+    def weight(self) -> Tensor:
+        """The dense (out_features, in_features) weight, rebuilt exactly from the packed one (a fresh copy)."""
+        return self.packed.to_dense()
+
+    def forward(self, x: Tensor) -> Tensor:
+        if torch.is_grad_enabled() and (
+            x.requires_grad or (self.bias is not None and self.bias.requires_grad)
+        ):
+            # The packed op has no backward: a gradient-taking caller gets the dense arithmetic instead.
+            return F.linear(x, self.weight, self.bias)
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+
+    def to_linear(self) -> nn.Linear:
+        linear = nn.Linear(self.in_features, self.out_features, bias=self.bias is not None, device="meta")
+        linear.weight = nn.Parameter(self.weight)
+        if self.bias is not None:
+            linear.bias = self.bias
+        return linear
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        destination[prefix + "weight"] = self.weight  # first, as nn.Linear orders its keys
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing, unexpected, errors):
+        key = prefix + "weight"
+        if key in state_dict:
+            weight = state_dict[key]
+            if tuple(weight.shape) != (self.out_features, self.in_features):
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape {tuple(weight.shape)}, "
+                    f"the packed layer expects {(self.out_features, self.in_features)}"
+                )
+            else:
+                self.packed = torch.ops.mkldnn._reorder_linear_weight(
+                    weight.detach().to(torch.float32), _PACKING_ROWS_HINT
+                )
+        elif strict:
+            missing.append(key)
+        rest = {k: v for k, v in state_dict.items() if k != key}
+        super()._load_from_state_dict(rest, prefix, local_metadata, strict, missing, unexpected, errors)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, packed"
+
+
+def _slots(network: nn.Module) -> list[tuple[nn.Module, str]]:
+    # (parent, attribute) pairs rather than the children themselves: holding every old layer in a list while
+    # swapping would keep all the dense weights alive until the end, doubling peak memory.
+    return [(parent, name) for parent in network.modules() for name, _ in parent.named_children()]
+
+
+def pack_linears(network: nn.Module) -> int:
+    """Replace every fp32 CPU `nn.Linear` in `network` by a `PackedLinear`, one at a time.
+
+    Peak memory grows by one matrix, not by the model, provided nothing else holds the dense weights.
+    Returns how many layers were packed (0 where oneDNN is unavailable).
+    """
+    if not packing_available():
+        return 0
+    count = 0
+    for parent, name in _slots(network):
+        child = getattr(parent, name)
+        if (
+            type(child) is not nn.Linear
+            or child.weight.device.type != "cpu"
+            or child.weight.dtype != torch.float32
+        ):
+            continue
+        setattr(parent, name, PackedLinear(child))
+        del child
+        count += 1
+    return count
+
+
+def unpack_linears(network: nn.Module) -> int:
+    """Turn every `PackedLinear` back into a plain `nn.Linear` holding the identical dense weight."""
+    count = 0
+    for parent, name in _slots(network):
+        child = getattr(parent, name)
+        if isinstance(child, PackedLinear):
+            setattr(parent, name, child.to_linear())
+            count += 1
+    return count

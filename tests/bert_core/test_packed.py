@@ -1,0 +1,146 @@
+"""Pre-packed (oneDNN) Linear weights: the default CPU inference path must stay within 1e-5 of transformers,
+keep the HF-named dense state dict exactly, cost no extra copy, and get out of the way for training."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import transformers
+from torch import nn
+
+import bert_core
+from bert_core.modeling.packed import PackedLinear, packing_available
+from tests.conftest import make_checkpoint
+
+pytestmark = pytest.mark.skipif(not packing_available(), reason="this torch build has no oneDNN")
+
+MID = dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=96)
+TEXT = "we deposited cash at the bank by the river"
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return make_checkpoint(tmp_path_factory.mktemp("packed"), "pretraining", seed=5, **MID)
+
+
+def _linears(network):
+    return [m for m in network.modules() if isinstance(m, nn.Linear | PackedLinear)]
+
+
+def test_cpu_loading_packs_every_linear_and_opting_out_keeps_plain_ones(checkpoint):
+    packed = bert_core.load_pretrained(checkpoint).network
+    plain = bert_core.load_pretrained(checkpoint, pack_weights=False).network
+    assert packed.is_packed and not plain.is_packed
+    assert all(isinstance(m, PackedLinear) for m in _linears(packed))
+    assert all(type(m) is nn.Linear for m in _linears(plain))
+    # no dense copy survives next to the packed one
+    assert not any(
+        name.endswith("dense.weight") or "query.weight" in name for name, _ in packed.named_parameters()
+    )
+
+
+def test_state_dict_is_dense_hf_named_and_exact(checkpoint):
+    packed = bert_core.load_pretrained(checkpoint).network.state_dict()
+    plain = bert_core.load_pretrained(checkpoint, pack_weights=False).network.state_dict()
+    assert list(packed) == list(plain)
+    for key in plain:
+        assert not packed[key].is_mkldnn, key
+        torch.testing.assert_close(packed[key], plain[key], rtol=0, atol=0)
+
+
+def test_packed_results_track_the_exact_path_and_transformers(checkpoint):
+    ours = bert_core.load_pretrained(checkpoint)
+    exact = bert_core.load_pretrained(checkpoint, pack_weights=False)
+    a, b = ours.analyze(TEXT), exact.analyze(TEXT)
+    np.testing.assert_allclose(a.hidden_states, b.hidden_states, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(a.attentions, b.attentions, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(a.pooled, b.pooled, atol=1e-5, rtol=0)
+    # the opt-out path is the reference's own arithmetic, to the bit
+    hf = transformers.BertModel.from_pretrained(checkpoint, attn_implementation="eager").eval()
+    with torch.no_grad():
+        out = hf(
+            input_ids=torch.tensor(b.input_ids[None]),
+            token_type_ids=torch.tensor(b.token_type_ids[None]),
+            output_attentions=True,
+            output_hidden_states=True,
+        )
+    np.testing.assert_array_equal(b.hidden_states, torch.stack(out.hidden_states)[:, 0].numpy())
+    np.testing.assert_array_equal(b.attentions, torch.stack(out.attentions)[:, 0].numpy())
+
+
+def test_train_unpacks_and_repacking_restores_the_same_numbers(checkpoint):
+    model = bert_core.load_pretrained(checkpoint)
+    before = model.analyze(TEXT)
+    network = model.network
+    network.train()
+    assert not network.is_packed
+    assert all(type(m) is nn.Linear and m.weight.requires_grad for m in _linears(network))
+    network.eval()
+    assert network.pack_for_inference() == len(_linears(network))
+    after = model.analyze(TEXT)
+    np.testing.assert_array_equal(before.hidden_states, after.hidden_states)
+
+
+def test_loading_a_state_dict_into_a_packed_network_repacks(checkpoint, tmp_path):
+    target = bert_core.load_pretrained(checkpoint)
+    other_dir = make_checkpoint(tmp_path, "pretraining", seed=99, **MID)
+    other = bert_core.load_pretrained(other_dir, pack_weights=False)
+    target.network.load_state_dict(other.network.state_dict(), strict=True)
+    assert target.network.is_packed
+    np.testing.assert_allclose(
+        target.analyze(TEXT).hidden_states, other.analyze(TEXT).hidden_states, atol=1e-5, rtol=0
+    )
+    bad = dict(other.network.state_dict())
+    key = "bert.encoder.layer.0.attention.self.query.weight"
+    bad[key] = bad[key][:, :-1]
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        target.network.load_state_dict(bad)
+
+
+def test_gradients_still_flow_to_the_input_of_a_packed_layer():
+    torch.manual_seed(0)
+    dense = nn.Linear(24, 40)
+    packed = PackedLinear(dense)
+    x = torch.randn(5, 24, requires_grad=True)
+    packed(x).square().sum().backward()
+    expected = torch.autograd.grad(dense(x).square().sum(), x)[0]
+    torch.testing.assert_close(x.grad, expected)
+    with torch.inference_mode():
+        torch.testing.assert_close(packed(x.detach()), dense(x.detach()), atol=1e-5, rtol=0)
+
+
+@pytest.mark.slow
+def test_bert_base_depth_stays_within_tolerance(tmp_path):
+    """The packed path's last-bit differences grow with depth: check them on a full bert-base stack
+    (12 layers, hidden 768; small vocabulary to keep the checkpoint cheap) at 128 and 512 tokens."""
+    directory = make_checkpoint(
+        tmp_path,
+        "model",
+        seed=3,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=512,
+    )
+    ours = bert_core.load_pretrained(directory)
+    assert ours.network.is_packed
+    hf = transformers.BertModel.from_pretrained(directory, attn_implementation="eager").eval()
+    words = "the cat sat on the bank of the river and we want cash".split()
+    for n in (128, 512):
+        text = " ".join(words[i % len(words)] for i in range(n - 2))
+        r = ours.analyze(text)
+        assert len(r.tokens) == n
+        with torch.no_grad():
+            out = hf(
+                input_ids=torch.tensor(r.input_ids[None]),
+                token_type_ids=torch.tensor(r.token_type_ids[None]),
+                output_attentions=True,
+                output_hidden_states=True,
+            )
+        hid = torch.stack(out.hidden_states)[:, 0].numpy()
+        att = torch.stack(out.attentions)[:, 0].numpy()
+        assert float(np.abs(r.hidden_states - hid).max()) <= 1e-5
+        assert float(np.abs(r.attentions - att).max()) <= 1e-5
+        assert float(np.abs(r.pooled - out.pooler_output[0].numpy()).max()) <= 1e-5
