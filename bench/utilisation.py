@@ -1,7 +1,8 @@
 """Utilisation: the forward's achieved FLOP/s as a fraction of this machine's measured fp32 matmul peak.
 
-Peak: the best of torch.mm on square 2048 x 2048 and on bert-base's own FFN shape (S x 768) x (768 x 3072),
-fp32, same thread count. Forward FLOPs (multiply-adds x 2, matmuls only; softmax/LayerNorm/GELU ignored):
+Peak: the best fp32 matmul this machine gives through either library the forward could use, on square
+2048 x 2048 and on bert-base's own FFN shapes (512 x 768) x (768 x 3072) and back: torch.mm (MKL) and oneDNN
+with a pre-packed weight (what bert_core's packed Linear layers run), same thread count. Forward FLOPs (multiply-adds x 2, matmuls only; softmax/LayerNorm/GELU ignored):
 per layer 2*S*H*3H (QKV) + 2*S*S*H (scores) + 2*S*S*H (context) + 2*S*H*H (output) + 4*S*H*I (FFN).
 Timed three ways: the network forward alone, analyze() (adds tokenising and numpy), and the reference.
 """
@@ -20,14 +21,20 @@ def forward_flops(s: int, h: int = 768, i: int = 3072, layers: int = 12) -> floa
 
 
 def matmul_peak(repeats: int) -> float:
+    from bert_core.modeling.packed import packing_available
+
     best = 0.0
     for m, k, n in ((2048, 2048, 2048), (512, 768, 3072), (512, 3072, 768)):
         a, b = torch.randn(m, k), torch.randn(k, n)
         out = torch.empty(m, n)
-        for _ in range(3):
-            torch.mm(a, b, out=out)
-        ts = [c.time_once(lambda a=a, b=b, out=out: torch.mm(a, b, out=out)) for _ in range(repeats)]
-        best = max(best, 2 * m * k * n / min(ts))
+        runs = [lambda a=a, b=b, out=out: torch.mm(a, b, out=out)]
+        if packing_available():
+            packed = torch.ops.mkldnn._reorder_linear_weight(b.t().contiguous(), m)  # (n, k) like a Linear
+            runs.append(lambda a=a, w=packed: torch.ops.mkldnn._linear_pointwise(a, w, None, "none", [], ""))
+        for run in runs:
+            for _ in range(3):
+                run()
+            best = max(best, 2 * m * k * n / min(c.time_once(run) for _ in range(repeats)))
     return best
 
 

@@ -159,7 +159,10 @@ class BertScopeModel:
                 attentions = out.attention_stack[:, row, :, :s, :s].contiguous()  # (L, N, S, S)
             else:
                 attentions = torch.stack([a[row, :, :s, :s] for a in out.attentions])  # (L, N, S, S)
-            hidden = torch.stack([h[row, :s] for h in out.hidden_states])  # (L + 1, S, H)
+            if out.hidden_stack is not None:
+                hidden = out.hidden_stack[:, row, :s].contiguous()  # (L + 1, S, H); a view for one text
+            else:
+                hidden = torch.stack([h[row, :s] for h in out.hidden_states])  # (L + 1, S, H)
         return Analysis(
             **_encoding_fields(enc, text, text_pair),
             token_type_ids=enc.token_type_ids,
@@ -233,7 +236,10 @@ class BertScopeModel:
             chunk = order[start:end]
             out = self._run([encodings[i] for i in chunk], None, keep_attentions=False)
             with torch.inference_mode():
-                hidden = torch.stack(out.hidden_states, dim=1)  # (B, L + 1, S, H)
+                if out.hidden_stack is not None:
+                    hidden = out.hidden_stack.transpose(0, 1)  # (B, L + 1, S, H), a view
+                else:
+                    hidden = torch.stack(out.hidden_states, dim=1)  # (B, L + 1, S, H)
             for row, i in enumerate(chunk):
                 enc, (a, b) = encodings[i], items[i]
                 s = len(enc.tokens)
