@@ -57,8 +57,11 @@ def test_inference_path_equals_autograd_path(model, use_head_mask):
     for a, b in zip(fast.hidden_states, slow.hidden_states, strict=True):
         torch.testing.assert_close(a, b.detach(), atol=1e-5, rtol=0)
     torch.testing.assert_close(fast.pooled, slow.pooled.detach(), atol=1e-5, rtol=0)
-    # the stack and the per-layer tuple are the same memory
+    # the stacks and the per-layer tuples are the same memory
     assert fast.attentions[1].data_ptr() == fast.attention_stack[1].data_ptr()
+    assert fast.hidden_stack.shape == (4, 3, 9, 64)
+    assert all(h.data_ptr() == fast.hidden_stack[i].data_ptr() for i, h in enumerate(fast.hidden_states))
+    assert slow.hidden_stack is None
 
 
 def test_training_still_takes_the_autograd_path(tmp_path):
