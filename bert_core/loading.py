@@ -264,14 +264,76 @@ _SAFETENSORS_DTYPES = {
     "F32": torch.float32,
     "F16": torch.float16,
     "BF16": torch.bfloat16,
+    "F8_E4M3": torch.float8_e4m3fn,
+    "F8_E5M2": torch.float8_e5m2,
     "I64": torch.int64,
     "I32": torch.int32,
     "I16": torch.int16,
     "I8": torch.int8,
+    "U64": torch.uint64,
+    "U32": torch.uint32,
+    "U16": torch.uint16,
     "U8": torch.uint8,
     "BOOL": torch.bool,
 }
 _MAX_HEADER_BYTES = 100 * 1024 * 1024
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"the header contains {name}, which is not a JSON number")
+
+
+def _ints(value: object, what: str) -> list[int]:
+    # bool is an int subclass and floats would truncate silently: only true JSON integers pass.
+    if not isinstance(value, list) or not all(type(v) is int for v in value):
+        raise ValueError(f"{what} must be a list of integers, got {value!r}")
+    return value
+
+
+def _parse_safetensors_header(
+    raw: bytes, data_size: int
+) -> list[tuple[int, int, str, torch.dtype, list[int]]]:
+    """The header's tensors as sorted (begin, end, name, dtype, shape); ValueError on any violation of the
+    format: unknown dtypes, offsets that do not match the shape, overlaps, gaps, or bytes left unindexed."""
+    try:
+        header = json.loads(raw, parse_constant=_reject_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"the header is not valid JSON: {str(exc)[:200]}") from exc
+    if not isinstance(header, dict):
+        raise ValueError("the header is not a JSON object")
+    metadata = header.pop("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise ValueError("__metadata__ must map strings to strings")
+    entries = []
+    for name, info in header.items():
+        if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
+            raise ValueError(f"bad header entry for {name!r}: {str(info)[:200]}")
+        if info["dtype"] not in _SAFETENSORS_DTYPES:
+            raise ValueError(f"{name!r} has dtype {info['dtype']!r}, which BERTScope does not read")
+        dtype = _SAFETENSORS_DTYPES[info["dtype"]]
+        shape = _ints(info["shape"], f"the shape of {name!r}")
+        offsets = _ints(info["data_offsets"], f"the data offsets of {name!r}")
+        if len(offsets) != 2 or any(d < 0 for d in shape):
+            raise ValueError(f"bad header entry for {name!r}: {str(info)[:200]}")
+        begin, end = offsets
+        if end - begin != math.prod(shape) * dtype.itemsize or not 0 <= begin <= end <= data_size:
+            raise ValueError(
+                f"{name!r}: offsets {begin}..{end} do not fit shape {shape} ({info['dtype']}) in "
+                f"{data_size} bytes of data"
+            )
+        entries.append((begin, end, name, dtype, shape))
+    entries.sort()
+    # The format requires the data to be covered exactly: no overlaps, no holes, nothing after the last tensor.
+    position = 0
+    for begin, end, name, *_ in entries:
+        if begin < position:
+            raise ValueError(f"the bytes of {name!r} overlap the tensor before it")
+        if begin > position:
+            raise ValueError(f"{begin - position} unindexed bytes before {name!r}")
+        position = end
+    if position != data_size:
+        raise ValueError(f"{data_size - position} unindexed bytes after the last tensor")
+    return entries
 
 
 def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
@@ -281,7 +343,7 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
     page of the file stays in this process's resident memory for as long as any one tensor (say, the
     embedding table) is alive. Packing the Linear weights (modeling/packed.py) frees the dense copies; with the
     map they would stay resident anyway and serving bert-base would cost an extra 340 MB.
-    Raises ValueError on anything malformed (a truncated file, overlapping or out-of-range offsets, ...).
+    Raises ValueError on anything malformed (a truncated file, bad header, overlapping or out-of-range offsets).
     """
     if sys.byteorder != "little":  # the file's bytes are little-endian; a big-endian host would need a swap
         from safetensors.torch import load_file
@@ -295,36 +357,11 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
         header_len = int.from_bytes(head, "little")
         if header_len > min(size - 8, _MAX_HEADER_BYTES):
             raise ValueError(f"the header claims {header_len} bytes in a {size}-byte file")
-        try:
-            header = json.loads(f.read(header_len))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"the header is not JSON: {exc}") from exc
-        if not isinstance(header, dict):
-            raise ValueError("the header is not a JSON object")
         base = 8 + header_len
-        entries = []
-        for name, info in header.items():
-            if name == "__metadata__":
-                continue
-            try:
-                dtype = _SAFETENSORS_DTYPES[info["dtype"]]
-                shape = [int(d) for d in info["shape"]]
-                begin, end = (int(o) for o in info["data_offsets"])
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ValueError(f"bad header entry for {name!r}: {info!r}") from exc
-            nbytes = math.prod(shape) * dtype.itemsize
-            if min(shape, default=0) < 0 or end - begin != nbytes or begin < 0 or base + end > size:
-                raise ValueError(
-                    f"{name!r}: offsets {begin}..{end} do not fit shape {shape} in a {size}-byte file"
-                )
-            entries.append((begin, end, name, dtype, shape))
-        entries.sort()
-        for (_, prev_end, prev, *_), (begin, _, name, *_) in zip(entries, entries[1:], strict=False):
-            if begin < prev_end:
-                raise ValueError(f"the bytes of {prev!r} and {name!r} overlap")
+        entries = _parse_safetensors_header(f.read(header_len), size - base)
         state = {}
-        for begin, _, name, dtype, shape in entries:
-            nbytes = math.prod(shape) * dtype.itemsize
+        for begin, end, name, dtype, shape in entries:
+            nbytes = end - begin
             if nbytes == 0:
                 state[name] = torch.empty(shape, dtype=dtype)
                 continue
@@ -398,7 +435,9 @@ def normalize_keys(state: dict[str, torch.Tensor], *, tie_word_embeddings: bool)
             continue  # index buffers, not weights
         out[key] = value
     decoder_bias = out.pop("cls.predictions.decoder.bias", None)
-    if decoder_bias is not None and "cls.predictions.bias" not in out:
+    if decoder_bias is not None:
+        # transformers' head adds decoder.bias; the two keys are one tied tensor in most checkpoints, but an
+        # untied transformers 5 checkpoint can hold different values, and then decoder.bias is the one used.
         out["cls.predictions.bias"] = decoder_bias
     if tie_word_embeddings:
         out.pop("cls.predictions.decoder.weight", None)

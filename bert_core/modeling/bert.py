@@ -449,7 +449,13 @@ class BertForPreTraining(nn.Module):
 
         Same memory, faster matmuls; outputs move in the last bits (packed.py says why). The state dict keeps
         its dense HF-named tensors, and `train()` unpacks first. Returns the number of layers packed."""
-        return pack_linears(self)
+        if self.training:
+            raise ValueError("pack_for_inference() is for eval mode: call .eval() first")
+        # An untied decoder is read as a plain matrix (`decoder_weight`) at the [MASK] rows: packing it would
+        # rebuild the dense (V, H) copy on every call.
+        head = self.cls.predictions
+        skip = frozenset() if head is None or head.decoder is None else frozenset({head.decoder})
+        return pack_linears(self, skip)
 
     def unpack(self) -> int:
         """Back to plain `nn.Linear` layers with the identical dense weights (bit-identical to the reference)."""
@@ -459,6 +465,11 @@ class BertForPreTraining(nn.Module):
         if mode:
             self.unpack()  # the packed layout has no backward and no optimiser state
         return super().train(mode)
+
+    def _apply(self, fn, recurse=True):
+        # .to(), .half(), .cuda(), ... : the packed layout is CPU fp32 only, so go back to dense layers first.
+        self.unpack()
+        return super()._apply(fn, recurse)
 
     def num_parameters(self) -> int:
         packed = sum(m.in_features * m.out_features for m in self.modules() if isinstance(m, PackedLinear))

@@ -73,6 +73,22 @@ class PackedLinear(nn.Module):
             linear.bias = self.bias
         return linear
 
+    # Pickling and deepcopy go through the dense weight: oneDNN's opaque tensors have no storage to copy.
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["packed"] = self.weight
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(self.packed, _PACKING_ROWS_HINT)
+
+    def _apply(self, fn, recurse=True):
+        raise RuntimeError(
+            "a packed layer cannot be moved or cast; call unpack() on the network first "
+            "(BertForPreTraining does that itself in .to(), .half(), .cuda(), ...)"
+        )
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         destination[prefix + "weight"] = self.weight  # first, as nn.Linear orders its keys
         super()._save_to_state_dict(destination, prefix, keep_vars)
@@ -105,10 +121,9 @@ def _slots(network: nn.Module) -> list[tuple[nn.Module, str]]:
     return [(parent, name) for parent in network.modules() for name, _ in parent.named_children()]
 
 
-def pack_linears(network: nn.Module) -> int:
-    """Replace every fp32 CPU `nn.Linear` in `network` by a `PackedLinear`, one at a time.
-
-    Peak memory grows by one matrix, not by the model, provided nothing else holds the dense weights.
+def pack_linears(network: nn.Module, skip: frozenset[nn.Module] = frozenset()) -> int:
+    """Replace every fp32 CPU `nn.Linear` in `network` (those in `skip` excepted) by a `PackedLinear`, one at
+    a time. Peak memory grows by one matrix, not by the model, provided nothing else holds the dense weights.
     Returns how many layers were packed (0 where oneDNN is unavailable).
     """
     if not packing_available():
@@ -118,6 +133,7 @@ def pack_linears(network: nn.Module) -> int:
         child = getattr(parent, name)
         if (
             type(child) is not nn.Linear
+            or child in skip
             or child.weight.device.type != "cpu"
             or child.weight.dtype != torch.float32
         ):

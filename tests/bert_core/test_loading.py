@@ -461,21 +461,25 @@ def _raw_safetensors(path, header: dict, data: bytes) -> None:
     path.write_bytes(len(blob).to_bytes(8, "little") + blob + data)
 
 
+def _f32(shape, offsets):
+    return {"dtype": "F32", "shape": shape, "data_offsets": offsets}
+
+
 @pytest.mark.parametrize(
     "header,data,message",
     [
-        ({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 4, "do not fit"),
-        ({"x": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, b"\0" * 8, "do not fit"),
-        ({"x": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8, "bad header entry"),
-        (
-            {
-                "x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
-                "y": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]},
-            },
-            b"\0" * 12,
-            "overlap",
-        ),
-        ({"x": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}}, b"\0" * 8, "do not fit"),
+        ({"x": _f32([2], [0, 8])}, b"\0" * 4, "do not fit"),
+        ({"x": _f32([3], [0, 8])}, b"\0" * 8, "do not fit"),
+        ({"x": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8, "does not read"),
+        ({"x": _f32([2], [0, 8]), "y": _f32([2], [4, 12])}, b"\0" * 12, "overlap"),
+        ({"x": _f32([-2], [0, 8])}, b"\0" * 8, "bad header entry"),
+        ({"x": _f32([2.9], [0, 8])}, b"\0" * 8, "list of integers"),
+        ({"x": _f32([True, 2], [0, 8])}, b"\0" * 8, "list of integers"),
+        ({"x": _f32("22", [0, 16])}, b"\0" * 16, "list of integers"),
+        ({"x": _f32([2], [0, 8]), "y": _f32([2], [12, 20])}, b"\0" * 20, "unindexed bytes before 'y'"),
+        ({"x": _f32([2], [0, 8])}, b"\0" * 12, "unindexed bytes after"),
+        ({"x": _f32([2], [0, 8]), "__metadata__": {"a": 1}}, b"\0" * 8, "__metadata__"),
+        ({"x": {**_f32([2], [0, 8]), "extra": 1}}, b"\0" * 8, "bad header entry"),
     ],
 )
 def test_safetensors_reader_refuses_malformed_files(tmp_path, header, data, message):
@@ -493,3 +497,72 @@ def test_safetensors_header_longer_than_the_file_is_refused(tmp_path, tiny_check
     path.write_bytes((10**12).to_bytes(8, "little") + b"{}")
     with pytest.raises(ModelLoadError, match="header claims"):
         bert_core.load_pretrained(directory)
+
+
+@pytest.mark.parametrize(
+    "blob,message",
+    [
+        (b'{"x": {"dtype": "F32", "shape": [Infinity], "data_offsets": [0, 8]}}', "not a JSON number"),
+        (b"[" * 100000, "not valid JSON"),
+        (b"\xff\xfe", "not valid JSON"),
+    ],
+)
+def test_safetensors_hostile_headers_give_model_load_errors(tmp_path, tiny_checkpoint, blob, message):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    (directory / "model.safetensors").write_bytes(len(blob).to_bytes(8, "little") + blob)
+    with pytest.raises(ModelLoadError, match=message):
+        bert_core.load_pretrained(directory)
+
+
+def test_safetensors_reader_reads_unsigned_and_float8(tmp_path):
+    from bert_core.loading import read_safetensors
+
+    tensors = {
+        "u16": torch.arange(6, dtype=torch.int32).to(torch.uint16),
+        "u32": torch.arange(6, dtype=torch.int64).to(torch.uint32),
+        "f8": torch.linspace(-2, 2, 8).to(torch.float8_e4m3fn),
+        "f8b": torch.linspace(-2, 2, 8).to(torch.float8_e5m2),
+    }
+    path = tmp_path / "x.safetensors"
+    save_file(tensors, str(path))
+    ours, theirs = read_safetensors(path), load_file(str(path))
+    for key, value in theirs.items():
+        assert ours[key].dtype == value.dtype
+        assert torch.equal(ours[key].view(torch.uint8), value.view(torch.uint8)), key
+
+
+def test_loaded_weights_are_not_a_memory_map_of_the_file(tmp_path, tiny_checkpoint):
+    """Packing frees the dense weights only if they are the process's own memory, not views of a map."""
+    directory = _copy(tmp_path, tiny_checkpoint)
+    model = bert_core.load_pretrained(directory)
+    maps = Path("/proc/self/maps")
+    if not maps.exists():
+        pytest.skip("needs Linux /proc to list memory maps")
+    assert str(directory / "model.safetensors") not in maps.read_text()
+    assert model.network.is_packed
+
+
+def test_untied_decoder_bias_follows_transformers(tmp_path):
+    """An untied checkpoint may hold a decoder.bias that differs from predictions.bias: transformers adds
+    decoder.bias, so must we."""
+    import transformers
+
+    directory = make_checkpoint(tmp_path, "mlm", seed=4, tie_word_embeddings=False)
+    path = directory / "model.safetensors"
+    state = dict(load_file(str(path)))
+    state["cls.predictions.bias"] = torch.zeros_like(state["cls.predictions.bias"])
+    state["cls.predictions.decoder.bias"] = torch.linspace(
+        -1, 1, state["cls.predictions.decoder.bias"].numel()
+    )
+    save_file(state, str(path), metadata={"format": "pt"})
+    ours = bert_core.load_pretrained(directory)
+    assert not ours.network.cls.predictions.tied
+    hf = transformers.BertForMaskedLM.from_pretrained(directory, attn_implementation="eager").eval()
+    text = "the cat sat on the [MASK] of the river"
+    (pred,) = ours.predict_masks(text, top_k=5)
+    enc = ours.encode(text)
+    with torch.no_grad():
+        logits = hf(input_ids=torch.tensor([list(enc.input_ids)])).logits[0]
+    top = torch.topk(torch.softmax(logits[pred.position], -1), 5)
+    assert list(pred.token_ids) == top.indices.tolist()
+    np.testing.assert_allclose(pred.probabilities, top.values.numpy(), atol=1e-5)

@@ -144,3 +144,46 @@ def test_bert_base_depth_stays_within_tolerance(tmp_path):
         assert float(np.abs(r.hidden_states - hid).max()) <= 1e-5
         assert float(np.abs(r.attentions - att).max()) <= 1e-5
         assert float(np.abs(r.pooled - out.pooler_output[0].numpy()).max()) <= 1e-5
+
+
+@pytest.mark.parametrize("rows", [1, 7, 128, 300])
+def test_fused_gelu_and_residual_add_are_bit_identical_to_separate_ops(rows):
+    torch.manual_seed(rows)
+    layer = PackedLinear(nn.Linear(96, 160))
+    x, residual = torch.randn(rows, 96), torch.randn(rows, 160)
+    with torch.inference_mode():
+        plain = layer(x)
+        assert torch.equal(layer.forward_gelu(x), torch.nn.functional.gelu(plain))
+        assert torch.equal(layer.forward_add(x, residual), plain + residual)
+
+
+def test_copies_and_pickles_of_a_packed_network_work(checkpoint):
+    import copy
+    import pickle
+
+    model = bert_core.load_pretrained(checkpoint)
+    expected = model.analyze(TEXT).hidden_states
+    for clone in (copy.deepcopy(model.network), pickle.loads(pickle.dumps(model.network))):
+        assert clone.is_packed
+        twin = bert_core.BertScopeModel(clone, model.tokenizer, model.config)
+        np.testing.assert_array_equal(twin.analyze(TEXT).hidden_states, expected)
+
+
+def test_casting_or_moving_unpacks_first(checkpoint):
+    network = bert_core.load_pretrained(checkpoint).network
+    network.to(torch.float64)
+    assert not network.is_packed
+    assert network.bert.encoder.layer[0].attention.self.query.weight.dtype == torch.float64
+    packed = bert_core.load_pretrained(checkpoint).network
+    with pytest.raises(RuntimeError, match="unpack"):
+        packed.bert.encoder.to(torch.float64)  # a sub-module cannot unpack its parents' slots
+    with pytest.raises(ValueError, match="eval"):
+        packed.train().pack_for_inference()
+
+
+def test_an_untied_decoder_is_left_dense(tmp_path):
+    directory = make_checkpoint(tmp_path, "mlm", seed=2, tie_word_embeddings=False, **MID)
+    network = bert_core.load_pretrained(directory).network
+    head = network.cls.predictions
+    assert network.is_packed and type(head.decoder) is nn.Linear
+    assert isinstance(head.transform.dense, PackedLinear)
