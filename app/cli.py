@@ -21,9 +21,16 @@ def run_app(argv: list[str]) -> int:
     parser.add_argument(
         "--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
     )
+    parser.add_argument(
+        "--exact",
+        action="store_true",
+        help="compute with the reference's own matmuls: bit-identical to transformers, slower (env: BERTSCOPE_EXACT=1)",
+    )
     args, extra = parser.parse_known_args(argv)
     if args.model:
         os.environ["BERTSCOPE_MODEL"] = args.model
+    if args.exact:
+        os.environ["BERTSCOPE_EXACT"] = "1"
     from streamlit.web import cli as stcli
 
     # "viewer" toolbar: no Deploy button or developer menu in front of a lecture audience.

@@ -30,6 +30,7 @@ DEFAULT_HUB_MODEL = "bert-base-uncased"
 ENV_MODEL = "BERTSCOPE_MODEL"
 # Settings for a shared server (read on every use, so a test or a restart can change them):
 ENV_ALLOW_HUB = "BERTSCOPE_ALLOW_HUB"  # "0" = no hub downloads; models already in the HF cache still load
+ENV_EXACT = "BERTSCOPE_EXACT"  # "1" = the reference's own matmuls: bit-identical to transformers, slower
 ENV_MODEL_ROOTS = "BERTSCOPE_MODEL_ROOTS"  # "/a:/b" = open local checkpoints only under these directories
 
 DEFAULT_TEXT_A = "The boat drifted toward the bank of the river."
@@ -84,6 +85,10 @@ def model_key(source: str) -> str:
 
 def hub_downloads_allowed() -> bool:
     return os.environ.get(ENV_ALLOW_HUB, "").strip().lower() not in ("0", "false", "no", "off")
+
+
+def exact_arithmetic() -> bool:
+    return os.environ.get(ENV_EXACT, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def model_roots() -> list[Path] | None:
@@ -229,7 +234,10 @@ class ModelStore:
             try:
                 try:
                     model = bert_core.load_pretrained(
-                        source_path(source), progress=progress, local_files_only=not hub_downloads_allowed()
+                        source_path(source),
+                        progress=progress,
+                        local_files_only=not hub_downloads_allowed(),
+                        pack_weights=not exact_arithmetic(),
                     )
                 except bert_core.ModelLoadError:
                     raise

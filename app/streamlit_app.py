@@ -82,9 +82,15 @@ def model_picker() -> state.ActiveModel | None:
             ("pooler", info.has_pooler),
         )
     )
+    arithmetic = (
+        "fast (pre-packed weights, within 1e-5 of transformers)"
+        if info.packed_weights
+        else "exact (bit-identical to transformers on CPU)"
+    )
     st.caption(
         f"{info.num_layers} layers · hidden {info.hidden_size} · {info.num_heads} heads · "
-        f"{_count(info.num_parameters)} parameters  \nheads: {heads}"
+        f"{_count(info.num_parameters)} parameters  \nheads: {heads}  \narithmetic: {arithmetic}",
+        help="Set BERTSCOPE_EXACT=1 (or start with `bertscope --exact`) for the reference's own arithmetic.",
     )
     return active
 

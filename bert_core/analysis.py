@@ -79,6 +79,7 @@ class BertScopeModel:
             has_nsp_head=self.has_nsp_head,
             device=str(self.device),
             ignored_weights=self.ignored_weights,
+            packed_weights=self.network.is_packed,
         )
 
     def __repr__(self) -> str:

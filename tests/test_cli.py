@@ -30,3 +30,14 @@ def test_help_exits_cleanly(capsys):
         cli.main(["--help"])
     assert exc.value.code == 0
     assert "--model" in capsys.readouterr().out
+
+
+def test_exact_flag_asks_for_the_reference_arithmetic(monkeypatch):
+    import os
+
+    from streamlit.web import cli as stcli
+
+    monkeypatch.setattr(stcli, "main", lambda: 0)
+    monkeypatch.setenv("BERTSCOPE_EXACT", "")  # restored (removed) after the test
+    cli.main(["--exact"])
+    assert os.environ["BERTSCOPE_EXACT"] == "1"

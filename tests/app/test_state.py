@@ -114,3 +114,16 @@ def test_model_roots_restrict_local_directories(make_app, monkeypatch, tmp_path)
     at = make_app(model=str(allowed))
     assert not at.sidebar.error
     assert state.refusal(state.DEMO_SOURCE) is None
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_sidebar_says_which_arithmetic_and_exact_mode_loads_unpacked(make_app, app_env, monkeypatch, exact):
+    if exact:
+        monkeypatch.setenv("BERTSCOPE_EXACT", "1")
+    else:
+        monkeypatch.delenv("BERTSCOPE_EXACT", raising=False)
+    at = make_app()
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert ("arithmetic: exact" in captions) == exact
+    assert ("arithmetic: fast" in captions) == (not exact)
+    assert state.ModelStore().load(str(app_env)).info.packed_weights == (not exact)
