@@ -33,14 +33,14 @@ def reference_fn(tok, hf, text):
     return run
 
 
-def load_both(directory):
+def load_both(directory, *, exact: bool = False):
     import transformers
 
     import bert_core
 
     transformers.logging.set_verbosity_error()  # the load report lists the unused cls.* weights
     transformers.logging.disable_progress_bar()
-    ours = bert_core.load_pretrained(directory)
+    ours = bert_core.load_pretrained(directory, pack_weights=not exact)
     tok = transformers.BertTokenizer.from_pretrained(directory)
     hf = transformers.BertModel.from_pretrained(directory, attn_implementation="eager").eval()
     return ours, tok, hf
@@ -60,10 +60,15 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--quick", action="store_true", help="5 repeats, for a smoke run")
+    p.add_argument(
+        "--exact",
+        action="store_true",
+        help="ours without pre-packed weights (the app's BERTSCOPE_EXACT=1 mode)",
+    )
     args = p.parse_args()
     repeats = 5 if args.quick else args.repeats
     c.set_threads(args.threads)
-    ours, tok, hf = load_both(c.bert_base_checkpoint())
+    ours, tok, hf = load_both(c.bert_base_checkpoint(), exact=args.exact)
 
     rows = []
     for n in args.lengths:
@@ -93,6 +98,7 @@ def main() -> None:
         f"{repeats * 2} rounds below 512 tokens, {repeats} at 512"
     )
     print("ratio (paired) = median over rounds of ours/reference within a round; the goal applies to it")
+    print("ours: " + ("exact mode (plain Linear weights, MKL)" if args.exact else "pre-packed oneDNN weights"))
     print(c.machine() + "; " + c.load_average())
     print(
         c.table(
