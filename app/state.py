@@ -11,6 +11,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -190,6 +191,11 @@ class ModelStore:
         self.failure_ttl_s = failure_ttl_s
         self._lock = threading.Lock()
         self._models: OrderedDict[str, bert_core.BertScopeModel] = OrderedDict()
+        # Models pushed out of the LRU that some session still holds: asking for one again adopts it back
+        # instead of loading a second copy of the same weights next to it.
+        self._evicted: weakref.WeakValueDictionary[str, bert_core.BertScopeModel] = (
+            weakref.WeakValueDictionary()
+        )
         # key -> (when, reason, signature of the local directory or None for a hub id)
         self._failures: dict[str, tuple[float, str, tuple | None]] = {}
         self._key_locks: dict[str, threading.Lock] = {}
@@ -197,9 +203,21 @@ class ModelStore:
     def loaded(self, key: str) -> bert_core.BertScopeModel | None:
         with self._lock:
             model = self._models.get(key)
-            if model is not None:
+            if model is None:
+                model = self._evicted.pop(key, None)
+                if model is not None:
+                    self._remember(key, model)
+            else:
                 self._models.move_to_end(key)
             return model
+
+    def _remember(self, key: str, model: bert_core.BertScopeModel) -> None:
+        # caller holds self._lock
+        self._models[key] = model
+        self._models.move_to_end(key)
+        while len(self._models) > self.capacity:
+            old_key, old_model = self._models.popitem(last=False)
+            self._evicted[old_key] = old_model
 
     def recent_failure(self, key: str) -> str | None:
         with self._lock:
@@ -250,9 +268,7 @@ class ModelStore:
                     self._failures[key] = (time.monotonic(), str(exc), signature)
                 raise
             with self._lock:
-                self._models[key] = model
-                while len(self._models) > self.capacity:
-                    self._models.popitem(last=False)
+                self._remember(key, model)
             return model
 
 

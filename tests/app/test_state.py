@@ -127,3 +127,24 @@ def test_sidebar_says_which_arithmetic_and_exact_mode_loads_unpacked(make_app, a
     assert ("arithmetic: exact" in captions) == exact
     assert ("arithmetic: fast" in captions) == (not exact)
     assert state.ModelStore().load(str(app_env)).info.packed_weights == (not exact)
+
+
+def test_a_model_still_in_use_is_adopted_back_not_loaded_twice(tmp_path, monkeypatch):
+    import gc
+
+    calls = []
+    real = bert_core.load_pretrained
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bert_core, "load_pretrained", counting)
+    a, b = make_checkpoint(tmp_path / "a", "model"), make_checkpoint(tmp_path / "b", "model")
+    store = state.ModelStore(capacity=1)
+    held = store.load(str(a))  # a session keeps using model a ...
+    store.load(str(b))  # ... while another session's model b pushes it out of the cache
+    assert store.load(str(a)) is held and len(calls) == 2  # adopted back, not a second copy
+    gc.collect()  # b was pushed out by that and nobody holds it: it is gone, not kept alive by the store
+    store.load(str(b))
+    assert len(calls) == 3
