@@ -98,7 +98,9 @@ def main() -> None:
         f"{repeats * 2} rounds below 512 tokens, {repeats} at 512"
     )
     print("ratio (paired) = median over rounds of ours/reference within a round; the goal applies to it")
-    print("ours: " + ("exact mode (plain Linear weights, MKL)" if args.exact else "pre-packed oneDNN weights"))
+    print(
+        "ours: " + ("exact mode (plain Linear weights, MKL)" if args.exact else "pre-packed oneDNN weights")
+    )
     print(c.machine() + "; " + c.load_average())
     print(
         c.table(
