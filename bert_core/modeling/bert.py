@@ -402,7 +402,18 @@ class BertLMPredictionHead(nn.Module):
 
     def forward(self, hidden: Tensor) -> Tensor:
         """hidden (..., H) -> logits (..., V)."""
-        return F.linear(self.transform(hidden), self.decoder_weight, self.bias)
+        h = self.transform(hidden)
+        if torch.is_grad_enabled() or h.device.type != "cpu" or h.dtype != torch.float32:
+            return F.linear(h, self.decoder_weight, self.bias)
+        # Inference on CPU computes (V, H) @ (H, M) rather than (M, H) @ (H, V): for the few rows the app asks
+        # for (the [MASK] positions) MKL then streams the 94 MB table once as the large operand instead of
+        # re-packing it on every call, 2-6x faster (docs/benchmarks.md, section 2). A single row would take the
+        # slower matrix-vector path, so it goes in twice. rows (M, H) -> logits (M, V).
+        rows = h.reshape(-1, h.shape[-1])
+        m = rows.shape[0]
+        cols = torch.cat([rows, rows]) if m == 1 else rows
+        logits = torch.addmm(self.bias[:, None], self.decoder_weight, cols.t()).t()[:m].contiguous()
+        return logits.view(*h.shape[:-1], logits.shape[-1])
 
 
 class BertPreTrainingHeads(nn.Module):

@@ -187,3 +187,18 @@ def test_an_untied_decoder_is_left_dense(tmp_path):
     head = network.cls.predictions
     assert network.is_packed and type(head.decoder) is nn.Linear
     assert isinstance(head.transform.dense, PackedLinear)
+
+
+@pytest.mark.parametrize("shape", [(0,), (1,), (2,), (7,), (2, 3), ()])
+def test_inference_mlm_head_equals_the_plain_projection(checkpoint, shape):
+    """The inference path computes the vocabulary projection transposed (faster on CPU); same logits."""
+    network = bert_core.load_pretrained(checkpoint).network
+    head = network.cls.predictions
+    hidden = torch.randn(*shape, MID["hidden_size"], generator=torch.Generator().manual_seed(len(shape)))
+    with torch.inference_mode():
+        fast = head(hidden)
+        plain = torch.nn.functional.linear(head.transform(hidden), head.decoder_weight, head.bias)
+    assert fast.shape == plain.shape == (*shape, head.bias.shape[0])
+    torch.testing.assert_close(fast, plain, atol=1e-5, rtol=0)
+    with torch.enable_grad():  # the autograd path (dense layers, plain projection) agrees too
+        torch.testing.assert_close(head(hidden), plain, atol=1e-5, rtol=0)
