@@ -60,8 +60,16 @@ typed_target = c2.text_input(
     "Target word",
     value="bank",
     key="senses_word",
-    help="Whole words only ('banks' is not 'bank'); where it appears several times in a sentence, the first "
-    "occurrence is used. Spaces and punctuation around it are ignored.",
+    help="Whole words only ('banks' is not 'bank'). Spaces and punctuation around it are ignored.",
+)
+OCCURRENCE_CHOICES = {"first": "the first", "last": "the last", "each": "each one (a point each)"}
+which = c2.radio(
+    "Where it appears more than once in a sentence, use",
+    list(OCCURRENCE_CHOICES),
+    format_func=OCCURRENCE_CHOICES.get,
+    key="senses_occurrence",
+    help="'Each one' puts every occurrence on the charts, e.g. two banks in one sentence. A point takes its "
+    "line's sense label.",
 )
 target = transforms.clean_target(typed_target)
 if not target:
@@ -111,7 +119,7 @@ if long_lines:
         + ", ".join(f"sentence {n + 1}" for n in long_lines)
         + " is cut."
     )
-if len(items) < 2:
+if len(items) < (1 if which == "each" else 2):
     st.info("Type at least two sentences (one per line).")
     st.stop()
 sentences = [s[: state.MAX_LINE_CHARS] for s, _ in items]
@@ -126,11 +134,15 @@ if batch.rejected:
     st.warning("Left out, nothing to analyse: " + "; ".join(left_out))
 
 normalize = tokenizer.normalize
+# found: (sentence number, token indices of one occurrence, label suffix naming the occurrence or "")
 found, missing, cut, repeated = [], [], [], []
 for n, r in zip(batch.used, batch.results, strict=True):
     occurrences = transforms.target_occurrences(r, target, normalize)
     if occurrences:
-        found.append((n, occurrences[0]))
+        if which == "each" and len(occurrences) > 1:
+            found.extend((n, idx, f" · {target} #{k + 1}") for k, idx in enumerate(occurrences))
+        else:
+            found.append((n, occurrences[-1] if which == "last" else occurrences[0], ""))
         if len(occurrences) > 1:
             repeated.append((n, len(occurrences)))
         continue
@@ -155,19 +167,28 @@ if repeated:
     st.caption(
         "The word appears more than once in "
         + ", ".join(f"sentence {n + 1} ({k}×)" for n, k in repeated)
-        + ": the first occurrence is used."
+        + {
+            "first": ": the first occurrence is used.",
+            "last": ": the last occurrence is used.",
+            "each": ": each occurrence is its own point (numbered #1, #2, … in the labels).",
+        }[which]
     )
 if len(found) < 2:
-    st.info("The target word must appear in at least two sentences.")
+    st.info(
+        "The target word must appear in at least two sentences (or twice in one, with 'each one' chosen above)."
+    )
     st.stop()
 
 # vectors[k, l] = mean over the word's pieces of hidden state l, for the k-th sentence that has the word
 results = dict(zip(batch.used, batch.results, strict=True))
-vectors = np.stack([results[n].hidden_states[:, idx].mean(axis=1) for n, idx in found])  # (K, L + 1, H)
+vectors = np.stack([results[n].hidden_states[:, idx].mean(axis=1) for n, idx, _ in found])  # (K, L + 1, H)
 n_layers = vectors.shape[1] - 1
-names = [f"{n + 1}. {items[n][1] or 'sentence'}" for n, _ in found]
-senses = [items[n][1] for n, _ in found]
-hovers = [f"{n + 1}. {sentences[n]}" + (f" ({items[n][1]})" if items[n][1] else "") for n, _ in found]
+names = [f"{n + 1}. {items[n][1] or 'sentence'}{suffix}" for n, _, suffix in found]
+senses = [items[n][1] for n, _, _ in found]
+hovers = [
+    f"{n + 1}. {sentences[n]}" + (f" ({items[n][1]})" if items[n][1] else "") + suffix
+    for n, _, suffix in found
+]
 NO_SENSE = "(no sense given)"
 sense_names = list(dict.fromkeys(s or NO_SENSE for s in senses))
 sense_groups = [sense_names.index(s or NO_SENSE) for s in senses]

@@ -110,3 +110,32 @@ def test_too_many_lines_are_capped(senses):
     at = senses([f"the bank {i}" for i in range(state.MAX_LINES + 3)])
     assert f"only the first {state.MAX_LINES}" in text_of(at.warning)
     assert z(at, "senses_matrix").shape == (state.MAX_LINES, state.MAX_LINES)
+
+
+@pytest.mark.parametrize("which", ["last", "each"])
+def test_repeated_target_last_or_each_occurrence(senses, tiny_checkpoint, which):
+    m = bert_core.load_pretrained(tiny_checkpoint)
+    at = senses(["the bank and the bank | both", "my bank | money"])
+    at.radio(key="senses_occurrence").set_value(which).run()
+    assert not at.exception
+    at.slider(key="senses_layer").set_value(2).run()
+    r1, r2 = m.analyze("the bank and the bank"), m.analyze("my bank")
+    banks = [i for i, t in enumerate(r1.tokens) if t == "bank"]
+    assert len(banks) == 2
+    mine = r2.hidden_states[2, r2.tokens.index("bank")]
+    picked = [r1.hidden_states[2, banks[-1]]] if which == "last" else [r1.hidden_states[2, i] for i in banks]
+    u = unit(np.stack([*picked, mine]))
+    np.testing.assert_allclose(z(at, "senses_matrix"), u @ u.T, atol=1e-5)
+    labels = figure(at, "senses_matrix")["layout"]["xaxis"]["ticktext"]
+    if which == "each":
+        assert labels == ["1. both · bank #1", "1. both · bank #2", "2. money"]
+        assert "its own point" in text_of(at.caption)
+    else:
+        assert labels == ["1. both", "2. money"] and "last occurrence" in text_of(at.caption)
+
+
+def test_one_sentence_with_two_occurrences_is_enough_with_each(senses):
+    at = senses(["the bank and the bank"])
+    assert "at least two sentences" in text_of(at.info)
+    at.radio(key="senses_occurrence").set_value("each").run()
+    assert not at.info and figure(at, "senses_matrix")
