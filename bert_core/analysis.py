@@ -278,15 +278,15 @@ class BertScopeModel:
         with torch.inference_mode():
             index = torch.as_tensor(list(positions), dtype=torch.long, device=sequence.device)
             logits = self.network.mlm_logits(sequence.index_select(0, index))  # (P, V)
-            log_probs = torch.log_softmax(logits, dim=-1)
-            top_lp, top_ids = torch.topk(log_probs, top_k, dim=-1)  # (P, k)
+            # softmax, not exp(log_softmax): the probabilities a fill-mask pipeline shows, to the last bit
+            top_p, top_ids = torch.topk(torch.softmax(logits, dim=-1), top_k, dim=-1)  # (P, k)
             losses = label_probs = None
             if labels is not None:
                 label_t = torch.as_tensor(list(labels), dtype=torch.long, device=sequence.device)
-                label_lp = log_probs.gather(1, label_t[:, None])[:, 0]  # (P,)
+                label_lp = torch.log_softmax(logits, dim=-1).gather(1, label_t[:, None])[:, 0]  # (P,)
                 losses = self._numpy(-label_lp)
                 label_probs = self._numpy(label_lp.exp())
-        probs = top_lp.exp().cpu().numpy()
+        probs = top_p.cpu().numpy()
         ids = top_ids.cpu().numpy()
         predictions = [
             MaskPrediction(

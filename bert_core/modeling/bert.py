@@ -227,8 +227,7 @@ class BertLayer(nn.Module):
 
         hidden (B * S, H) with shape = (B, S); additive_mask (B, 1, 1, S) or None; head_mask (N,) or None.
         The attention probabilities are written into probs_out (B, N, S, S); returns the output (B * S, H).
-        Same arithmetic as `forward` (dropout is the identity in eval mode); the scores' scale factor is
-        applied inside the batched matmul (exact when the head size is a power of 4, as 64 is).
+        Same arithmetic as `forward` (dropout is the identity in eval mode).
         """
         b, s = shape
         sa = self.attention.self
@@ -236,15 +235,21 @@ class BertLayer(nn.Module):
         # A fused (3H, H) QKV matmul was measured and gained nothing on CPU (docs/benchmarks.md): three it is.
         q, k, v = (_project(m, hidden).view(b, s, n, d) for m in (sa.query, sa.key, sa.value))
         context = torch.empty(b, n, s, d, dtype=hidden.dtype, device=hidden.device)
-        for row in range(
-            b
-        ):  # per row: the batched matmuls then run over heads, writing straight into probs_out
+        scale = d**-0.5
+        # Scaling inside the matmul saves a pass over the scores but rounds differently from the reference's
+        # matmul-then-multiply unless the scale is a power of two (D = 64: 1/8), where both are exact.
+        scale_in_matmul = math.frexp(scale)[0] == 0.5
+        # Per row: the batched matmuls then run over the heads, writing straight into probs_out.
+        for row in range(b):
             # (S, N, D) -> (N, S, D). q and k are copied to head-major order (two S x H copies, cheap): the
             # batched matmul on the strided views ran ~30 % slower at 512 tokens; v reads fine strided.
             qr, kr = q[row].transpose(0, 1).contiguous(), k[row].transpose(0, 1).contiguous()
             vr = v[row].transpose(0, 1)
             scores = probs_out[row]  # (N, S, S)
-            torch.baddbmm(scores, qr, kr.transpose(1, 2), beta=0.0, alpha=d**-0.5, out=scores)
+            if scale_in_matmul:
+                torch.baddbmm(scores, qr, kr.transpose(1, 2), beta=0.0, alpha=scale, out=scores)
+            else:
+                torch.bmm(qr, kr.transpose(1, 2), out=scores).mul_(scale)
             if additive_mask is not None:
                 scores.add_(additive_mask[row])
             torch.softmax(scores, dim=-1, out=scores)  # in place: rows are independent
@@ -403,12 +408,14 @@ class BertLMPredictionHead(nn.Module):
     def forward(self, hidden: Tensor) -> Tensor:
         """hidden (..., H) -> logits (..., V)."""
         h = self.transform(hidden)
-        if torch.is_grad_enabled() or h.device.type != "cpu" or h.dtype != torch.float32:
+        if torch.is_grad_enabled() or not isinstance(self.transform.dense, PackedLinear):
+            # training, CUDA, or exact mode: the reference's own projection, to the bit
             return F.linear(h, self.decoder_weight, self.bias)
         # Inference on CPU computes (V, H) @ (H, M) rather than (M, H) @ (H, V): for the few rows the app asks
         # for (the [MASK] positions) MKL then streams the 94 MB table once as the large operand instead of
-        # re-packing it on every call, 2-6x faster (docs/benchmarks.md, section 2). A single row would take the
-        # slower matrix-vector path, so it goes in twice. rows (M, H) -> logits (M, V).
+        # re-packing it on every call, 2-6x faster (docs/benchmarks.md, section 2); no copy of the table is made.
+        # A single row would take the slower matrix-vector path, so it goes in twice. Logits move by ~1e-6, so
+        # this runs only where the weights are packed anyway (not in exact mode). rows (M, H) -> logits (M, V).
         rows = h.reshape(-1, h.shape[-1])
         m = rows.shape[0]
         cols = torch.cat([rows, rows]) if m == 1 else rows

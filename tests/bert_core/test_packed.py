@@ -202,3 +202,40 @@ def test_inference_mlm_head_equals_the_plain_projection(checkpoint, shape):
     torch.testing.assert_close(fast, plain, atol=1e-5, rtol=0)
     with torch.enable_grad():  # the autograd path (dense layers, plain projection) agrees too
         torch.testing.assert_close(head(hidden), plain, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [MID, dict(hidden_size=96, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128)],
+    ids=["head-size-16", "head-size-48"],
+)
+def test_exact_mode_is_bit_identical_including_the_mlm_head(tmp_path, sizes):
+    """pack_weights=False promises the reference's arithmetic to the bit (the app's exact mode), also for
+    head sizes whose 1/sqrt(D) is not a power of two (the demo model has D = 48) and for the MLM head."""
+    directory = make_checkpoint(tmp_path, "pretraining", seed=8, **sizes)
+    ours = bert_core.load_pretrained(directory, pack_weights=False)
+    hf = transformers.BertForPreTraining.from_pretrained(directory, attn_implementation="eager").eval()
+    text = "the cat sat on the [MASK] of the river and [MASK] was cold"
+    r = ours.analyze(text)
+    with torch.no_grad():
+        out = hf(
+            input_ids=torch.tensor(r.input_ids[None]),
+            token_type_ids=torch.tensor(r.token_type_ids[None]),
+            output_attentions=True,
+            output_hidden_states=True,
+        )
+    np.testing.assert_array_equal(r.attentions, torch.stack(out.attentions)[:, 0].numpy())
+    np.testing.assert_array_equal(r.hidden_states, torch.stack(out.hidden_states)[:, 0].numpy())
+    # The head runs on the [MASK] rows only (the point of predict_masks): identical to transformers' own head
+    # applied to those rows; against its logits for every row (a matmul of another shape) within 1e-5.
+    masks = [i for i, t in enumerate(r.tokens) if t == "[MASK]"]
+    rows = torch.from_numpy(r.hidden_states[-1, masks])
+    with torch.inference_mode():
+        logits = ours.network.mlm_logits(rows)
+        reference = hf.cls.predictions(rows)
+    np.testing.assert_array_equal(logits.numpy(), reference.numpy())
+    np.testing.assert_allclose(logits.numpy(), out.prediction_logits[0, masks].numpy(), atol=1e-5, rtol=0)
+    for pred, ref_row in zip(ours.predict_masks(text), reference, strict=True):
+        top = torch.topk(torch.softmax(ref_row, -1), 5)
+        assert list(pred.token_ids) == top.indices.tolist()
+        np.testing.assert_array_equal(np.asarray(pred.probabilities, np.float32), top.values.numpy())
