@@ -84,6 +84,12 @@ def model_key(source: str) -> str:
     return source.strip()
 
 
+def loaded_key(source: str) -> str:
+    """The key of a loaded model and of its cached results: the checkpoint, and the arithmetic it runs (exact
+    mode loads other layers, so a process that switches BERTSCOPE_EXACT must not get the other model)."""
+    return model_key(source) + (" [exact]" if exact_arithmetic() else "")
+
+
 def hub_downloads_allowed() -> bool:
     return os.environ.get(ENV_ALLOW_HUB, "").strip().lower() not in ("0", "false", "no", "off")
 
@@ -236,16 +242,17 @@ class ModelStore:
     def load(self, source: str, progress: Callable[[str], None] | None = None) -> bert_core.BertScopeModel:
         """The model for `source`, loading it once; raises `bert_core.ModelLoadError` with a reason."""
         key = model_key(source)
-        model = self.loaded(key)
+        cache_key = loaded_key(source)
+        model = self.loaded(cache_key)
         if model is not None:
             return model
         failure = self.recent_failure(key)
         if failure:
             raise bert_core.ModelLoadError(failure)
         with self._lock:
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
+            key_lock = self._key_locks.setdefault(cache_key, threading.Lock())
         with key_lock:  # two sessions asking for the same model wait for one load
-            model = self.loaded(key)
+            model = self.loaded(cache_key)
             if model is not None:
                 return model
             signature = directory_signature(key)  # taken before reading, so an edit during the load counts
@@ -268,7 +275,7 @@ class ModelStore:
                     self._failures[key] = (time.monotonic(), str(exc), signature)
                 raise
             with self._lock:
-                self._remember(key, model)
+                self._remember(cache_key, model)
             return model
 
 
@@ -322,7 +329,7 @@ def load_model(source: str, progress: Callable[[str], None] | None = None) -> Ac
         refused = refusal(source)
         if refused:
             raise bert_core.ModelLoadError(refused)
-        return ActiveModel(store.load(source, progress), source, model_key(source))
+        return ActiveModel(store.load(source, progress), source, loaded_key(source))
     except bert_core.ModelLoadError as exc:
         reason = str(exc)
         fallback_ok = (
@@ -341,7 +348,7 @@ def load_model(source: str, progress: Callable[[str], None] | None = None) -> Ac
         f"{source} can't be loaded here ({reason}). Showing the bundled demo model instead: a small BERT "
         "shipped with BERTScope, not Google's bert-base."
     )
-    return ActiveModel(demo, DEMO_SOURCE, model_key(DEMO_SOURCE), notice)
+    return ActiveModel(demo, DEMO_SOURCE, loaded_key(DEMO_SOURCE), notice)
 
 
 def loadable_alternatives(failed: str) -> list[str]:

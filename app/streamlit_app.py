@@ -49,7 +49,7 @@ def model_picker() -> state.ActiveModel | None:
     store = state.model_store()
     key = state.model_key(source)
     try:
-        if store.loaded(key) is not None or store.recent_failure(key):
+        if store.loaded(state.loaded_key(source)) is not None or store.recent_failure(key):
             active = state.load_model(source)  # nothing slow to show: loaded, or failed a moment ago
         else:
             with st.status(f"Loading {ui.md_escape(source[-60:])}…", expanded=True) as status:

@@ -135,33 +135,42 @@ if batch.rejected:
 
 normalize = tokenizer.normalize
 # found: (sentence number, token indices of one occurrence, label suffix naming the occurrence or "")
-found, missing, cut, repeated = [], [], [], []
+found, missing, cut, repeated, partly_cut = [], [], [], [], []
 for n, r in zip(batch.used, batch.results, strict=True):
     occurrences = transforms.target_occurrences(r, target, normalize)
-    if occurrences:
-        if which == "each" and len(occurrences) > 1:
-            found.extend((n, idx, f" · {target} #{k + 1}") for k, idx in enumerate(occurrences))
-        else:
-            found.append((n, occurrences[-1] if which == "last" else occurrences[0], ""))
-        if len(occurrences) > 1:
-            repeated.append((n, len(occurrences)))
-        continue
+    total = len(occurrences)
     if r.truncated:
+        # Count the occurrences in the whole sentence too: the ones past the model's limit must not vanish
+        # silently (with 'last', the last one the model read is then not the sentence's last).
         whole = tokenizer.encode(sentences[n], max_length=r.num_tokens_before_truncation + 2)
-        if transforms.target_occurrences(whole, target, normalize, text=sentences[n]):
-            cut.append(n)
-            continue
-    missing.append(n)
+        total = len(transforms.target_occurrences(whole, target, normalize, text=sentences[n]))
+    if not occurrences:
+        (cut if total else missing).append(n)
+        continue
+    if which == "each" and total > 1:
+        found.extend((n, idx, f" · {target} #{k + 1}") for k, idx in enumerate(occurrences))
+    else:
+        found.append((n, occurrences[-1] if which == "last" else occurrences[0], ""))
+    if total > 1:
+        repeated.append((n, total))
+    if total > len(occurrences):
+        partly_cut.append((n, total - len(occurrences), total))
 if missing:
     st.warning(
         "The target word is not in these sentences (whole words only: 'banks' is not 'bank'), which are left "
         "out: " + "; ".join(ui.md_escape(f"{n + 1}. {sentences[n][:60]}") for n in missing)
     )
+limit = tokenizer.max_length
 if cut:
     st.warning(
-        f"The model reads at most {len(batch.results[batch.used.index(cut[0])].tokens)} pieces and these "
-        "sentences are cut off before the target word, so they are left out: "
-        + ", ".join(f"sentence {n + 1}" for n in cut)
+        f"The model reads at most {limit} pieces and these sentences are cut off before the target word, so "
+        "they are left out: " + ", ".join(f"sentence {n + 1}" for n in cut)
+    )
+if partly_cut:
+    st.warning(
+        f"The model reads at most {limit} pieces, so occurrences past that are left out: "
+        + ", ".join(f"sentence {n + 1} ({k} of {t})" for n, k, t in partly_cut)
+        + ("; 'last' uses the last one the model read." if which == "last" else ".")
     )
 if repeated:
     st.caption(
@@ -170,7 +179,9 @@ if repeated:
         + {
             "first": ": the first occurrence is used.",
             "last": ": the last occurrence is used.",
-            "each": ": each occurrence is its own point (numbered #1, #2, … in the labels).",
+            "each": ": each occurrence is its own point (numbered #1, #2, … in the labels); pairs from the "
+            "same sentence are left out of the same-sense / different-sense lines, since they share all "
+            "their context.",
         }[which]
     )
 if len(found) < 2:
@@ -247,7 +258,14 @@ labelled = [s for s in senses if s]
 if len(set(labelled)) >= 2:
     same, cross = [], []
     k = len(senses)
-    pairs = [(i, j) for i in range(k) for j in range(i + 1, k) if senses[i] and senses[j]]
+    # Two occurrences from one sentence share their whole context and its single label: not evidence of
+    # how the model separates senses, so such pairs are left out of both lines.
+    pairs = [
+        (i, j)
+        for i in range(k)
+        for j in range(i + 1, k)
+        if senses[i] and senses[j] and found[i][0] != found[j][0]
+    ]
     for layer_ in range(n_layers + 1):
         s = [sims[layer_, i, j] for i, j in pairs if senses[i] == senses[j]]
         c = [sims[layer_, i, j] for i, j in pairs if senses[i] != senses[j]]

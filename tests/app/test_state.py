@@ -148,3 +148,15 @@ def test_a_model_still_in_use_is_adopted_back_not_loaded_twice(tmp_path, monkeyp
     gc.collect()  # b was pushed out by that and nobody holds it: it is gone, not kept alive by the store
     store.load(str(b))
     assert len(calls) == 3
+
+
+def test_exact_mode_is_part_of_the_cache_key(tiny_checkpoint, monkeypatch):
+    store = state.ModelStore()
+    monkeypatch.setenv("BERTSCOPE_EXACT", "1")
+    exact = store.load(str(tiny_checkpoint))
+    monkeypatch.setenv("BERTSCOPE_EXACT", "0")
+    fast = store.load(str(tiny_checkpoint))
+    assert not exact.info.packed_weights and fast.info.packed_weights
+    assert state.loaded_key(str(tiny_checkpoint)) != state.model_key(str(tiny_checkpoint)) + " [exact]"
+    monkeypatch.setenv("BERTSCOPE_EXACT", "1")
+    assert store.load(str(tiny_checkpoint)) is exact

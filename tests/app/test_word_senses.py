@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import bert_core
-from tests.app.conftest import figure
+from tests.app.conftest import decode, figure
 from tests.app.test_other_pages import z
 
 PAGE = "views/word_senses.py"
@@ -139,3 +139,33 @@ def test_one_sentence_with_two_occurrences_is_enough_with_each(senses):
     assert "at least two sentences" in text_of(at.info)
     at.radio(key="senses_occurrence").set_value("each").run()
     assert not at.info and figure(at, "senses_matrix")
+
+
+def test_occurrences_past_the_models_limit_are_reported_not_silently_dropped(senses, tiny_checkpoint):
+    m = bert_core.load_pretrained(tiny_checkpoint)  # 64 positions
+    long_line = "the bank " + "the " * 80 + "bank"
+    at = senses([long_line, "my bank"])
+    at.radio(key="senses_occurrence").set_value("last").run()
+    warned = text_of(at.warning)
+    assert "occurrences past that are left out: sentence 1 (1 of 2)" in warned
+    assert "'last' uses the last one the model read" in warned
+    assert "sentence 1 (2×)" in text_of(at.caption)
+    at.slider(key="senses_layer").set_value(1).run()
+    r1, r2 = m.analyze(long_line), m.analyze("my bank")
+    assert r1.truncated and r1.tokens.count("bank") == 1
+    u = unit(
+        np.stack([r1.hidden_states[1, r1.tokens.index("bank")], r2.hidden_states[1, r2.tokens.index("bank")]])
+    )
+    np.testing.assert_allclose(z(at, "senses_matrix"), u @ u.T, atol=1e-5)
+
+
+def test_pairs_from_one_sentence_stay_out_of_the_sense_lines(senses):
+    at = senses(["the bank and the bank | river", "my bank | money", "the river bank | river"])
+    at.radio(key="senses_occurrence").set_value("each").run()
+    sims = z(at, "senses_matrix")  # points: 1#1, 1#2, 2, 3 at the last layer
+    lines = figure(at, "senses_lines")["data"]
+    same = {t["name"]: t for t in lines}["same sense"]
+    last = decode(same["y"])[-1] if isinstance(same["y"], dict) else same["y"][-1]
+    # same-sense pairs across sentences only: (1#1, 3) and (1#2, 3); (1#1, 1#2) is left out
+    np.testing.assert_allclose(last, (sims[0, 3] + sims[1, 3]) / 2, atol=1e-5)
+    assert "pairs from the same sentence are left out" in text_of(at.caption)
