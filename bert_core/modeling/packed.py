@@ -41,7 +41,9 @@ class PackedLinear(nn.Module):
         self.in_features = linear.in_features
         self.out_features = linear.out_features
         # Not a parameter or buffer: `.to()`, `state_dict()` and optimisers must never see the opaque layout.
-        self.packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), _PACKING_ROWS_HINT)
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(
+            linear.weight.detach().contiguous(), _PACKING_ROWS_HINT
+        )
         self.bias = linear.bias
 
     @property
@@ -104,7 +106,7 @@ class PackedLinear(nn.Module):
                 )
             else:
                 self.packed = torch.ops.mkldnn._reorder_linear_weight(
-                    weight.detach().to(torch.float32), _PACKING_ROWS_HINT
+                    weight.detach().to(torch.float32).contiguous(), _PACKING_ROWS_HINT
                 )
         elif strict:
             missing.append(key)
