@@ -28,6 +28,17 @@ def _linears(network):
     return [m for m in network.modules() if isinstance(m, nn.Linear | PackedLinear)]
 
 
+def _reference(hf, r):
+    """transformers' outputs (every attention and hidden state) for the ids and segments of Analysis `r`."""
+    with torch.no_grad():
+        return hf(
+            input_ids=torch.tensor(r.input_ids[None]),
+            token_type_ids=torch.tensor(r.token_type_ids[None]),
+            output_attentions=True,
+            output_hidden_states=True,
+        )
+
+
 def test_cpu_loading_packs_every_linear_and_opting_out_keeps_plain_ones(checkpoint):
     packed = bert_core.load_pretrained(checkpoint).network
     plain = bert_core.load_pretrained(checkpoint, pack_weights=False).network
@@ -58,13 +69,7 @@ def test_packed_results_track_the_exact_path_and_transformers(checkpoint):
     np.testing.assert_allclose(a.pooled, b.pooled, atol=1e-5, rtol=0)
     # the opt-out path is the reference's own arithmetic, to the bit
     hf = transformers.BertModel.from_pretrained(checkpoint, attn_implementation="eager").eval()
-    with torch.no_grad():
-        out = hf(
-            input_ids=torch.tensor(b.input_ids[None]),
-            token_type_ids=torch.tensor(b.token_type_ids[None]),
-            output_attentions=True,
-            output_hidden_states=True,
-        )
+    out = _reference(hf, b)
     np.testing.assert_array_equal(b.hidden_states, torch.stack(out.hidden_states)[:, 0].numpy())
     np.testing.assert_array_equal(b.attentions, torch.stack(out.attentions)[:, 0].numpy())
 
@@ -132,13 +137,7 @@ def test_bert_base_depth_stays_within_tolerance(tmp_path):
         text = " ".join(words[i % len(words)] for i in range(n - 2))
         r = ours.analyze(text)
         assert len(r.tokens) == n
-        with torch.no_grad():
-            out = hf(
-                input_ids=torch.tensor(r.input_ids[None]),
-                token_type_ids=torch.tensor(r.token_type_ids[None]),
-                output_attentions=True,
-                output_hidden_states=True,
-            )
+        out = _reference(hf, r)
         hid = torch.stack(out.hidden_states)[:, 0].numpy()
         att = torch.stack(out.attentions)[:, 0].numpy()
         assert float(np.abs(r.hidden_states - hid).max()) <= 1e-5
@@ -217,13 +216,7 @@ def test_exact_mode_is_bit_identical_including_the_mlm_head(tmp_path, sizes):
     hf = transformers.BertForPreTraining.from_pretrained(directory, attn_implementation="eager").eval()
     text = "the cat sat on the [MASK] of the river and [MASK] was cold"
     r = ours.analyze(text)
-    with torch.no_grad():
-        out = hf(
-            input_ids=torch.tensor(r.input_ids[None]),
-            token_type_ids=torch.tensor(r.token_type_ids[None]),
-            output_attentions=True,
-            output_hidden_states=True,
-        )
+    out = _reference(hf, r)
     np.testing.assert_array_equal(r.attentions, torch.stack(out.attentions)[:, 0].numpy())
     np.testing.assert_array_equal(r.hidden_states, torch.stack(out.hidden_states)[:, 0].numpy())
     # The head runs on the [MASK] rows only (the point of predict_masks): identical to transformers' own head
