@@ -187,6 +187,7 @@ def head_view(
     weights: np.ndarray,
     *,
     focus: int | None = None,
+    focus_to: int | None = None,
     min_weight: float = 0.0,
     top_k: int | None = None,
     title: str | None = None,
@@ -194,10 +195,14 @@ def head_view(
 ) -> go.Figure:
     """Lines from each token on the left to the tokens it attends to on the right; width and opacity = weight.
 
-    weights (R, C): row i is the attention of left token i. focus: draw only that row. Lines below
+    weights (R, C): row i is the attention of left token i. focus: draw only row `focus` (what that token
+    attends to); focus_to: draw only column `focus_to` (what attends to that token). Lines below
     `min_weight`, or outside each row's `top_k`, are left out (to keep large inputs light). Lines are
-    binned by weight into a few traces rather than one trace per line.
+    binned by weight into a few traces rather than one trace per line. Each token carries an invisible
+    marker with customdata ["from", i] or ["to", j], so a click on it can isolate it.
     """
+    if focus is not None and focus_to is not None:
+        raise ValueError("isolate a token on one side only: focus or focus_to")
     w = np.asarray(weights, dtype=np.float32)
     r, c = w.shape
     rows = range(r) if focus is None else [focus]
@@ -206,7 +211,9 @@ def head_view(
     for i in rows:
         row = w[i]
         cols = np.arange(c)
-        if top_k is not None and top_k < c:
+        if focus_to is not None:
+            cols = np.array([focus_to])
+        elif top_k is not None and top_k < c:
             cols = np.argsort(-row, kind="stable")[:top_k]
         for j in cols:
             v = float(row[j])
@@ -231,33 +238,30 @@ def head_view(
                 name=f"weight {bins[b]:.2f}–{bins[b + 1]:.2f}",
             )
         )
-    left_colors = ["#e4572e" if focus is not None and i == focus else "#333" for i in range(r)]
-    fig.add_trace(
-        go.Scatter(
-            x=[0.0] * r,
-            y=list(range(r)),
-            mode="text",
-            text=labels(left),
-            textposition="middle left",
-            textfont={"color": left_colors, "size": font_size},
-            hoverinfo="skip",
-            showlegend=False,
-            name="from",
+    left_colors = ["#e4572e" if i == focus else "#333" for i in range(r)]
+    right_colors = ["#e4572e" if j == focus_to else "#333" for j in range(c)]
+    for side, x, names, colors, position in (
+        ("from", 0.0, left, left_colors, "middle left"),
+        ("to", 1.0, right, right_colors, "middle right"),
+    ):
+        n = len(names)
+        hint = "what it attends to" if side == "from" else "what attends to it"
+        fig.add_trace(
+            go.Scatter(
+                x=[x] * n,
+                y=list(range(n)),
+                mode="markers+text",
+                text=labels(names),
+                textposition=position,
+                textfont={"color": colors, "size": font_size},
+                # Transparent but clickable: the page isolates the token a click lands on.
+                marker={"size": max(10, font_size), "color": "rgba(0,0,0,0)"},
+                customdata=[[side, k] for k in range(n)],
+                hovertemplate=f"%{{text}}: click to show {hint}<extra></extra>",
+                showlegend=False,
+                name=side,
+            )
         )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=[1.0] * c,
-            y=list(range(c)),
-            mode="text",
-            text=labels(right),
-            textposition="middle right",
-            textfont={"size": font_size},
-            hoverinfo="skip",
-            showlegend=False,
-            name="to",
-        )
-    )
     fig.update_layout(
         xaxis={"visible": False, "range": [-0.6, 1.6], "fixedrange": True},
         yaxis={"visible": False, "autorange": "reversed"},

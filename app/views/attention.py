@@ -14,6 +14,7 @@ from app import charts, state, transforms, ui
 HEATMAP, HEAD_VIEW, MODEL_VIEW = "Heatmap", "Head view", "Model view"
 HOVER_LABEL_LIMIT = 128  # above this many rows, heatmap cells carry no per-cell hover labels
 HEAD_VIEW_FULL_LIMIT = 64  # above this many tokens, the head view draws each token's strongest lines only
+ALL_TOKENS = "(all tokens)"
 THUMB_SIDE = 24  # model-view thumbnails are average-pooled to at most this many rows and columns
 
 st.header("Attention")
@@ -206,26 +207,60 @@ if view == HEATMAP:
         )
     ui.show_figure(fig, key="att_heatmap", data=table, filename=slug, caption=caption)
 else:
-    focus_options = ["(all tokens)", *[f"{n}: {row_names[n]}" for n in range(len(rows))]]
-    focus_label = st.selectbox("Isolate one token", focus_options, key="att_focus")
-    focus = None if focus_label == focus_options[0] else focus_options.index(focus_label) - 1
-    large = len(rows) > HEAD_VIEW_FULL_LIMIT and focus is None
+    # One list for both sides: "k: tok → …" isolates a query row (what it attends to), "… → k: tok" a key
+    # column (what attends to it). Numbers are positions on this view's axes.
+    from_options = [f"{n}: {row_names[n]} → …" for n in range(len(rows))]
+    to_options = [f"… → {n}: {col_names[n]}" for n in range(len(cols))]
+    focus_options = [ALL_TOKENS, *from_options, *to_options]
+    if st.session_state.get("att_focus") not in focus_options:
+        st.session_state["att_focus"] = ALL_TOKENS  # the tokens changed under a stale choice
+
+    def _focus_from_click() -> None:
+        event = st.session_state.get("att_head_view")
+        for point in (event or {}).get("selection", {}).get("points", []):
+            data = point.get("customdata")
+            if data is None or len(data) != 2 or data[0] not in ("from", "to"):
+                continue
+            options = from_options if data[0] == "from" else to_options
+            if 0 <= int(data[1]) < len(options):
+                chosen = options[int(data[1])]
+                # A second click on the isolated token brings every token back.
+                same = st.session_state.get("att_focus") == chosen
+                st.session_state["att_focus"] = ALL_TOKENS if same else chosen
+                return
+
+    focus_label = st.selectbox(
+        "Isolate one token",
+        focus_options,
+        key="att_focus",
+        help="Or click a token in the chart: on the left, what it attends to; on the right, what attends to it.",
+    )
+    index = focus_options.index(focus_label)
+    focus = index - 1 if 1 <= index <= len(from_options) else None
+    focus_to = index - 1 - len(from_options) if index > len(from_options) else None
+    large = len(rows) > HEAD_VIEW_FULL_LIMIT and focus is None and focus_to is None
     fig = charts.head_view(
         row_names,
         col_names,
         matrix,
         focus=focus,
+        focus_to=focus_to,
         top_k=5 if large else None,
         min_weight=0.02 if large else 0.0,
         title=title,
         font_size=ui.font_size(),
     )
-    caption = "Left: the token that attends; right: what it attends to. Line width and colour = weight."
+    caption = (
+        "Left: the token that attends; right: what it attends to. Line width and colour = weight. "
+        "Click a token to isolate it; click it again for every token."
+    )
     if large:
         caption += (
             f" With more than {HEAD_VIEW_FULL_LIMIT} tokens only each token's 5 strongest links (≥ 0.02) are "
             "drawn; isolate a token to see all of its links."
         )
-    ui.show_figure(fig, key="att_head_view", data=table, filename=slug, caption=caption)
+    ui.show_figure(
+        fig, key="att_head_view", data=table, filename=slug, on_select=_focus_from_click, caption=caption
+    )
 for note in notes:
     st.caption(note)

@@ -93,6 +93,30 @@ def test_head_view_isolates_a_token(make_app, expected):
     assert set(ys[0::2]) == {1}  # every line starts at the isolated token (row 1)
 
 
+def test_head_view_isolates_what_attends_to_a_token(make_app, expected):
+    at = make_app(PAGE, a=TEXT, att_view="Head view", head="2")
+    box = at.selectbox(key="att_focus")
+    target = next(o for o in box.options if o.startswith("… → 3:"))
+    box.set_value(target).run()
+    spec = figure(at, "att_head_view")
+    ys = [
+        y for t in spec["data"] if t.get("mode") == "lines" for y in decode(t["y"]).tolist() if y is not None
+    ]
+    assert set(ys[1::2]) == {3} and sorted(ys[0::2]) == list(range(len(expected.tokens)))
+    # the line widths come from that column of head 2's map: the widest line starts at its largest weight
+    column = expected.attentions[0, 1][:, 3]
+    widest = max((t for t in spec["data"] if t.get("mode") == "lines"), key=lambda t: t["line"]["width"])
+    assert int(np.argmax(column)) in decode(widest["y"]).tolist()[0::3]
+
+
+def test_a_stale_isolated_token_falls_back_to_all(make_app):
+    at = make_app(PAGE, a=TEXT, att_view="Head view")
+    at.selectbox(key="att_focus").set_value(at.selectbox(key="att_focus").options[-1]).run()
+    at.sidebar.text_area[0].set_value("a short one").run()
+    assert not at.exception
+    assert at.selectbox(key="att_focus").value == "(all tokens)"
+
+
 def test_out_of_range_layer_in_the_link_is_harmless(make_app):
     at = make_app(PAGE, a=TEXT, layer="20", head="9")
     assert not at.exception and not at.error

@@ -134,6 +134,40 @@ def test_model_view_click_opens_that_head(app_url, page):
     assert query.get("layer") == ["2"] and query.get("head") == ["3"]
 
 
+def test_head_view_click_on_a_token_isolates_it(app_url, page):
+    page.goto(f"{app_url}/attention?a=the+bank+by+the+river&att_view=Head+view&head=1")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    focus = page.locator('input[aria-label="Isolate one token"]')
+    assert focus.input_value() == "(all tokens)"
+
+    def click_token(side: str, k: int) -> None:
+        # The token traces are the last two: "from" (left), then "to" (right).
+        traces = page.locator(f"{CHART} .scatterlayer .trace")
+        box = (
+            traces.nth(traces.count() - (2 if side == "from" else 1)).locator(".point").nth(k).bounding_box()
+        )
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.mouse.down()
+        page.mouse.up()
+
+    def wait_focus(value: str) -> None:
+        page.wait_for_function(
+            "v => document.querySelector('input[aria-label=\"Isolate one token\"]').value === v",
+            arg=value,
+            timeout=30_000,
+        )
+
+    click_token("from", 2)
+    wait_focus("2: bank → …")
+    click_token("to", 4)
+    wait_focus("… → 4: the")
+    wait_for_app(page)
+    click_token("to", 4)  # the same token again: every token comes back
+    wait_focus("(all tokens)")
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
 @pytest.mark.parametrize("path", ["", "embeddings", "attention", "masked", "senses", "sentence"])
 def test_every_page_renders_with_no_network(app_url, page, path):
     page.goto(f"{app_url}/{path}?a=the+cat+sat+on+the+bank&b=the+river")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from app import charts, transforms
 
@@ -43,6 +44,23 @@ def test_head_view_focus_draws_only_that_row():
     fig = charts.head_view(["a", "b", "c"], ["a", "b", "c"], w, focus=1)
     ys = [y for t in fig.data if t.mode == "lines" for y in t.y]
     assert set(ys[0::3]) == {1}
+
+
+def test_head_view_focus_to_draws_only_that_column():
+    w = np.random.default_rng(1).random((3, 4)).astype(np.float32)
+    fig = charts.head_view(["a", "b", "c"], ["w", "x", "y", "z"], w, focus_to=2)
+    ends = [
+        (y0, y1) for t in fig.data if t.mode == "lines" for y0, y1 in zip(t.y[0::3], t.y[1::3], strict=True)
+    ]
+    assert sorted(ends) == [(0, 2), (1, 2), (2, 2)]  # every row's line, into column 2 only
+
+
+def test_head_view_tokens_carry_their_side_and_position_for_clicks():
+    fig = charts.head_view(["a", "b"], ["x", "y", "z"], np.full((2, 3), 1 / 3, dtype=np.float32))
+    sides = {t.name: [list(c) for c in t.customdata] for t in fig.data if t.name in ("from", "to")}
+    assert sides == {"from": [["from", 0], ["from", 1]], "to": [["to", 0], ["to", 1], ["to", 2]]}
+    with pytest.raises(ValueError):
+        charts.head_view(["a"], ["x"], np.ones((1, 1), dtype=np.float32), focus=0, focus_to=0)
 
 
 def test_model_view_marks_every_head():
