@@ -232,3 +232,26 @@ def test_exact_mode_is_bit_identical_including_the_mlm_head(tmp_path, sizes):
         top = torch.topk(torch.softmax(ref_row, -1), 5)
         assert list(pred.token_ids) == top.indices.tolist()
         np.testing.assert_array_equal(np.asarray(pred.probabilities, np.float32), top.values.numpy())
+
+
+def test_results_do_not_depend_on_the_thread_count(tmp_path):
+    # Big enough that oneDNN and MKL split the matmuls across threads (a 2-core laptop vs a 1-core container
+    # must show the same attention maps): hidden 256, FFN 1024, ~300 tokens.
+    path = make_checkpoint(
+        tmp_path, "pretraining", seed=9, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=1024, max_position_embeddings=320,
+    )  # fmt: skip
+    text = " ".join([TEXT] * 30)
+    before = torch.get_num_threads()
+    try:
+        for pack in (True, False):
+            model = bert_core.load_pretrained(path, pack_weights=pack)
+            runs = []
+            for threads in (1, 2):
+                torch.set_num_threads(threads)
+                runs.append(model.analyze(text))
+            assert len(runs[0].tokens) > 250
+            np.testing.assert_array_equal(runs[0].attentions, runs[1].attentions)
+            np.testing.assert_array_equal(runs[0].hidden_states, runs[1].hidden_states)
+    finally:
+        torch.set_num_threads(before)
