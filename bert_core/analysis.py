@@ -182,6 +182,12 @@ class BertScopeModel:
         )
 
     def encode(self, text: str, text_pair: str | None = None) -> Encoding:
+        if text_pair is not None and self.config.type_vocab_size < 2:
+            # Sentence B's pieces carry segment id 1, a row this model's segment table does not have.
+            raise InputError(
+                "this model has a single segment type (type_vocab_size = 1), so it cannot take a sentence "
+                "pair: leave sentence B empty"
+            )
         return self.tokenizer.encode(text, text_pair)
 
     def analyze(self, text: str, text_pair: str | None = None, *, head_mask=None) -> Analysis:
@@ -190,19 +196,20 @@ class BertScopeModel:
         head_mask: optional (L, N) array, 1 = keep a head, 0 = switch it off (its output is zeroed; its
         attention probabilities are still returned).
         """
-        enc = self.tokenizer.encode(text, text_pair)
+        enc = self.encode(text, text_pair)
         mask = self._head_mask_tensor(head_mask)
         return self._analysis(enc, self._run([enc], mask), 0, text, text_pair, mask)
 
     def analyze_batch(self, texts: Sequence[TextInput], *, head_mask=None) -> list[Analysis]:
         """Analyse several texts (or (text, pair) tuples) in one padded forward pass.
 
-        Each result equals what `analyze` returns for that text alone (padding is masked out).
+        Each result is what `analyze` returns for that text alone (padding is masked out), up to float
+        rounding: a padded softmax row or matmul may sum in a different order, so values can differ by ~1e-6.
         """
         items = [(t, None) if isinstance(t, str) else (t[0], t[1]) for t in texts]
         if not items:
             return []
-        encodings = [self.tokenizer.encode(a, b) for a, b in items]
+        encodings = [self.encode(a, b) for a, b in items]
         mask = self._head_mask_tensor(head_mask)
         out = self._run(encodings, mask)
         return [
@@ -214,14 +221,15 @@ class BertScopeModel:
         """Hidden states (and pooled vectors) of many texts, without keeping any attention map.
 
         Texts are grouped by length into padded batches of at most `max_batch_tokens` (B x S) so memory stays
-        bounded however many texts come in; each result equals what `analyze` gives for that text alone.
+        bounded however many texts come in; each result is what `analyze` gives for that text alone, up to
+        float rounding from the padding (~1e-6, as in `analyze_batch`).
         Raises InputError naming the first text that cannot be encoded.
         """
         items = [(t, None) if isinstance(t, str) else (t[0], t[1]) for t in texts]
         encodings = []
         for index, (a, b) in enumerate(items):
             try:
-                encodings.append(self.tokenizer.encode(a, b))
+                encodings.append(self.encode(a, b))
             except InputError as exc:
                 raise InputError(f"text {index + 1}: {exc}") from exc
         order = sorted(range(len(items)), key=lambda i: len(encodings[i].tokens))
@@ -291,13 +299,22 @@ class BertScopeModel:
         predictions = [
             MaskPrediction(
                 position=int(pos),
-                tokens=self.tokenizer.convert_ids_to_tokens(ids[i].tolist()),
+                tokens=self._piece_names(ids[i].tolist()),
                 token_ids=[int(x) for x in ids[i]],
                 probabilities=[float(p) for p in probs[i]],
             )
             for i, pos in enumerate(positions)
         ]
         return MlmScores(predictions, losses, label_probs)
+
+    def _piece_names(self, ids: list[int]) -> list[str]:
+        """Names for predicted ids. An embedding table may have more rows than vocab.txt has pieces (padded to a
+        multiple of 8, e.g. 30528 rows for 30522 pieces); those rows are still in the softmax the model
+        computed, so they are kept and named by their id instead of being dropped."""
+        known = self.tokenizer.vocab_size
+        names = self.tokenizer.convert_ids_to_tokens([i for i in ids if i < known])
+        it = iter(names)
+        return [next(it) if i < known else f"[id {i}: no vocabulary piece]" for i in ids]
 
     def predict_masks(
         self, text: str, text_pair: str | None = None, *, top_k: int = 5
@@ -307,7 +324,7 @@ class BertScopeModel:
         mask_id = self.tokenizer.mask_token_id
         if mask_id is None:
             raise InputError("this model's vocabulary has no [MASK] token")
-        enc = self.tokenizer.encode(text, text_pair)
+        enc = self.encode(text, text_pair)
         positions = [i for i, t in enumerate(enc.input_ids.tolist()) if t == mask_id]
         if not positions:
             lost = " (the text was truncated and the [MASK] fell beyond the model's maximum length)"
@@ -345,9 +362,18 @@ class BertScopeModel:
         positions = [int(p) for p in positions]
         if any(not 0 <= p < len(ids) for p in positions):
             raise InputError("a position is outside the sequence")
-        if labels is not None and len(labels) != len(positions):
-            raise InputError("labels and positions must have the same length")
+        if labels is not None:
+            if len(labels) != len(positions):
+                raise InputError("labels and positions must have the same length")
+            if any(not 0 <= int(x) < self.config.vocab_size for x in labels):
+                raise InputError(f"labels must be token ids from 0 to {self.config.vocab_size - 1}")
         types = np.zeros_like(ids) if token_type_ids is None else np.array(token_type_ids, dtype=np.int64)
+        if types.shape != ids.shape:
+            raise InputError(
+                f"token_type_ids must have one id per input id ({len(ids)}), got shape {types.shape}"
+            )
+        if types.min() < 0 or types.max() >= self.config.type_vocab_size:
+            raise InputError(f"token_type_ids must be from 0 to {self.config.type_vocab_size - 1}")
         if not positions:
             return MlmScores([], None if labels is None else np.zeros(0, np.float32), None)
         with torch.inference_mode():
@@ -360,7 +386,7 @@ class BertScopeModel:
         """Probability that `text_b` follows `text_a` (IsNext); None when the model has no NSP head."""
         if not self.has_nsp_head:
             return None
-        enc = self.tokenizer.encode(text_a, text_b)
+        enc = self.encode(text_a, text_b)
         out = self._run([enc], None)
         with torch.inference_mode():
             probs = torch.softmax(self.network.nsp_logits(out.pooled), dim=-1)

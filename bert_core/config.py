@@ -38,6 +38,8 @@ _BOUNDS: dict[str, tuple[int, int]] = {
 }
 # An extra cap on the total parameter count of the embeddings and encoder (about 8 GB of fp32).
 _MAX_PARAMETERS = 2_000_000_000
+# Keys whose truth changes the computation in ways this encoder does not implement.
+_REFUSED_FLAGS = ("is_decoder", "add_cross_attention")
 
 
 @dataclass(frozen=True)
@@ -124,12 +126,25 @@ class BertConfig:
     def from_dict(cls, data: dict[str, Any]) -> BertConfig:
         if not isinstance(data, dict):
             raise ModelLoadError(f"config must be a JSON object, got {type(data).__name__}")
+        # A decoder BERT (BertLMHeadModel) masks attention causally and may cross-attend: a different
+        # computation from the encoder built here, so drawing its attention as ours would show maps it never
+        # computed. Refused rather than silently run as an encoder.
+        for key in _REFUSED_FLAGS:
+            if data.get(key):
+                raise ModelLoadError(
+                    f"config key {key!r} is true: this is a decoder BERT (causal attention), which BERTScope "
+                    "does not model; it analyses BERT encoders"
+                )
         known = {f.name for f in fields(cls)}
         kwargs: dict[str, Any] = {}
         for key, value in data.items():
             if key not in known:
                 continue  # HF configs carry many keys (torch_dtype, transformers_version, ...) we don't use
             if key == "architectures":
+                if value is not None and not (
+                    isinstance(value, list) and all(isinstance(v, str) for v in value)
+                ):
+                    raise ModelLoadError(f"config key 'architectures' must be a list of names, got {value!r}")
                 value = tuple(value or ())
             if key == "pad_token_id" and value is None:
                 value = 0

@@ -164,7 +164,7 @@ def download_from_hub(
     if weights is None:
         index = fetch(SAFETENSORS_INDEX, required=False)
         if index is not None:
-            for shard in sorted(set(json.loads(index.read_text())["weight_map"].values())):
+            for shard in _index_shards(index):
                 fetch(shard, required=True)
         elif fetch(PYTORCH_FILE, required=False) is None:
             raise ModelLoadError(f"{repo_id!r} has neither {SAFETENSORS_FILE} nor {PYTORCH_FILE}")
@@ -217,6 +217,25 @@ def hub_reachable(endpoint: str | None = None, *, timeout: float = 3.0) -> bool:
 # -- reading weights --------------------------------------------------------------------------------------
 
 
+def _index_shards(index: Path) -> list[str]:
+    """The shard file names a model.safetensors.index.json lists; ModelLoadError when it is malformed."""
+    try:
+        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise ModelLoadError(f"{index} is not a valid safetensors index: {exc!r}") from exc
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise ModelLoadError(
+            f"{index} is not a valid safetensors index: 'weight_map' must be a non-empty object"
+        )
+    names = set(weight_map.values())
+    # Names only, never paths: an index must not send the reader (or a download) outside the model directory.
+    if not all(isinstance(n, str) and n and Path(n).name == n and n not in (".", "..") for n in names):
+        raise ModelLoadError(
+            f"{index} is not a valid safetensors index: shard names must be plain file names"
+        )
+    return sorted(names)
+
+
 def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
     """Read the weights in `directory`: safetensors preferred, else a weights-only unpickle of the .bin."""
     single = directory / SAFETENSORS_FILE
@@ -225,11 +244,7 @@ def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
     if single.is_file():
         files = [single]
     elif index.is_file():
-        try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-            files = [directory / name for name in sorted(set(weight_map.values()))]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ModelLoadError(f"{index} is not a valid safetensors index: {exc}") from exc
+        files = [directory / name for name in _index_shards(index)]
     if files:
         state: dict[str, torch.Tensor] = {}
         for file in files:
@@ -277,6 +292,8 @@ _SAFETENSORS_DTYPES = {
     "BOOL": torch.bool,
 }
 _MAX_HEADER_BYTES = 100 * 1024 * 1024
+# Any one dimension beyond this is a corrupt header (and would overflow a torch size).
+_MAX_DIM = 2**40
 
 
 def _reject_constant(name: str) -> None:
@@ -313,7 +330,7 @@ def _parse_safetensors_header(
         dtype = _SAFETENSORS_DTYPES[info["dtype"]]
         shape = _ints(info["shape"], f"the shape of {name!r}")
         offsets = _ints(info["data_offsets"], f"the data offsets of {name!r}")
-        if len(offsets) != 2 or any(d < 0 for d in shape):
+        if len(offsets) != 2 or any(not 0 <= d < _MAX_DIM for d in shape):
             raise ValueError(f"bad header entry for {name!r}: {str(info)[:200]}")
         begin, end = offsets
         if end - begin != math.prod(shape) * dtype.itemsize or not 0 <= begin <= end <= data_size:
@@ -491,6 +508,13 @@ def build_network(
     ]
     if mismatched:
         raise ModelLoadError("weights do not match config.json: " + "; ".join(mismatched[:5]))
+    not_float = [
+        f"{k} ({state[k].dtype})"
+        for k in sorted(expected)
+        if expected[k].is_floating_point() and not state[k].is_floating_point()
+    ]
+    if not_float:
+        raise ModelLoadError("weights must be floating point; the checkpoint has " + _summarise(not_float))
     floats = {k: (v.to(torch.float32) if v.is_floating_point() else v).contiguous() for k, v in state.items()}
     network.load_state_dict(floats, strict=True, assign=True)
     return network.eval()

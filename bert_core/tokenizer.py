@@ -812,6 +812,8 @@ def _options_from_config(config: dict[str, Any], path: Path) -> dict[str, Any]:
     if model_max_length is not None:
         if isinstance(model_max_length, bool) or not isinstance(model_max_length, (int, float)):
             raise ModelLoadError(f"{path}: 'model_max_length' must be a number, got {model_max_length!r}")
+        if model_max_length != model_max_length or model_max_length == float("-inf"):  # NaN or -inf
+            raise ModelLoadError(f"{path}: 'model_max_length' must be positive, got {model_max_length!r}")
         model_max_length = int(model_max_length) if model_max_length < _UNSET_MODEL_MAX_LENGTH else None
         if model_max_length is not None and model_max_length < 1:
             raise ModelLoadError(f"{path}: 'model_max_length' must be positive, got {model_max_length}")

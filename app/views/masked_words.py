@@ -63,6 +63,18 @@ except bert_core.BertScopeError as exc:
     st.error(ui.user_message(exc))
     st.stop()
 
+enc = active.model.encode(masked, inputs.text_b)  # tokenising only: the prediction above is cached
+if enc.truncated:
+    # predict_masks can only predict the masks the model reads; the ones past its limit must not vanish
+    # silently.
+    whole = tokenizer.encode(masked, inputs.text_b, max_length=enc.num_tokens_before_truncation + 3)
+    total = int((whole.input_ids == tokenizer.mask_token_id).sum())
+    if total > len(predictions):
+        st.warning(
+            f"{total - len(predictions)} of the {total} {ui.md_escape(mask)} lie past the model's limit of "
+            f"{len(enc.tokens)} pieces and are not predicted. Shorten the text to predict them."
+        )
+
 rows = [
     {"mask": m + 1, "position": p.position, "rank": r + 1, "token": tok, "probability": prob}
     for m, p in enumerate(predictions)

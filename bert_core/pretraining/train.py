@@ -425,11 +425,16 @@ def save_checkpoint(
     dtype = SAVE_DTYPES[save_dtype]
     # The tied MLM decoder is not in the state dict (it *is* the word-embedding table), so no key is duplicated.
     state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in network.state_dict().items()}
+    head = network.cls.predictions
+    tied = head is None or head.tied
+    if not tied and "cls.predictions.bias" in state:
+        # transformers reads an untied decoder's bias from its own key (and the loader prefers it too).
+        state["cls.predictions.decoder.bias"] = state["cls.predictions.bias"].clone()
     with tempfile.TemporaryDirectory(dir=directory, prefix=".partial-") as tmp:
         tmp_dir = Path(tmp)
         save_file(state, str(tmp_dir / "model.safetensors"), metadata={"format": "pt"})
         config = bert_config.to_dict()
-        config["tie_word_embeddings"] = True
+        config["tie_word_embeddings"] = tied
         config["torch_dtype"] = save_dtype
         (tmp_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         # vocab.txt + tokenizer_config.json only: the loader rebuilds BERT's normaliser from them with the

@@ -142,11 +142,14 @@ def test_head_view_click_on_a_token_isolates_it(app_url, page):
     assert focus.input_value() == "(all tokens)"
 
     def click_token(side: str, k: int) -> None:
-        # The token traces are the last two: "from" (left), then "to" (right).
+        # The token traces are the last two: "from" (left), then "to" (right). The chart redraws after each
+        # click, so the point is looked up afresh once the app is idle.
+        wait_for_app(page)
         traces = page.locator(f"{CHART} .scatterlayer .trace")
-        box = (
-            traces.nth(traces.count() - (2 if side == "from" else 1)).locator(".point").nth(k).bounding_box()
-        )
+        point = traces.nth(traces.count() - (2 if side == "from" else 1)).locator(".point").nth(k)
+        point.wait_for(state="attached", timeout=30_000)
+        box = point.bounding_box()
+        assert box is not None, f"token {k} on the {side} side is not drawn"
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.mouse.down()
         page.mouse.up()
@@ -162,7 +165,6 @@ def test_head_view_click_on_a_token_isolates_it(app_url, page):
     wait_focus("2: bank → …")
     click_token("to", 4)
     wait_focus("… → 4: the")
-    wait_for_app(page)
     click_token("to", 4)  # the same token again: every token comes back
     wait_focus("(all tokens)")
     assert page.locator('[data-testid="stException"]').count() == 0

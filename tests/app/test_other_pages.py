@@ -57,6 +57,17 @@ def test_masked_words_counts_the_masks_of_both_sentences(make_app):
     assert figure(at, "mask_bars_1")  # B's mask is predicted too
 
 
+def test_masked_words_says_which_masks_fell_past_the_limit(make_app):
+    # The tiny model reads 64 pieces: the first four masks are inside, the last three beyond.
+    text = "the [MASK] sat " + "on the bank " * 10 + "the [MASK] " * 3 + "and " * 40 + "the [MASK] cat " * 3
+    at = make_app("views/masked_words.py", a=text)
+    assert not at.exception and not at.error
+    warning = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "3 of the 7 [MASK] lie past the model's limit of 64 pieces" in warning
+    assert figure(at, "mask_bars_3")
+    assert len(at.dataframe[0].value["mask"].unique()) == 4
+
+
 def test_sentence_b_is_named_in_error_messages(make_app):
     at = make_app(a="the cat", b="\x00\u200b")
     errors = " ".join(e.value for e in at.error)

@@ -192,3 +192,48 @@ def test_vectors_batch_equals_analyze_in_bounded_chunks(tiny_model, monkeypatch)
         np.testing.assert_allclose(v.pooled, single.pooled, atol=1e-5)
     with pytest.raises(InputError, match="text 2"):
         tiny_model.vectors_batch(["the cat", "\x00"])
+
+
+def test_predict_at_checks_segment_ids_and_labels(tiny_model):
+    enc = tiny_model.tokenizer.encode("the [MASK] sat", "the cat")
+    ids, position = enc.input_ids, enc.tokens.index("[MASK]")
+    good = tiny_model.predict_at(ids, [position], token_type_ids=enc.token_type_ids)
+    assert len(good.predictions) == 1
+    for types in ([1], enc.token_type_ids[:-1], np.full_like(enc.token_type_ids, 2), [[0] * len(ids)]):
+        with pytest.raises(InputError, match="token_type_ids"):
+            tiny_model.predict_at(ids, [position], token_type_ids=types)
+    for label in (-100, tiny_model.config.vocab_size, 10**6):
+        with pytest.raises(InputError, match="labels"):
+            tiny_model.predict_at(ids, [position], labels=[label])
+
+
+def test_a_single_segment_model_refuses_a_pair_clearly(tmp_path):
+    model = bert_core.load_pretrained(make_checkpoint(tmp_path, "pretraining", seed=2, type_vocab_size=1))
+    assert model.analyze("the cat").num_layers == 2
+    calls = [
+        lambda: model.analyze("the cat", "the dog"),
+        lambda: model.predict_masks("the [MASK]", "the dog"),
+        lambda: model.next_sentence("the cat", "the dog"),
+        lambda: model.analyze_batch(["the cat", ("the", "dog")]),
+    ]
+    for call in calls:
+        with pytest.raises(InputError, match="single segment type"):
+            call()
+
+
+def test_predictions_name_embedding_rows_past_the_vocabulary(tmp_path):
+    """A table padded past vocab.txt (30528 rows for 30522 pieces is common): those rows are in the softmax
+    the model computed, so they are ranked like any other and named by id, never an error."""
+    from tests.conftest import TINY_VOCAB
+
+    path = make_checkpoint(tmp_path, "mlm", seed=1, vocab_size=len(TINY_VOCAB) + 8)
+    model = bert_core.load_pretrained(path)
+    with torch.no_grad():
+        model.network.cls.predictions.bias[len(TINY_VOCAB) + 3] = 50.0  # make a padded row win
+    p = model.predict_masks("the cat sat on the [MASK]", top_k=model.config.vocab_size)[0]
+    assert p.token_ids[0] == len(TINY_VOCAB) + 3
+    assert p.tokens[0] == f"[id {len(TINY_VOCAB) + 3}: no vocabulary piece]"
+    assert sorted(p.token_ids) == list(range(model.config.vocab_size))
+    assert sum(p.probabilities) == pytest.approx(1.0, abs=1e-5)
+    named = {i: t for i, t in zip(p.token_ids, p.tokens, strict=True) if i < len(TINY_VOCAB)}
+    assert named == {i: TINY_VOCAB[i] for i in named}

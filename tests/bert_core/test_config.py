@@ -50,3 +50,9 @@ def test_invalid_values_name_the_key(overrides, key):
 
 def test_null_pad_token_id_means_zero():
     assert BertConfig.from_dict({"pad_token_id": None}).pad_token_id == 0
+
+
+@pytest.mark.parametrize("value", [5, "BertModel", [1, 2]])
+def test_architectures_must_be_a_list_of_names(value):
+    with pytest.raises(ModelLoadError, match="architectures"):
+        BertConfig.from_dict({"architectures": value})

@@ -146,6 +146,17 @@ def test_repository_without_weights(tmp_path, tiny_checkpoint, online):
         bert_core.load_pretrained(REPO, cache_dir=tmp_path / "c", endpoint=hub.endpoint)
 
 
+@pytest.mark.parametrize("index", ["{not json", '{"metadata": {}}', '{"weight_map": ["a.safetensors"]}'])
+def test_repository_with_a_malformed_shard_index(tmp_path, tiny_checkpoint, online, index):
+    served = tmp_path / "served"
+    served.mkdir()
+    for name in ("config.json", "vocab.txt"):
+        (served / name).write_bytes((tiny_checkpoint / name).read_bytes())
+    (served / "model.safetensors.index.json").write_text(index)
+    with _Hub(served) as hub, pytest.raises(ModelLoadError, match="not a valid safetensors index"):
+        bert_core.load_pretrained(REPO, cache_dir=tmp_path / "c", endpoint=hub.endpoint)
+
+
 def test_fresh_process_without_network_fails_fast_with_the_reason(tmp_path):
     """No monkeypatching: a clean interpreter, a hub endpoint nobody listens on, an empty cache."""
     import socket

@@ -566,3 +566,56 @@ def test_untied_decoder_bias_follows_transformers(tmp_path):
     top = torch.topk(torch.softmax(logits[pred.position], -1), 5)
     assert list(pred.token_ids) == top.indices.tolist()
     np.testing.assert_allclose(pred.probabilities, top.values.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        "{not json",
+        json.dumps({"metadata": {}}),
+        json.dumps({"weight_map": ["model-00001-of-00002.safetensors"]}),
+        json.dumps({"weight_map": "model.safetensors"}),
+        json.dumps({"weight_map": {}}),
+        json.dumps({"weight_map": {"bert.x": 5}}),
+        json.dumps({"weight_map": {"bert.x": "../elsewhere/model.safetensors"}}),
+    ],
+)
+def test_a_malformed_shard_index_is_a_load_error(tmp_path, tiny_checkpoint, index):
+    directory = _copy(tmp_path, tiny_checkpoint, "bad-index")
+    (directory / "model.safetensors").unlink()
+    (directory / "model.safetensors.index.json").write_text(index)
+    with pytest.raises(ModelLoadError, match="not a valid safetensors index"):
+        bert_core.load_pretrained(directory)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.bool])
+def test_integer_weights_are_a_load_error_naming_the_key(tmp_path, tiny_checkpoint, dtype):
+    directory = _copy(tmp_path, tiny_checkpoint, "int-weights")
+    key = "bert.encoder.layer.0.attention.self.query.weight"
+    _rewrite_weights(directory, lambda s: {**s, key: s[key].to(dtype)})
+    with pytest.raises(ModelLoadError, match="floating point.*" + key.replace(".", r"\.")):
+        bert_core.load_pretrained(directory)
+
+
+def test_an_absurd_dimension_in_a_safetensors_header_is_a_load_error(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint, "huge-dim")
+    path = directory / "model.safetensors"
+    blob = path.read_bytes()
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8 : 8 + n])
+    header["extra.empty"] = {"dtype": "F32", "shape": [0, 2**70], "data_offsets": [0, 0]}
+    raw = json.dumps(header).encode()
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + blob[8 + n :])
+    with pytest.raises(ModelLoadError):
+        bert_core.load_pretrained(directory)
+
+
+@pytest.mark.parametrize("flag", ["is_decoder", "add_cross_attention"])
+def test_a_decoder_bert_is_refused_not_run_as_an_encoder(tmp_path, tiny_checkpoint, flag):
+    directory = _copy(tmp_path, tiny_checkpoint, "decoder")
+    config = json.loads((directory / "config.json").read_text())
+    (directory / "config.json").write_text(json.dumps(config | {flag: True}))
+    with pytest.raises(ModelLoadError, match=f"'{flag}' is true.*decoder"):
+        bert_core.load_pretrained(directory)
+    (directory / "config.json").write_text(json.dumps(config | {flag: False}))
+    assert bert_core.load_pretrained(directory).analyze("the cat").num_layers == 2

@@ -565,3 +565,33 @@ def test_bundled_demo_model_loads_and_knows_its_corpus():
     assert info["final"] and info["command"].startswith(
         "bertscope pretrain --corpus assets/corpus/demo_corpus.txt"
     )
+
+
+def test_saving_an_untied_model_keeps_its_own_decoder(tmp_path):
+    """An untied MLM decoder must come back as itself, in BERTScope and in transformers (decoder.bias too)."""
+    import torch
+    import transformers
+
+    import bert_core
+    from bert_core.pretraining.train import save_checkpoint
+    from tests.conftest import make_checkpoint
+
+    source = bert_core.load_pretrained(
+        make_checkpoint(tmp_path / "src", "mlm", seed=4, tie_word_embeddings=False)
+    )
+    assert not source.network.cls.predictions.tied
+    out = save_checkpoint(tmp_path / "saved", source.network, source.tokenizer, source.config)
+    assert json.loads((out / "config.json").read_text())["tie_word_embeddings"] is False
+    again = bert_core.load_pretrained(out)
+    assert not again.network.cls.predictions.tied
+    text = "the cat sat on the [MASK]"
+    a, b = source.predict_masks(text, top_k=10)[0], again.predict_masks(text, top_k=10)[0]
+    assert a.token_ids == b.token_ids and a.probabilities == b.probabilities
+
+    hf = transformers.BertForMaskedLM.from_pretrained(out, attn_implementation="eager").eval()
+    enc = source.encode(text)
+    with torch.no_grad():
+        logits = hf(input_ids=torch.tensor([enc.input_ids.tolist()])).logits[0, enc.tokens.index("[MASK]")]
+    top = torch.topk(torch.softmax(logits, -1), 10)
+    assert top.indices.tolist() == a.token_ids
+    np.testing.assert_allclose(top.values.numpy(), a.probabilities, atol=1e-6)

@@ -698,3 +698,13 @@ def test_known_unicode_gap(parity_vocab_file):
         WordPieceTokenizer.from_vocab(parity_vocab_file).encode("a\u2e4f").input_ids.tolist()
         == ref("a\u2e4f")["input_ids"]
     )
+
+
+@pytest.mark.parametrize("value", [float("-inf"), float("nan"), -3, 0])
+def test_a_non_positive_model_max_length_is_a_load_error(tmp_path, value):
+    write_vocab(tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"model_max_length": value}), encoding="utf-8")
+    with pytest.raises(ModelLoadError, match="model_max_length"):
+        WordPieceTokenizer.from_directory(tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"model_max_length": float("inf")}))
+    assert WordPieceTokenizer.from_directory(tmp_path).max_length == 512  # infinite = no limit of its own
