@@ -39,11 +39,9 @@ else:
         st.info("Sentence A has no words to mask.")
         st.stop()
     default = [choices[max(range(len(spans)), key=lambda i: spans[i][2] - spans[i][1])]]
-    if not set(st.session_state.get("mask_words") or []) <= set(choices):
-        del st.session_state["mask_words"]  # the text changed: start again from the default word
-    picked = st.multiselect(
-        "Words to mask", choices, default=default, key="mask_words", help="or type [MASK] into sentence A"
-    )
+    # A choice kept from an older text starts again from the default word.
+    ui.start_value("mask_words", default, lambda v: isinstance(v, list) and set(v) <= set(choices))
+    picked = st.multiselect("Words to mask", choices, key="mask_words", help="or type [MASK] into sentence A")
     if not picked:
         st.info("Pick at least one word to mask.")
         st.stop()
@@ -56,7 +54,8 @@ else:
     if b_note:
         st.caption(b_note.strip())
 
-top_k = st.number_input("Predictions per mask (top k)", 1, state.MAX_TOP_K, value=5, key="mask_topk")
+ui.start_value("mask_topk", 5, lambda v: isinstance(v, int) and 1 <= v <= state.MAX_TOP_K)
+top_k = st.number_input("Predictions per mask (top k)", 1, state.MAX_TOP_K, key="mask_topk")
 try:
     predictions = state.predict_masks(active, masked, inputs.text_b, int(top_k))
 except bert_core.BertScopeError as exc:

@@ -40,6 +40,7 @@ fs = ui.font_size()
 kinds = [POOLED, CLS, MEAN] if active.model.has_pooler else [CLS, MEAN]
 if not active.model.has_pooler:
     st.info("This model has no pooler, so there is no pooled vector; the raw [CLS] vector is used instead.")
+ui.start_value("sv_kind", kinds[0], lambda v: v in kinds)  # a kept choice may be another model's pooler
 kind = st.radio("Sentence vector", kinds, key="sv_kind", horizontal=True)
 
 st.subheader("Sentence A on its own")
@@ -72,9 +73,9 @@ with c2:
     )
 
 st.subheader("Similarity across sentences")
+ui.start_value("sv_sentences", preset())
 raw = st.text_area(
     "Sentences, one per line",
-    value=preset(),
     key="sv_sentences",
     height=150,
     help=f"At most {state.MAX_LINES} sentences of {state.MAX_LINE_CHARS:,} characters each are used.",

@@ -48,9 +48,10 @@ if not large:
 fs = ui.font_size()
 
 c1, c2 = st.columns([3, 1])
+ui.start_value("senses_text", preset())
+ui.start_value("senses_word", "bank")
 raw = c1.text_area(
     "Sentences, one per line; end a line with | sense to group it (e.g. … | river)",
-    value=preset(),
     key="senses_text",
     height=200,
     help="The sense after | colours the points and decides which pairs count as same-sense. "
@@ -58,7 +59,6 @@ raw = c1.text_area(
 )
 typed_target = c2.text_input(
     "Target word",
-    value="bank",
     key="senses_word",
     help="Whole words only ('banks' is not 'bank'). Spaces and punctuation around it are ignored.",
 )
@@ -204,7 +204,8 @@ NO_SENSE = "(no sense given)"
 sense_names = list(dict.fromkeys(s or NO_SENSE for s in senses))
 sense_groups = [sense_names.index(s or NO_SENSE) for s in senses]
 
-layer = st.slider("Layer (0 = embeddings)", 0, n_layers, value=n_layers, key="senses_layer")
+ui.start_value("senses_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
+layer = st.slider("Layer (0 = embeddings)", 0, n_layers, key="senses_layer")
 sims = np.stack([charts.cosine_matrix(vectors[:, layer_]) for layer_ in range(n_layers + 1)])  # (L + 1, K, K)
 
 m1, m2 = st.columns(2)
