@@ -21,6 +21,7 @@ TOKEN_COLORS = {
 }
 SEQUENCE_COLORS = ["#4c9be8", "#f2a541", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7"]
 BASE_FONT = 13
+GROUPED_BARS_LIMIT = 64  # categories drawn as bars, each labelled; more become lines
 
 
 def label(text: str) -> str:
@@ -33,12 +34,45 @@ def labels(texts: Sequence[str]) -> list[str]:
 
 
 def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> go.Figure:
-    fig.update_layout(
-        title=None if title is None else {"text": label(title)},
-        height=height,
-        margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
-        font={"size": font_size},
+    # Every text size is set explicitly: Streamlit's plotly theme sets tick, axis-title, legend and title
+    # sizes of its own, which win over layout.font, so large text would otherwise leave the token labels small.
+    title_size = font_size + 3
+    text = None if title is None else label(title)
+    lines = 1
+    if text is not None and font_size > BASE_FONT and len(text) > 30 and ", " in text:
+        # Plotly never wraps a title; in large text a long one would be cut off in a half-width column.
+        head, _, tail = text.rpartition(", ")
+        text, lines = f"{head},<br>{tail}", 2
+    legend = fig.layout.legend
+    # A horizontal legend above the plot sits in the top margin, as does the title: the margin holds both,
+    # the title at the top and the legend below it, so neither covers the other.
+    top_legend = (
+        legend.orientation == "h" and (legend.y or 0) > 1 and any(t.showlegend is not False for t in fig.data)
     )
+    title_px = round(title_size * (0.6 + 1.2 * lines)) if title else 0
+    legend_px = round(font_size * 2) if top_legend else 0
+    top = 10 + title_px + legend_px
+    fig.update_layout(
+        title=None
+        if title is None
+        else {
+            "text": text,
+            "font": {"size": title_size},
+            # Anchored on the plot area and growing upwards, so a two-line title stays whole above the legend.
+            "y": 1.0,
+            "yref": "paper",
+            "yanchor": "bottom",
+            # plotly anchors a multi-line title by its first line: lift it by the lines below it.
+            "pad": {"b": legend_px + 6 + round((lines - 1) * title_size * 1.5)},
+        },
+        height=height + (top - (40 if title else 10)),
+        margin={"l": 10, "r": 10, "t": top, "b": 10},
+        font={"size": font_size},
+        legend={"font": {"size": font_size}},
+        hoverlabel={"font": {"size": font_size}},
+    )
+    fig.update_xaxes(tickfont={"size": font_size}, title_font={"size": font_size})
+    fig.update_yaxes(tickfont={"size": font_size}, title_font={"size": font_size})
     return fig
 
 
@@ -114,7 +148,9 @@ def token_chips(
         uniformtext={"minsize": max(8, font_size - 4), "mode": "show"},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
         xaxis={"visible": False, "range": [-0.5, row_width + 0.5], "fixedrange": True},
-        yaxis={"visible": False, "autorange": "reversed", "fixedrange": True},
+        # An explicit range: plotly's autorange pads horizontal bars with an empty band that grows with the
+        # number of rows (about 400 px at 512 pieces).
+        yaxis={"visible": False, "range": [n_rows - 0.5, -0.5], "fixedrange": True},
         bargap=0.1,
     )
     return _layout(fig, None, 60 + 34 * n_rows * font_size // BASE_FONT, font_size)
@@ -155,24 +191,32 @@ def heatmap(
         colorbar={"thickness": 12},
     )
     if hover_cells:
-        trace.text = [[f"{rl[i]} → {cl[j]}" for j in range(c)] for i in range(r)]
+        # Positions too, so two rows of the same token ("the", "the") can be told apart.
+        trace.text = [[f"{i}: {rl[i]} → {j}: {cl[j]}" for j in range(c)] for i in range(r)]
         trace.hovertemplate = "%{text}<br>" + value_name + " %{z:.4f}<extra></extra>"
     else:
         trace.hovertemplate = "row %{y} → column %{x}<br>" + value_name + " %{z:.4f}<extra></extra>"
     fig = go.Figure(trace)
     every_r = max(1, int(np.ceil(r / 64)))
     every_c = max(1, int(np.ceil(c / 64)))
+
+    def ticks(names: list[str], every: int) -> list[str]:
+        # Thinned labels carry their position: without it every n-th token reads like a sentence with gaps.
+        if every == 1:
+            return names
+        return [names[k] if names[k] == str(k) else f"{k}: {names[k]}" for k in range(0, len(names), every)]
+
     fig.update_layout(
         xaxis={
             "tickmode": "array",
             "tickvals": list(range(0, c, every_c)),
-            "ticktext": cl[::every_c],
+            "ticktext": ticks(cl, every_c),
             "tickangle": -60,
         },
         yaxis={
             "tickmode": "array",
             "tickvals": list(range(0, r, every_r)),
-            "ticktext": rl[::every_r],
+            "ticktext": ticks(rl, every_r),
             "autorange": "reversed",
         },
     )
@@ -398,14 +442,34 @@ def grouped_bars(
     value_name: str = "value",
     font_size: int = BASE_FONT,
 ) -> go.Figure:
-    """Several values per category (e.g. the norm of each embedding component per token)."""
-    idx = list(range(len(categories)))
+    """Several values per category (e.g. the norm of each embedding component per token).
+
+    Above GROUPED_BARS_LIMIT categories the series are drawn as lines and only every n-th category is
+    labelled (hover names each one): thousands of bars and hundreds of rotated labels took the browser ~10 s
+    at 512 tokens and could not be read anyway."""
+    n = len(categories)
+    idx = list(range(n))
+    names = labels(categories)
+    many = n > GROUPED_BARS_LIMIT
     fig = go.Figure()
     for i, (name, values) in enumerate(series.items()):
-        fig.add_trace(go.Bar(name=label(name), x=idx, y=list(values), marker_color=SEQUENCE_COLORS[i % 8]))
+        common = dict(
+            name=label(name),
+            x=idx,
+            y=list(values),
+            customdata=names,
+            hovertemplate=f"%{{customdata}}: %{{y:.4g}}<extra>{label(name)}</extra>",
+        )
+        if many:
+            fig.add_trace(
+                go.Scatter(mode="lines", line={"color": SEQUENCE_COLORS[i % 8], "width": 1.5}, **common)
+            )
+        else:
+            fig.add_trace(go.Bar(marker_color=SEQUENCE_COLORS[i % 8], **common))
+    step = max(1, -(-n // GROUPED_BARS_LIMIT))  # ceil(n / limit): at most ~limit labels
     fig.update_layout(
         barmode="group",
-        xaxis={"tickmode": "array", "tickvals": idx, "ticktext": labels(categories), "tickangle": -60},
+        xaxis={"tickmode": "array", "tickvals": idx[::step], "ticktext": names[::step], "tickangle": -60},
         yaxis={"title": {"text": value_name}},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
     )

@@ -68,3 +68,51 @@ def test_model_view_marks_every_head():
     pick = next(t for t in fig.data if t.name == "pick")
     assert [list(c) for c in pick.customdata] == [[1, 1], [1, 2], [2, 1], [2, 2], [3, 1], [3, 2]]
     assert len(fig.layout.shapes) == 1
+
+
+def test_large_text_sets_every_text_size_explicitly():
+    """Streamlit's plotly theme sets its own tick, title and legend sizes; only explicit ones win over it."""
+    fig = charts.grouped_bars(
+        ["a", "b"], {"x": [1, 2], "y": [3, 4]}, title="Vector length per token", font_size=22
+    )
+    layout = fig.layout
+    assert layout.xaxis.tickfont.size == layout.yaxis.tickfont.size == 22
+    assert layout.xaxis.title.font.size == layout.yaxis.title.font.size == 22
+    assert layout.legend.font.size == 22 and layout.title.font.size == 25
+    # the title sits above the legend, both in the top margin
+    assert layout.title.yanchor == "bottom" and layout.title.pad.b >= 44 and layout.margin.t >= 10 + 44 + 35
+
+
+def test_a_long_title_wraps_in_large_text_only():
+    long = "Cosine similarity of the target word, layer 4"
+    small = charts.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title=long)
+    large = charts.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title=long, font_size=22)
+    assert "<br>" not in small.layout.title.text
+    assert large.layout.title.text == "Cosine similarity of the target word,<br>layer 4"
+
+
+def test_many_categories_become_lines_with_numbered_thinned_labels():
+    names = [f"w{i}" for i in range(512)]
+    fig = charts.grouped_bars(names, {"x": np.arange(512.0), "y": np.ones(512)})
+    assert {t.type for t in fig.data} == {"scatter"}
+    assert len(fig.layout.xaxis.tickvals) <= 64 and fig.layout.xaxis.ticktext[1] == "w8"
+    assert list(fig.data[0].customdata[:2]) == ["w0", "w1"]  # hover names every category
+    few = charts.grouped_bars(names[:10], {"x": np.arange(10.0)})
+    assert {t.type for t in few.data} == {"bar"} and list(few.layout.xaxis.ticktext) == names[:10]
+
+
+def test_thinned_heatmap_ticks_carry_their_position():
+    names = ["the"] * 200
+    fig = charts.heatmap(np.zeros((200, 200)), names, names)
+    assert fig.layout.yaxis.ticktext[:2] == ("0: the", "4: the")
+    dims = [str(i) for i in range(200)]
+    fig = charts.heatmap(np.zeros((2, 200)), ["a", "b"], dims)
+    assert fig.layout.xaxis.ticktext[:2] == ("0", "4")  # numbers are not numbered twice
+    assert fig.layout.yaxis.ticktext == ("a", "b")
+
+
+def test_token_chips_have_no_empty_band_above_them():
+    tokens = ["[CLS]"] + ["word"] * 300 + ["[SEP]"]
+    fig = charts.token_chips(tokens, ["special"] + ["word"] * 300 + ["special"], None)
+    rows = max(y for t in fig.data for y in t.y)
+    assert tuple(fig.layout.yaxis.range) == (rows + 0.5, -0.5)
