@@ -147,7 +147,20 @@ def analysis_or_stop(active: state.ActiveModel, text: str, pair: str | None = No
             f"The input has {result.num_tokens_before_truncation} pieces; the model reads at most "
             f"{len(result.tokens)}, so the end was cut off."
         )
+    untrained_positions_note(active, len(result.tokens))
     return result
+
+
+def untrained_positions_note(active: state.ActiveModel, length: int, *, what: str = "This input") -> None:
+    """Warn when an input reaches positions the model never saw in pre-training (recorded for models
+    BERTScope trained, such as the demo model): what it computes there is not what it learned."""
+    trained = active.model.info.trained_length
+    if trained is not None and length > trained:
+        st.warning(
+            f"{what} has {length} pieces, but this model was pre-trained on inputs of at most {trained}: "
+            f"positions {trained} and beyond were never trained, so attention, predictions and vectors there "
+            "mean little. Use shorter text, or a model pre-trained on longer inputs."
+        )
 
 
 def token_labels(tokens: list[str]) -> list[str]:

@@ -29,6 +29,8 @@ class BertScopeModel:
 
     # Fine-tuning heads (classifier, qa_outputs) the checkpoint had and BERTScope set aside; the loader fills it.
     ignored_weights: tuple[str, ...] = ()
+    # Longest pre-training input, when the checkpoint records it (see ModelInfo); the loader fills it.
+    trained_length: int | None = None
 
     def __init__(
         self,
@@ -80,6 +82,7 @@ class BertScopeModel:
             device=str(self.device),
             ignored_weights=self.ignored_weights,
             packed_weights=self.network.is_packed,
+            trained_length=self.trained_length,
         )
 
     def __repr__(self) -> str:

@@ -584,7 +584,23 @@ def load_pretrained(
         network.pack_for_inference()
     model = BertScopeModel(network, tokenizer, config, source=str(source), directory=directory, device=target)
     model.ignored_weights = tuple(ignored)
+    model.trained_length = _trained_length(directory, config)
     return model
+
+
+def _trained_length(directory: Path, config: BertConfig) -> int | None:
+    """The longest pre-training input recorded in BERTScope's pretraining.json, if any. Only a hint for the
+    app, so a missing, unreadable or odd file is simply no record (never a load error)."""
+    path = directory / "pretraining.json"
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get("longest_sequence")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < config.max_position_embeddings:
+        return None  # no record, or nothing left untrained
+    return value
 
 
 def _resolve_device(device: str | torch.device | None) -> torch.device:

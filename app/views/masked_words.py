@@ -63,6 +63,8 @@ except bert_core.BertScopeError as exc:
     st.stop()
 
 enc = active.model.encode(masked, inputs.text_b)  # tokenising only: the prediction above is cached
+if mask in text:  # otherwise the unmasked text's analysis above has said so already
+    ui.untrained_positions_note(active, len(enc.tokens))
 if enc.truncated:
     # predict_masks can only predict the masks the model reads; the ones past its limit must not vanish
     # silently.

@@ -69,6 +69,12 @@ try:
 except bert_core.BertScopeError as exc:
     st.error(ui.md_escape(str(exc)))
     st.stop()
+if enc.truncated:
+    st.warning(
+        f"The input has {enc.num_tokens_before_truncation} pieces; the model reads at most {len(enc.tokens)}, "
+        "so the end was cut off."
+    )
+ui.untrained_positions_note(active, len(enc.tokens))
 ids = np.asarray(enc.input_ids)
 # As in training: a [MASK] or [SEP] typed into the text is not a word either, so it is never chosen; a random
 # replacement is never a special token or [UNK], and always an id the vocabulary has a piece for.

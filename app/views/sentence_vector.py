@@ -106,6 +106,10 @@ else:
         if batch.rejected:
             left_out = [f"sentence {n + 1} ({ui.user_message(r, text_name='it')})" for n, r in batch.rejected]
             st.warning("Left out, nothing to analyse: " + "; ".join(left_out))
+        if batch.results:
+            ui.untrained_positions_note(
+                active, max(len(r.tokens) for r in batch.results), what="The longest sentence"
+            )
         if len(batch.results) < 2:
             st.info("At least two of the sentences must have something to analyse.")
             batch = None

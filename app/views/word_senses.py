@@ -132,6 +132,10 @@ except bert_core.BertScopeError as exc:
 if batch.rejected:
     left_out = [f"sentence {n + 1} ({ui.user_message(r, text_name='it')})" for n, r in batch.rejected]
     st.warning("Left out, nothing to analyse: " + "; ".join(left_out))
+if batch.results:
+    ui.untrained_positions_note(
+        active, max(len(r.tokens) for r in batch.results), what="The longest sentence"
+    )
 
 normalize = tokenizer.normalize
 # found: (sentence number, token indices of one occurrence, label suffix naming the occurrence or "")

@@ -545,6 +545,8 @@ def _train(
             "eval_after": evaluation,
             "wall_time_s": round(time.monotonic() - start_time, 1),
             "recent_loss": [round(s.loss, 4) for s in result.history[-50:]],
+            # Positions past this were never trained; the app warns when an input reaches them.
+            "longest_sequence": longest,
             **(info or {}),
         }
         was_training = network.training
@@ -554,9 +556,11 @@ def _train(
         result.checkpoints.append(Path(out_dir))
         log.info("checkpoint at step %d written to %s", step, out_dir)
 
+    longest = 0
     for step in range(config.steps):
         indices = rng.integers(len(data.starts), size=config.batch_size)
         batch = data.batch(indices, rng)
+        longest = max(longest, int(batch.input_ids.shape[1]))  # (B, S): padded to the batch's longest
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
             mlm, pair, accuracy = compute_losses(network, batch)
         loss = mlm if pair is None else mlm + pair
@@ -597,6 +601,21 @@ def _train(
         result.eval_after = evaluate(network, eval_batches)
     network.eval()  # the returned model is for inference: dropout off
     return result
+
+
+def replay_longest_sequence(
+    documents: Sequence[Sequence[str]], tokenizer: WordPieceTokenizer, config: TrainingConfig
+) -> int:
+    """The longest sequence `train` feeds the network for these documents, tokenizer and config, found by
+    replaying its numpy draws without a network (they never depend on the weights). For checkpoints saved
+    before pretraining.json recorded `longest_sequence`."""
+    data = PretrainingData(documents, tokenizer, config)
+    rng = np.random.default_rng(config.seed)
+    longest = 0
+    for _ in range(config.steps):
+        indices = rng.integers(len(data.starts), size=config.batch_size)
+        longest = max(longest, int(data.batch(indices, rng).input_ids.shape[1]))
+    return longest
 
 
 def train_from_file(

@@ -171,3 +171,25 @@ def test_masked_words_survive_a_text_change(make_app):
     at.text_area(key="a").set_value("my dog").run()
     assert not at.exception and not at.error
     assert figure(at, "mask_bars_0")
+
+
+def test_pages_warn_about_positions_the_model_never_trained(make_app, tiny_checkpoint, tmp_path, monkeypatch):
+    import shutil
+
+    directory = tmp_path / "short-trained"
+    shutil.copytree(tiny_checkpoint, directory)
+    (directory / "pretraining.json").write_text('{"longest_sequence": 10}')
+    monkeypatch.setenv("BERTSCOPE_MODEL", str(directory))
+    short, long = "the cat sat", "the cat sat on the bank of the river and the dog ran"
+    for page in ("views/attention.py", "views/tokens.py", "views/pretraining.py", "views/masked_words.py"):
+        at = make_app(page, a=short)
+        assert not any("never trained" in w.value for w in at.warning), page
+        at = make_app(page, a=long)
+        assert not at.exception
+        notes = [w.value for w in at.warning if "never trained" in w.value]
+        assert len(notes) == 1 and "at most 10" in notes[0], (page, notes)
+
+
+def test_pretraining_page_says_when_the_text_was_cut(make_app):
+    at = make_app("views/pretraining.py", a="the cat sat on the bank " * 20)
+    assert any("the end was cut off" in w.value for w in at.warning)

@@ -619,3 +619,23 @@ def test_a_decoder_bert_is_refused_not_run_as_an_encoder(tmp_path, tiny_checkpoi
         bert_core.load_pretrained(directory)
     (directory / "config.json").write_text(json.dumps(config | {flag: False}))
     assert bert_core.load_pretrained(directory).analyze("the cat").num_layers == 2
+
+
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ('{"longest_sequence": 20}', 20),
+        ('{"longest_sequence": 64}', None),  # every position of the 64 was trained
+        ('{"longest_sequence": "20"}', None),
+        ('{"longest_sequence": true}', None),
+        ("[1, 2]", None),
+        ("{broken", None),
+        ('{"step": 3}', None),
+    ],
+)
+def test_the_trained_length_is_read_from_pretraining_json_or_left_unknown(
+    tmp_path, tiny_checkpoint, content, expected
+):
+    directory = _copy(tmp_path, tiny_checkpoint, "recorded")
+    (directory / "pretraining.json").write_text(content)
+    assert bert_core.load_pretrained(directory).info.trained_length == expected

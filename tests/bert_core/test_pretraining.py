@@ -595,3 +595,18 @@ def test_saving_an_untied_model_keeps_its_own_decoder(tmp_path):
     top = torch.topk(torch.softmax(logits, -1), 10)
     assert top.indices.tolist() == a.token_ids
     np.testing.assert_allclose(top.values.numpy(), a.probabilities, atol=1e-6)
+
+
+def test_the_longest_trained_sequence_is_recorded_and_replayable(trained, small_corpus):
+    import bert_core
+    from bert_core.pretraining.train import TrainingConfig, replay_longest_sequence
+
+    result, out = trained
+    info = json.loads((out / "pretraining.json").read_text())
+    config = TrainingConfig(**info["training_config"])
+    longest = info["longest_sequence"]
+    assert 10 < longest <= config.max_position_embeddings
+    assert replay_longest_sequence(small_corpus, result.tokenizer, config) == longest
+    # the loader passes it on only when positions were left untrained
+    expected = longest if longest < config.max_position_embeddings else None
+    assert bert_core.load_pretrained(out).info.trained_length == expected
