@@ -598,7 +598,11 @@ def _trained_length(directory: Path, config: BertConfig) -> int | None:
         value = json.loads(path.read_text(encoding="utf-8")).get("longest_sequence")
     except (OSError, UnicodeDecodeError, ValueError, AttributeError):
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < config.max_position_embeddings:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 0 < value < config.max_position_embeddings
+    ):
         return None  # no record, or nothing left untrained
     return value
 
