@@ -34,15 +34,19 @@ if mask in text:
 else:
     result = ui.analysis_or_stop(active, text, inputs.text_b)  # the same cached pass the other pages use
     spans = transforms.word_text_spans(result, 0)
-    choices = [f"{n}: {text[s:e]}" for n, (_, s, e) in enumerate(spans)]
-    if not choices:
+    # Words are counted from 1, as a reader counts them; "piece" numbers elsewhere are token positions.
+    choices = [f"word {n + 1}: {text[s:e]}" for n, (_, s, e) in enumerate(spans)]
+    if not choices and not in_b:
         st.info("Sentence A has no words to mask.")
         st.stop()
-    default = [choices[max(range(len(spans)), key=lambda i: spans[i][2] - spans[i][1])]]
+    # With a [MASK] typed in sentence B only, nothing of A is hidden unless the user asks.
+    default = [] if in_b else [choices[max(range(len(spans)), key=lambda i: spans[i][2] - spans[i][1])]]
     # A choice kept from an older text starts again from the default word.
     ui.start_value("mask_words", default, lambda v: isinstance(v, list) and set(v) <= set(choices))
-    picked = st.multiselect("Words to mask", choices, key="mask_words", help="or type [MASK] into sentence A")
-    if not picked:
+    picked = st.multiselect(
+        "Words to mask in sentence A", choices, key="mask_words", help="or type [MASK] into sentence A"
+    )
+    if not picked and not in_b:
         st.info("Pick at least one word to mask.")
         st.stop()
     chosen = sorted(choices.index(p) for p in picked)
@@ -50,7 +54,8 @@ else:
     for n in reversed(chosen):  # right to left, so earlier offsets stay valid
         _, s, e = spans[n]
         masked = masked[:s] + mask + masked[e:]
-    st.text("Masked: " + masked)
+    if chosen:
+        st.text("Masked: " + masked)
     if b_note:
         st.caption(b_note.strip())
 

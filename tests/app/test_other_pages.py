@@ -193,3 +193,20 @@ def test_pages_warn_about_positions_the_model_never_trained(make_app, tiny_check
 def test_pretraining_page_says_when_the_text_was_cut(make_app):
     at = make_app("views/pretraining.py", a="the cat sat on the bank " * 20)
     assert any("the end was cut off" in w.value for w in at.warning)
+
+
+def test_a_mask_in_sentence_b_alone_is_predicted_alone(make_app, tiny_checkpoint):
+    m = bert_core.load_pretrained(tiny_checkpoint)
+    at = make_app("views/masked_words.py", a="the cat sat", b="on the [MASK]")
+    assert not at.exception and not at.error
+    assert at.multiselect(key="mask_words").value == []
+    expected = m.predict_masks("the cat sat", "on the [MASK]", top_k=5)
+    assert len(expected) == 1
+    np.testing.assert_allclose(
+        decode(figure(at, "mask_bars_0")["data"][0]["x"]), expected[0].probabilities, rtol=1e-5
+    )
+    assert at.dataframe[0].value["mask"].unique().tolist() == [1]  # B's mask only
+    # a word of A can still be hidden as well
+    words = at.multiselect(key="mask_words")
+    words.set_value([o for o in words.options if o.endswith(": cat")]).run()
+    assert at.dataframe[0].value["mask"].unique().tolist() == [1, 2]
