@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEMO_MODEL_DIR = REPO_ROOT / "assets" / "demo-model"
+EXAMPLES_FILE = REPO_ROOT / "assets" / "examples" / "presets.txt"
 DEMO_SOURCE = "@demo"  # the model picker's name for the bundled demo model (not a valid hub id or path)
 DEFAULT_HUB_MODEL = "bert-base-uncased"
 ENV_MODEL = "BERTSCOPE_MODEL"
@@ -569,6 +570,34 @@ def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
         )
         text = text[:MAX_CHARS]
     return text, notes
+
+
+@dataclass(frozen=True)
+class Example:
+    label: str
+    text_a: str
+    text_b: str  # "" when the example is a single sentence
+
+
+def parse_examples(text: str) -> list[Example]:
+    """Lines 'label | sentence A | sentence B (optional)'; '#' lines and blank lines are skipped, and so is a
+    line without a label and a sentence A."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) < 2 or not parts[0] or not parts[1]:
+            continue
+        out.append(Example(parts[0], parts[1], parts[2] if len(parts) > 2 else ""))
+    return out
+
+
+def examples() -> list[Example]:
+    try:
+        return parse_examples(EXAMPLES_FILE.read_text(encoding="utf-8"))
+    except OSError:
+        return []  # a stripped install without assets: the sidebar simply has no examples
 
 
 def current_inputs() -> Inputs:

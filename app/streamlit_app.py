@@ -19,9 +19,19 @@ import bert_core  # noqa: E402
 from app import state, ui  # noqa: E402
 from app.registry import PAGES  # noqa: E402
 
+KEY_EXAMPLE = "example"
+
 
 def _use_model(source: str) -> None:
     st.session_state[state.KEY_MODEL] = source
+
+
+def _load_example(examples: list[state.Example]) -> None:
+    chosen = next((e for e in examples if e.label == st.session_state.get(KEY_EXAMPLE)), None)
+    if chosen is not None:
+        st.session_state[state.KEY_TEXT_A] = chosen.text_a
+        st.session_state[state.KEY_TEXT_B] = chosen.text_b
+    st.session_state[KEY_EXAMPLE] = None  # back to the placeholder, ready for the next one
 
 
 def _retry(key: str) -> None:
@@ -98,6 +108,19 @@ def model_picker() -> state.ActiveModel | None:
 def sidebar() -> None:
     with st.sidebar:
         st.session_state["_active_model"] = model_picker()
+        examples = state.examples()
+        if examples:
+            st.selectbox(
+                "Examples",
+                [e.label for e in examples],
+                index=None,
+                placeholder="Load an example…",
+                key=KEY_EXAMPLE,
+                on_change=_load_example,
+                args=(examples,),
+                help="Fills sentence A (and B) with a ready-made example: senses of 'bank', hidden words, "
+                "a pronoun, sub-word pieces, next-sentence pairs.",
+            )
         st.text_area(
             "Sentence A",
             value=state.DEFAULT_TEXT_A,
