@@ -133,14 +133,17 @@ def page_model(need_text: bool = True) -> tuple[state.ActiveModel, state.Inputs]
     return active, inputs
 
 
-def analysis_or_stop(active: state.ActiveModel, text: str, pair: str | None = None):
-    """The cached analysis, or the core's reason shown inline (never a traceback)."""
+def analysis_or_stop(active: state.ActiveModel, text: str, pair: str | None = None, *, stop: bool = True):
+    """The cached analysis, or the core's reason shown inline (never a traceback) and the page stopped
+    (stop=False: None returned instead, for a page whose other sections do not need this text)."""
     import bert_core
 
     try:
         result = state.analyze(active, text, pair)
     except bert_core.BertScopeError as exc:
         st.error(user_message(exc))
+        if not stop:
+            return None
         st.stop()
     if result.truncated:
         st.warning(

@@ -26,6 +26,12 @@ n_layers, n_heads = result.num_layers, result.num_heads
 def _clamp_state() -> None:
     """Keep layer/head valid when the model (and so the number of layers/heads) changed."""
     layer = st.session_state.get(state.KEY_LAYER)
+    if layer is None:
+        # A shared link's layer the slider would reject (layer=9 on a 4-layer model) is clamped, not dropped.
+        try:
+            layer = int(st.query_params.get(state.KEY_LAYER, ""))
+        except ValueError:
+            layer = None
     if isinstance(layer, int) and not 1 <= layer <= n_layers:
         st.session_state[state.KEY_LAYER] = min(max(layer, 1), n_layers)
     head = st.session_state.get(state.KEY_HEAD)

@@ -35,7 +35,8 @@ st.caption(
     "BERT's pooler passes the last layer's [CLS] vector through a dense layer and tanh; it was trained only for "
     "next-sentence prediction, so it is a weak sentence embedding. Compare it with the alternatives."
 )
-active, inputs = ui.page_model()
+# Only the first and last sections need sentence A; the comparison of typed sentences stands on its own.
+active, inputs = ui.page_model(need_text=False)
 fs = ui.font_size()
 kinds = [POOLED, CLS, MEAN] if active.model.has_pooler else [CLS, MEAN]
 if not active.model.has_pooler:
@@ -49,28 +50,33 @@ if inputs.text_b is not None:
         "This is sentence A's vector with A analysed alone; sentence B is used only for next-sentence "
         "prediction below (as the pair [CLS] A [SEP] B [SEP])."
     )
-result = ui.analysis_or_stop(active, inputs.text_a)
-vec = sentence_vector(result, kind)
-c1, c2 = st.columns([1, 3])
-c1.metric("Length (L2 norm)", f"{np.linalg.norm(vec):.3f}")
-c1.metric("Dimensions", f"{vec.shape[0]}")
-with c2:
-    strip = charts.heatmap(
-        vec[None, :],
-        ["vector"],
-        [str(d) for d in range(vec.shape[0])],
-        colorscale="RdBu",
-        hover_cells=False,
-        font_size=fs,
-        height=160,
-    )
-    strip.update_traces(zmid=0.0)
-    ui.show_figure(
-        strip,
-        key="sv_vector",
-        data=pd.DataFrame({"dimension": range(vec.shape[0]), "value": vec}),
-        filename="sentence_vector",
-    )
+result = None
+if inputs.text_a is None:
+    st.info("Type a sentence A in the sidebar to see its vector.")
+else:
+    result = ui.analysis_or_stop(active, inputs.text_a, stop=False)
+if result is not None:
+    vec = sentence_vector(result, kind)
+    c1, c2 = st.columns([1, 3])
+    c1.metric("Length (L2 norm)", f"{np.linalg.norm(vec):.3f}")
+    c1.metric("Dimensions", f"{vec.shape[0]}")
+    with c2:
+        strip = charts.heatmap(
+            vec[None, :],
+            ["vector"],
+            [str(d) for d in range(vec.shape[0])],
+            colorscale="RdBu",
+            hover_cells=False,
+            font_size=fs,
+            height=160,
+        )
+        strip.update_traces(zmid=0.0)
+        ui.show_figure(
+            strip,
+            key="sv_vector",
+            data=pd.DataFrame({"dimension": range(vec.shape[0]), "value": vec}),
+            filename="sentence_vector",
+        )
 
 st.subheader("Similarity across sentences")
 ui.start_value("sv_sentences", preset())
@@ -142,8 +148,8 @@ if batch is not None:
 st.subheader("Next-sentence prediction")
 if not active.model.has_nsp_head:
     st.info("This model has no NSP head (cls.seq_relationship), so it cannot say whether B follows A.")
-elif inputs.text_b is None:
-    st.info("Type a sentence B in the sidebar: the NSP head says how likely B is to follow A.")
+elif inputs.text_a is None or inputs.text_b is None:
+    st.info("Type sentences A and B in the sidebar: the NSP head says how likely B is to follow A.")
 else:
     try:
         p = state.next_sentence(active, inputs.text_a, inputs.text_b)

@@ -284,6 +284,8 @@ if len(set(labelled)) >= 2:
         value_name="mean cosine",
         font_size=fs,
     )
+    # The layer the charts above show, so the audience sees where on the curve it is.
+    line_fig.add_vline(x=layer, line={"dash": "dot", "color": "#888", "width": 2})
     ui.show_figure(
         line_fig,
         key="senses_lines",

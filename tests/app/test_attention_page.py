@@ -121,6 +121,8 @@ def test_out_of_range_layer_in_the_link_is_harmless(make_app):
     at = make_app(PAGE, a=TEXT, layer="20", head="9")
     assert not at.exception and not at.error
     assert figure(at, "att_heatmap")
+    assert at.slider(key="layer").value == 2  # clamped to the tiny model's last layer, not reset to 1
+    assert figure(at, "att_heatmap")["layout"]["title"]["text"].startswith("Layer 2")
 
 
 def test_merged_word_of_several_pieces_sums_its_columns(make_app, tiny_checkpoint):

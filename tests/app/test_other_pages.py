@@ -210,3 +210,11 @@ def test_a_mask_in_sentence_b_alone_is_predicted_alone(make_app, tiny_checkpoint
     words = at.multiselect(key="mask_words")
     words.set_value([o for o in words.options if o.endswith(": cat")]).run()
     assert at.dataframe[0].value["mask"].unique().tolist() == [1, 2]
+
+
+def test_sentence_vector_page_compares_typed_sentences_without_sentence_a(make_app):
+    at = make_app("views/sentence_vector.py", a="")
+    at.text_area(key="a").set_value("").run()
+    assert not at.exception
+    assert any("sentence A" in i.value for i in at.info)
+    assert figure(at, "sv_similarity")  # the list section still works
