@@ -577,6 +577,22 @@ def pca_2d(vectors: np.ndarray) -> np.ndarray:
     return out.astype(np.float32)
 
 
+def pca_variance_share(vectors: np.ndarray) -> np.ndarray:
+    """(P, H) -> (2,): the fraction of the total variance the first two principal components hold (0 where
+    there is none), so a reader knows how much of the picture a 2-D projection shows."""
+    v = np.asarray(vectors, dtype=np.float64)
+    out = np.zeros(2)
+    if v.shape[0] < 2:
+        return out
+    centered = v - v.mean(axis=0, keepdims=True)
+    s = np.linalg.svd(centered, compute_uv=False)
+    total = float((s**2).sum())
+    if total > 0:
+        share = s[:2] ** 2 / total
+        out[: len(share)] = share
+    return out
+
+
 def block_mean(matrix: np.ndarray, side: int) -> np.ndarray:
     """Average-pool a (..., R, C) array down to (..., min(R, side), min(C, side)) in near-equal blocks."""
     m = np.asarray(matrix, dtype=np.float32)

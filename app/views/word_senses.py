@@ -242,11 +242,13 @@ with m1:
 
 with m2:
     points = charts.pca_2d(vectors[:, layer])
+    share = charts.pca_variance_share(vectors[:, layer])
     scatter = charts.scatter_2d(
         points,
         sense_groups,
         sense_names,
         hovers,
+        axis_names=(f"PC 1 ({share[0]:.0%} of variance)", f"PC 2 ({share[1]:.0%})"),
         title=f"PCA of the target word's vectors, layer {layer}",
         font_size=fs,
         marker_size=24 if large else 14,

@@ -116,3 +116,17 @@ def test_token_chips_have_no_empty_band_above_them():
     fig = charts.token_chips(tokens, ["special"] + ["word"] * 300 + ["special"], None)
     rows = max(y for t in fig.data for y in t.y)
     assert tuple(fig.layout.yaxis.range) == (rows + 0.5, -0.5)
+
+
+def test_pca_variance_share():
+    rng = np.random.default_rng(0)
+    # Points on a line: the first component holds all the variance.
+    line = np.outer(rng.normal(size=6), rng.normal(size=5))
+    np.testing.assert_allclose(charts.pca_variance_share(line), [1.0, 0.0], atol=1e-9)
+    cloud = rng.normal(size=(20, 8))
+    share = charts.pca_variance_share(cloud)
+    assert 0 < share[1] <= share[0] < 1 and share.sum() < 1
+    centered = cloud - cloud.mean(axis=0)
+    points = charts.pca_2d(cloud).astype(np.float64)
+    np.testing.assert_allclose((points**2).sum(axis=0) / (centered**2).sum(), share, rtol=1e-5)
+    np.testing.assert_array_equal(charts.pca_variance_share(np.ones((3, 4))), [0.0, 0.0])
