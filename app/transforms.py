@@ -100,3 +100,16 @@ def clean_target(raw: str) -> str:
     while chars and (chars[-1].isspace() or unicodedata.category(chars[-1]).startswith("P")):
         chars.pop()
     return "".join(chars)
+
+
+def fill_mask_text(texts: tuple[str, str | None], enc: bert_core.Encoding, position: int, token: str) -> str:
+    """The typed sentence (A or B) holding the [MASK] at piece `position`, with that mask replaced by `token`
+    (a "##" continuation joins the word before it); other masks stay as typed."""
+    seq = enc.sequence_ids[position]
+    if seq is None:
+        return ""
+    text = texts[seq] or ""
+    start, end = (int(x) for x in enc.offsets[position])
+    if token.startswith("##"):
+        return text[:start].rstrip() + token[2:] + text[end:]
+    return text[:start] + token + text[end:]

@@ -81,8 +81,16 @@ if enc.truncated:
             f"{len(enc.tokens)} pieces and are not predicted. Shorten the text to predict them."
         )
 
+texts = (masked, inputs.text_b)
 rows = [
-    {"mask": m + 1, "position": p.position, "rank": r + 1, "token": tok, "probability": prob}
+    {
+        "mask": m + 1,
+        "position": p.position,
+        "rank": r + 1,
+        "token": tok,
+        "probability": prob,
+        "sentence with this guess": transforms.fill_mask_text(texts, enc, p.position, tok),
+    }
     for m, p in enumerate(predictions)
     for r, (tok, prob) in enumerate(p.as_pairs())
 ]
@@ -108,6 +116,9 @@ for m, p in enumerate(predictions[:MAX_CHARTS]):
             data=table[table["mask"] == m + 1],
             filename=f"mask_{m + 1}_predictions",
         )
+        if p.tokens:
+            # The best guess read in place, as plain text (never markup).
+            st.text("→ " + transforms.fill_mask_text(texts, enc, p.position, p.tokens[0]))
 st.dataframe(table, hide_index=True)
 if len(predictions) > 1:
     st.caption("Each mask is predicted on its own, with the other masks still hidden (one forward pass).")

@@ -130,3 +130,13 @@ def test_pca_variance_share():
     points = charts.pca_2d(cloud).astype(np.float64)
     np.testing.assert_allclose((points**2).sum(axis=0) / (centered**2).sum(), share, rtol=1e-5)
     np.testing.assert_array_equal(charts.pca_variance_share(np.ones((3, 4))), [0.0, 0.0])
+
+
+def test_fill_mask_text_joins_a_continuation_piece(tiny_model):
+    enc = tiny_model.encode("the [MASK] sat", "on [MASK] here")
+    first, second = [i for i, t in enumerate(enc.tokens) if t == "[MASK]"]
+    texts = ("the [MASK] sat", "on [MASK] here")
+    assert transforms.fill_mask_text(texts, enc, first, "cat") == "the cat sat"
+    assert transforms.fill_mask_text(texts, enc, first, "##s") == "thes sat"
+    assert transforms.fill_mask_text(texts, enc, second, "the") == "on the here"
+    assert transforms.fill_mask_text(texts, enc, 0, "x") == ""  # [CLS] belongs to no sentence

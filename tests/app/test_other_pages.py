@@ -218,3 +218,18 @@ def test_sentence_vector_page_compares_typed_sentences_without_sentence_a(make_a
     assert not at.exception
     assert any("sentence A" in i.value for i in at.info)
     assert figure(at, "sv_similarity")  # the list section still works
+
+
+def test_masked_words_reads_each_guess_in_its_sentence(make_app, tiny_checkpoint):
+    m = bert_core.load_pretrained(tiny_checkpoint)
+    a, b = "the [MASK] sat on the [MASK]", "the dog <b>[MASK]</b>"
+    expected = m.predict_masks(a, b, top_k=5)
+    at = make_app("views/masked_words.py", a=a, b=b)
+    table = at.dataframe[0].value
+    first = table[(table["mask"] == 1) & (table["rank"] == 1)]["sentence with this guess"].iloc[0]
+    top = expected[0].tokens[0]
+    assert first == ("the " + top + " sat on the [MASK]" if not top.startswith("##") else first)
+    third = table[(table["mask"] == 3) & (table["rank"] == 1)]["sentence with this guess"].iloc[0]
+    assert third.startswith("the dog <b>") and third.endswith("</b>")  # B's mask, filled in B, as plain text
+    shown = [t.value for t in at.text if t.value.startswith("→ ")]
+    assert shown[0] == "→ " + first and len(shown) == 3
