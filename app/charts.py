@@ -19,9 +19,18 @@ TOKEN_COLORS = {
     "continuation": "#f2a541",  # ##piece
     "word": "#4c9be8",  # a word or a word's first piece
 }
+# Twelve distinguishable colours for heads drawn together (bert-base has 12 heads).
+HEAD_COLORS = [
+    "#4c9be8", "#e15759", "#59a14f", "#f2a541", "#b07aa1", "#76b7b2",
+    "#edc948", "#ff9da7", "#9c755f", "#7b61ff", "#2f4b7c", "#bab0ac",
+]  # fmt: skip
 SEQUENCE_COLORS = ["#4c9be8", "#f2a541", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7"]
 BASE_FONT = 13
 GROUPED_BARS_LIMIT = 64  # categories drawn as bars, each labelled; more become lines
+
+
+def _hex_rgb(color: str) -> tuple[int, int, int]:
+    return tuple(int(color[k : k + 2], 16) for k in (1, 3, 5))  # type: ignore[return-value]
 
 
 def label(text: str) -> str:
@@ -239,7 +248,7 @@ def head_view(
 ) -> go.Figure:
     """Lines from each token on the left to the tokens it attends to on the right; width and opacity = weight.
 
-    weights (R, C): row i is the attention of left token i. focus: draw only row `focus` (what that token
+    weights (R, C): row i is the attention of left token i; or (N, R, C), every head overlaid. focus: draw only row `focus` (what that token
     attends to); focus_to: draw only column `focus_to` (what attends to that token). Lines below
     `min_weight`, or outside each row's `top_k`, are left out (to keep large inputs light). Lines are
     binned by weight into a few traces rather than one trace per line. Each token carries an invisible
@@ -248,40 +257,51 @@ def head_view(
     if focus is not None and focus_to is not None:
         raise ValueError("isolate a token on one side only: focus or focus_to")
     w = np.asarray(weights, dtype=np.float32)
-    r, c = w.shape
+    # (R, C) is one map in blue; (N, R, C) is every head at once, one colour and one legend entry per head
+    # (a click on the legend hides or shows a head), each head's lines in its own lane around the token.
+    stacked = w.ndim == 3
+    maps = w if stacked else w[None]
+    n_maps, r, c = maps.shape
     rows = range(r) if focus is None else [focus]
-    segments: dict[int, tuple[list, list]] = {}
     bins = np.linspace(0.0, 1.0, 9)
-    for i in rows:
-        row = w[i]
-        cols = np.arange(c)
-        if focus_to is not None:
-            cols = np.array([focus_to])
-        elif top_k is not None and top_k < c:
-            cols = np.argsort(-row, kind="stable")[:top_k]
-        for j in cols:
-            v = float(row[j])
-            if v < min_weight or v <= 0:
-                continue
-            b = int(np.clip(np.searchsorted(bins, v) - 1, 0, len(bins) - 2))
-            xs, ys = segments.setdefault(b, ([], []))
-            xs += [0.0, 1.0, None]
-            ys += [i, j, None]
     fig = go.Figure()
-    for b in sorted(segments):
-        xs, ys = segments[b]
-        mid = (bins[b] + bins[b + 1]) / 2
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                line={"width": 0.5 + 9 * mid, "color": f"rgba(76,155,232,{0.15 + 0.85 * mid:.2f})"},
-                hoverinfo="skip",
-                showlegend=False,
-                name=f"weight {bins[b]:.2f}–{bins[b + 1]:.2f}",
+    for h in range(n_maps):
+        lane = (h - (n_maps - 1) / 2) * 0.6 / n_maps if stacked else 0.0
+        segments: dict[int, tuple[list, list]] = {}
+        for i in rows:
+            row = maps[h, i]
+            cols = np.arange(c)
+            if focus_to is not None:
+                cols = np.array([focus_to])
+            elif top_k is not None and top_k < c:
+                cols = np.argsort(-row, kind="stable")[:top_k]
+            for j in cols:
+                v = float(row[j])
+                if v < min_weight or v <= 0:
+                    continue
+                b = int(np.clip(np.searchsorted(bins, v) - 1, 0, len(bins) - 2))
+                xs, ys = segments.setdefault(b, ([], []))
+                xs += [0.0, 1.0, None]
+                ys += [i + lane, j + lane, None]
+        rgb = _hex_rgb(HEAD_COLORS[h % len(HEAD_COLORS)]) if stacked else (76, 155, 232)
+        for k, b in enumerate(sorted(segments)):
+            xs, ys = segments[b]
+            mid = (bins[b] + bins[b + 1]) / 2
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="lines",
+                    line={
+                        "width": 0.5 + 9 * mid,
+                        "color": "rgba({},{},{},{:.2f})".format(*rgb, 0.15 + 0.85 * mid),
+                    },
+                    hoverinfo="skip",
+                    showlegend=stacked and k == len(segments) - 1,  # the boldest line as the swatch
+                    legendgroup=f"head {h + 1}" if stacked else None,
+                    name=f"head {h + 1}" if stacked else f"weight {bins[b]:.2f}–{bins[b + 1]:.2f}",
+                )
             )
-        )
     left_colors = ["#e4572e" if i == focus else "#333" for i in range(r)]
     right_colors = ["#e4572e" if j == focus_to else "#333" for j in range(c)]
     for side, x, names, colors, position in (
@@ -310,6 +330,7 @@ def head_view(
         xaxis={"visible": False, "range": [-0.6, 1.6], "fixedrange": True},
         yaxis={"visible": False, "autorange": "reversed"},
         plot_bgcolor="rgba(0,0,0,0)",
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "itemclick": "toggle"},
     )
     height = int(min(2400, max(300, 60 + 20 * max(r, c) * font_size / BASE_FONT)))
     return _layout(fig, title, height, font_size)

@@ -48,6 +48,7 @@ KEPT_KEYS = (
     "att_merge",
     "att_direction",
     "att_focus",
+    "att_all_heads",
     "emb_component",
     "emb_positions",
     "mask_words",

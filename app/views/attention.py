@@ -235,38 +235,73 @@ else:
                 st.session_state["att_focus"] = ALL_TOKENS if same else chosen
                 return
 
-    focus_label = st.selectbox(
+    f1, f2 = st.columns([3, 2])
+    focus_label = f1.selectbox(
         "Isolate one token",
         focus_options,
         key="att_focus",
         help="Or click a token in the chart: on the left, what it attends to; on the right, what attends to it.",
     )
+    all_heads = f2.toggle(
+        "Every head at once",
+        key="att_all_heads",
+        help="Overlay the layer's heads, one colour each; click a head in the legend to hide or show it.",
+    )
     index = focus_options.index(focus_label)
     focus = index - 1 if 1 <= index <= len(from_options) else None
     focus_to = index - 1 - len(from_options) if index > len(from_options) else None
     large = len(rows) > HEAD_VIEW_FULL_LIMIT and focus is None and focus_to is None
+    # Fewer links per token with every head drawn: N times the lines otherwise.
+    per_token = 2 if all_heads else 5
+    weights = transform(layer_att) if all_heads else matrix  # (N, R, C) or (R, C)
     fig = charts.head_view(
         row_names,
         col_names,
-        matrix,
+        weights,
         focus=focus,
         focus_to=focus_to,
-        top_k=5 if large else None,
+        top_k=per_token if large else None,
         min_weight=0.02 if large else 0.0,
-        title=title,
+        title=f"Layer {layer}, all {n_heads} heads" if all_heads else title,
         font_size=ui.font_size(),
     )
     caption = (
-        "Left: the token that attends; right: what it attends to. Line width and colour = weight. "
+        "Left: the token that attends; right: what it attends to. Line width and opacity = weight. "
         "Click a token to isolate it; click it again for every token."
     )
+    if all_heads:
+        caption += " Each head has its own colour and its own lane around each token."
     if large:
         caption += (
-            f" With more than {HEAD_VIEW_FULL_LIMIT} tokens only each token's 5 strongest links (≥ 0.02) are "
-            "drawn; isolate a token to see all of its links."
+            f" With more than {HEAD_VIEW_FULL_LIMIT} tokens only each token's {per_token} strongest links "
+            "(≥ 0.02) are drawn; isolate a token to see all of its links."
         )
+
+    def heads_table() -> pd.DataFrame:
+        frames = []
+        for h, head_matrix in enumerate(weights):
+            rr, cc = np.meshgrid(np.arange(len(rows)), np.arange(len(cols)), indexing="ij")
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "head": h + 1,
+                        "from_index": np.array(rows)[rr.ravel()],
+                        "from": np.array(row_names, dtype=object)[rr.ravel()],
+                        "to_index": np.array(cols)[cc.ravel()],
+                        "to": np.array(col_names, dtype=object)[cc.ravel()],
+                        "weight": head_matrix.ravel(),
+                    }
+                )
+            )
+        return pd.concat(frames, ignore_index=True)
+
     ui.show_figure(
-        fig, key="att_head_view", data=table, filename=slug, on_select=_focus_from_click, caption=caption
+        fig,
+        key="att_head_view",
+        data=heads_table if all_heads else table,
+        filename=f"attention_L{layer}_all_heads" if all_heads else slug,
+        on_select=_focus_from_click,
+        caption=caption,
     )
 for note in notes:
     st.caption(note)

@@ -170,3 +170,21 @@ def test_every_page_works_with_one_layer_and_one_head(make_app, tmp_path):
     for view in ("Heatmap", "Head view", "Model view"):
         at.radio(key="att_view").set_value(view).run()
         assert not at.exception and not at.error
+
+
+def test_head_view_can_draw_every_head_at_once(make_app, expected):
+    at = make_app(PAGE, a=TEXT, att_view="Head view", layer="2")
+    at.toggle(key="att_all_heads").set_value(True).run()
+    assert not at.exception
+    spec = figure(at, "att_head_view")
+    groups = {t.get("legendgroup") for t in spec["data"] if t.get("mode") == "lines"}
+    assert groups == {f"head {h + 1}" for h in range(expected.num_heads)}
+    assert spec["layout"]["title"]["text"] == f"Layer 2, all {expected.num_heads} heads"
+    # head 3's widest line ends where its map is largest, in head 3's lane
+    lines = [t for t in spec["data"] if t.get("legendgroup") == "head 3"]
+    widest = max(lines, key=lambda t: t["line"]["width"])
+    att = expected.attentions[1, 2]
+    i, j = np.unravel_index(np.argmax(att), att.shape)
+    ys = decode(widest["y"]).tolist()
+    pairs = {(round(a), round(b)) for a, b in zip(ys[0::3], ys[1::3], strict=True)}
+    assert (i, j) in pairs

@@ -140,3 +140,18 @@ def test_fill_mask_text_joins_a_continuation_piece(tiny_model):
     assert transforms.fill_mask_text(texts, enc, first, "##s") == "thes sat"
     assert transforms.fill_mask_text(texts, enc, second, "the") == "on the here"
     assert transforms.fill_mask_text(texts, enc, 0, "x") == ""  # [CLS] belongs to no sentence
+
+
+def test_head_view_overlays_every_head_in_its_own_colour_and_lane():
+    w = np.random.default_rng(2).random((3, 4, 4)).astype(np.float32)
+    w /= w.sum(-1, keepdims=True)
+    fig = charts.head_view(list("abcd"), list("abcd"), w, focus=1)
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert sorted({t.legendgroup for t in lines}) == ["head 1", "head 2", "head 3"]
+    assert sum(bool(t.showlegend) for t in lines) == 3  # one legend entry per head
+    for h in range(3):
+        starts = {y for t in lines if t.legendgroup == f"head {h + 1}" for y in t.y[0::3]}
+        assert starts == {1 + (h - 1) * 0.2}  # row 1, shifted into head h's lane
+        colors = {t.line.color.rsplit(",", 1)[0] for t in lines if t.legendgroup == f"head {h + 1}"}
+        assert len(colors) == 1
+    assert len({t.line.color.rsplit(",", 1)[0] for t in lines}) == 3
