@@ -57,6 +57,7 @@ KEPT_KEYS = (
     "senses_word",
     "senses_occurrence",
     "senses_layer",
+    "senses_stretch",
     "sv_kind",
     "sv_sentences",
     "tokens_word",

@@ -212,6 +212,15 @@ ui.start_value("senses_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v
 layer = st.slider("Layer (0 = embeddings)", 0, n_layers, key="senses_layer")
 sims = np.stack([charts.cosine_matrix(vectors[:, layer_]) for layer_ in range(n_layers + 1)])  # (L + 1, K, K)
 
+stretch = st.toggle(
+    "Stretch the colours to these values",
+    key="senses_stretch",
+    help="Cosines of one word's vectors are often all between 0.5 and 1, which the full −1…1 scale paints "
+    "the same blue. Stretched, the scale runs from the lowest cosine between two sentences at any layer to 1, "
+    "so layers stay comparable.",
+)
+off_diagonal = ~np.eye(sims.shape[-1], dtype=bool)
+low = float(sims[:, off_diagonal].min()) if off_diagonal.any() else -1.0
 m1, m2 = st.columns(2)
 with m1:
     fig = charts.heatmap(
@@ -219,9 +228,9 @@ with m1:
         names,
         names,
         title=f"Cosine similarity of the target word, layer {layer}",
-        zmin=-1.0,
+        zmin=min(low, 0.999) if stretch else -1.0,
         zmax=1.0,
-        colorscale="RdBu",
+        colorscale="Blues" if stretch else "RdBu",
         value_name="cosine",
         font_size=fs,
     )
@@ -238,7 +247,13 @@ with m1:
             }
         )
 
-    ui.show_figure(fig, key="senses_matrix", data=matrix_table, filename="word_sense_similarity")
+    ui.show_figure(
+        fig,
+        key="senses_matrix",
+        data=matrix_table,
+        filename="word_sense_similarity",
+        caption=f"Colours stretched to {low:.2f}…1 (the lowest cosine at any layer)." if stretch else None,
+    )
 
 with m2:
     points = charts.pca_2d(vectors[:, layer])

@@ -169,3 +169,15 @@ def test_pairs_from_one_sentence_stay_out_of_the_sense_lines(senses):
     # same-sense pairs across sentences only: (1#1, 3) and (1#2, 3); (1#1, 1#2) is left out
     np.testing.assert_allclose(last, (sims[0, 3] + sims[1, 3]) / 2, atol=1e-5)
     assert "pairs from the same sentence are left out" in text_of(at.caption)
+
+
+def test_colours_can_be_stretched_to_the_cosines_shown(make_app):
+    at = make_app("views/word_senses.py")
+    spec = figure(at, "senses_matrix")["data"][0]
+    assert (spec["zmin"], spec["zmax"]) == (-1.0, 1.0)
+    at.toggle(key="senses_stretch").set_value(True).run()
+    trace = figure(at, "senses_matrix")["data"][0]
+    z = decode(trace["z"]).astype(np.float64)
+    off = z[~np.eye(len(z), dtype=bool)]
+    assert -1.0 < trace["zmin"] <= off.min() + 1e-6 and trace["zmax"] == 1.0
+    assert any("stretched" in c.value for c in at.caption)
