@@ -240,13 +240,18 @@ class BertLayer(nn.Module):
         # matmul-then-multiply unless the scale is a power of two (D = 64: 1/8), where both are exact.
         scale_in_matmul = math.frexp(scale)[0] == 0.5
         # Per row: the batched matmuls then run over the heads, writing straight into probs_out.
+        # With pre-packed weights K^T is copied head-major, (N, D, S): as a transposed view MKL's score matmul
+        # had a long tail at 512 tokens (p90 ~5x its median). Exact mode keeps the reference's transposed view,
+        # because below ~12 tokens MKL rounds the two layouts differently (last-bit differences).
+        kt_copy = not isinstance(sa.key, nn.Linear)
         for row in range(b):
-            # q (S, N, D) -> (N, S, D) and k (S, N, D) -> (N, D, S), each copied once (two S x H copies, cheap):
-            # the batched matmul on strided views ran ~30 % slower at 512 tokens, and with K^T as a transposed
-            # view MKL's time had a long tail (p90 ~5x the median at 512 tokens). The products are the same
-            # to the bit either way (asserted against transformers in exact mode). v reads fine strided.
+            # q (S, N, D) -> (N, S, D), copied once (an S x H copy, cheap): the batched matmul on the strided
+            # view ran ~30 % slower at 512 tokens. v reads fine strided.
             qr = q[row].transpose(0, 1).contiguous()
-            kt = k[row].permute(1, 2, 0).contiguous()  # (N, D, S)
+            if kt_copy:
+                kt = k[row].permute(1, 2, 0).contiguous()  # (N, D, S)
+            else:
+                kt = k[row].transpose(0, 1).contiguous().transpose(1, 2)  # (N, S, D) copy, viewed (N, D, S)
             vr = v[row].transpose(0, 1)
             scores = probs_out[row]  # (N, S, S)
             if scale_in_matmul:
