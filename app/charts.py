@@ -8,6 +8,7 @@ Dimensions: S = tokens, H = hidden size, L = layers, N = heads, T = thumbnail si
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -59,7 +60,12 @@ def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> g
         legend.orientation == "h" and (legend.y or 0) > 1 and any(t.showlegend is not False for t in fig.data)
     )
     title_px = round(title_size * (0.6 + 1.2 * lines)) if title else 0
-    legend_px = round(font_size * 2) if top_legend else 0
+    legend_px = 0
+    if top_legend:
+        # Rows the legend wraps into, for a chart ~900 px wide: each entry is its name plus a swatch.
+        names = [t.name or "" for t in fig.data if t.showlegend is not False and t.name]
+        width = sum((len(n) + 5) * 0.6 * font_size for n in dict.fromkeys(names))
+        legend_px = round(font_size * 2) * max(1, math.ceil(width / 900))
     top = 10 + title_px + legend_px
     fig.update_layout(
         title=None

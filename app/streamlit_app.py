@@ -121,9 +121,12 @@ def sidebar() -> None:
                 help="Fills sentence A (and B) with a ready-made example: senses of 'bank', hidden words, "
                 "a pronoun, sub-word pieces, next-sentence pairs.",
             )
+        # The starting sentence goes through session state, not value=: examples write this key too, and a
+        # widget given both makes Streamlit warn. A link's ?a= wins over it.
+        if state.KEY_TEXT_A not in st.session_state and state.KEY_TEXT_A not in st.query_params:
+            st.session_state[state.KEY_TEXT_A] = state.DEFAULT_TEXT_A
         st.text_area(
             "Sentence A",
-            value=state.DEFAULT_TEXT_A,
             key=state.KEY_TEXT_A,
             bind="query-params",
             height=100,

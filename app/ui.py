@@ -135,9 +135,12 @@ def page_model(need_text: bool = True) -> tuple[state.ActiveModel, state.Inputs]
     return active, inputs
 
 
-def analysis_or_stop(active: state.ActiveModel, text: str, pair: str | None = None, *, stop: bool = True):
+def analysis_or_stop(
+    active: state.ActiveModel, text: str, pair: str | None = None, *, stop: bool = True, notes: bool = True
+):
     """The cached analysis, or the core's reason shown inline (never a traceback) and the page stopped
-    (stop=False: None returned instead, for a page whose other sections do not need this text)."""
+    (stop=False: None returned instead, for a page whose other sections do not need this text). notes=False
+    leaves the truncation and untrained-position notes to a page that runs a different text (Masked words)."""
     import bert_core
 
     try:
@@ -147,13 +150,19 @@ def analysis_or_stop(active: state.ActiveModel, text: str, pair: str | None = No
         if not stop:
             return None
         st.stop()
-    if result.truncated:
-        st.warning(
-            f"The input has {result.num_tokens_before_truncation} pieces; the model reads at most "
-            f"{len(result.tokens)}, so the end was cut off."
-        )
-    untrained_positions_note(active, len(result.tokens))
+    if notes:
+        length_notes(active, result)
     return result
+
+
+def length_notes(active: state.ActiveModel, enc) -> None:
+    """The truncation and untrained-position warnings for an Encoding or an Analysis."""
+    if enc.truncated:
+        st.warning(
+            f"The input has {enc.num_tokens_before_truncation} pieces; the model reads at most "
+            f"{len(enc.tokens)}, so the end was cut off."
+        )
+    untrained_positions_note(active, len(enc.tokens))
 
 
 def untrained_positions_note(active: state.ActiveModel, length: int, *, what: str = "This input") -> None:

@@ -368,9 +368,16 @@ class BertScopeModel:
         if labels is not None:
             if len(labels) != len(positions):
                 raise InputError("labels and positions must have the same length")
-            if any(not 0 <= int(x) < self.config.vocab_size for x in labels):
+            try:
+                out_of_range = any(not 0 <= int(x) < self.config.vocab_size for x in labels)
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"labels must be token ids: {exc}") from exc
+            if out_of_range:
                 raise InputError(f"labels must be token ids from 0 to {self.config.vocab_size - 1}")
-        types = np.zeros_like(ids) if token_type_ids is None else np.array(token_type_ids, dtype=np.int64)
+        try:
+            types = np.zeros_like(ids) if token_type_ids is None else np.array(token_type_ids, dtype=np.int64)
+        except (TypeError, ValueError) as exc:  # ragged or non-numeric
+            raise InputError(f"token_type_ids must be a list of integers: {exc}") from exc
         if types.shape != ids.shape:
             raise InputError(
                 f"token_type_ids must have one id per input id ({len(ids)}), got shape {types.shape}"

@@ -54,7 +54,9 @@ def _open_from_model_view() -> None:
 _clamp_state()
 c1, c2, c3 = st.columns([3, 2, 3])
 if n_layers > 1:
-    layer = c1.slider("Layer", 1, n_layers, value=1, key=state.KEY_LAYER, bind="query-params")
+    # No value=: the slider starts at its minimum, layer 1, and a value= beside the clamping above would make
+    # Streamlit warn about a default set twice.
+    layer = c1.slider("Layer", 1, n_layers, key=state.KEY_LAYER, bind="query-params")
 else:  # a slider needs two values to choose from
     layer = 1
     c1.caption("Layer 1 (this model has a single layer)")
@@ -274,7 +276,7 @@ else:
     if large:
         caption += (
             f" With more than {HEAD_VIEW_FULL_LIMIT} tokens only each token's {per_token} strongest links "
-            "(≥ 0.02) are drawn; isolate a token to see all of its links."
+            f"(≥ 0.02){' per head' if all_heads else ''} are drawn; isolate a token to see all of its links."
         )
 
     def heads_table() -> pd.DataFrame:

@@ -32,7 +32,9 @@ if mask in text:
     st.caption(f"Sentence A contains {text.count(mask)} {ui.md_escape(mask)}.{b_note}")
     masked = text
 else:
-    result = ui.analysis_or_stop(active, text, inputs.text_b)  # the same cached pass the other pages use
+    # The same cached pass the other pages use; its length notes would describe the unmasked text, so the
+    # masked text's are given below instead.
+    result = ui.analysis_or_stop(active, text, inputs.text_b, notes=False)
     spans = transforms.word_text_spans(result, 0)
     # Words are counted from 1, as a reader counts them; "piece" numbers elsewhere are token positions.
     choices = [f"word {n + 1}: {text[s:e]}" for n, (_, s, e) in enumerate(spans)]
@@ -42,7 +44,10 @@ else:
     # With a [MASK] typed in sentence B only, nothing of A is hidden unless the user asks.
     default = [] if in_b else [choices[max(range(len(spans)), key=lambda i: spans[i][2] - spans[i][1])]]
     # A choice kept from an older text starts again from the default word.
-    ui.start_value("mask_words", default, lambda v: isinstance(v, list) and set(v) <= set(choices))
+    # An empty choice is kept only while sentence B has a [MASK] to predict.
+    ui.start_value(
+        "mask_words", default, lambda v: isinstance(v, list) and set(v) <= set(choices) and bool(v or in_b)
+    )
     picked = st.multiselect(
         "Words to mask in sentence A", choices, key="mask_words", help="or type [MASK] into sentence A"
     )
@@ -68,8 +73,7 @@ except bert_core.BertScopeError as exc:
     st.stop()
 
 enc = active.model.encode(masked, inputs.text_b)  # tokenising only: the prediction above is cached
-if mask in text:  # otherwise the unmasked text's analysis above has said so already
-    ui.untrained_positions_note(active, len(enc.tokens))
+ui.length_notes(active, enc)
 if enc.truncated:
     # predict_masks can only predict the masks the model reads; the ones past its limit must not vanish
     # silently.

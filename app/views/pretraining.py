@@ -65,16 +65,11 @@ st.button("Re-draw the masking", key="pt_redraw", on_click=_redraw)
 rng = np.random.default_rng([draw, 20])
 
 try:
-    enc = tokenizer.encode(inputs.text_a, inputs.text_b)
+    enc = model.encode(inputs.text_a, inputs.text_b)  # the model's checks too (e.g. a single-segment model)
 except bert_core.BertScopeError as exc:
     st.error(ui.md_escape(str(exc)))
     st.stop()
-if enc.truncated:
-    st.warning(
-        f"The input has {enc.num_tokens_before_truncation} pieces; the model reads at most {len(enc.tokens)}, "
-        "so the end was cut off."
-    )
-ui.untrained_positions_note(active, len(enc.tokens))
+ui.length_notes(active, enc)
 ids = np.asarray(enc.input_ids)
 # As in training: a [MASK] or [SEP] typed into the text is not a word either, so it is never chosen; a random
 # replacement is never a special token or [UNK], and always an id the vocabulary has a piece for.

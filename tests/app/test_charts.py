@@ -155,3 +155,10 @@ def test_head_view_overlays_every_head_in_its_own_colour_and_lane():
         colors = {t.line.color.rsplit(",", 1)[0] for t in lines if t.legendgroup == f"head {h + 1}"}
         assert len(colors) == 1
     assert len({t.line.color.rsplit(",", 1)[0] for t in lines}) == 3
+
+
+def test_a_long_legend_gets_room_for_its_rows():
+    w = np.full((12, 3, 3), 1 / 3, dtype=np.float32)
+    one_row = charts.head_view(list("abc"), list("abc"), w[:2])
+    many = charts.head_view(list("abc"), list("abc"), w, font_size=22)
+    assert many.layout.margin.t > one_row.layout.margin.t + 22  # 12 heads at 22 px wrap onto two rows

@@ -228,8 +228,26 @@ def test_masked_words_reads_each_guess_in_its_sentence(make_app, tiny_checkpoint
     table = at.dataframe[0].value
     first = table[(table["mask"] == 1) & (table["rank"] == 1)]["sentence with this guess"].iloc[0]
     top = expected[0].tokens[0]
-    assert first == ("the " + top + " sat on the [MASK]" if not top.startswith("##") else first)
+    joined = "the" + top[2:] if top.startswith("##") else "the " + top  # a continuation joins "the"
+    assert first == joined + " sat on the [MASK]"
     third = table[(table["mask"] == 3) & (table["rank"] == 1)]["sentence with this guess"].iloc[0]
     assert third.startswith("the dog <b>") and third.endswith("</b>")  # B's mask, filled in B, as plain text
     shown = [t.value for t in at.text if t.value.startswith("→ ")]
     assert shown[0] == "→ " + first and len(shown) == 3
+
+
+def test_masked_words_length_notes_describe_the_masked_text(make_app):
+    # Typed masks in a text longer than the tiny model's 64 pieces: the cut is reported even though every
+    # mask fits, and only once.
+    at = make_app("views/masked_words.py", a="the [MASK] sat " + "on the bank " * 30)
+    cut = [w.value for w in at.warning if "cut off" in w.value]
+    assert len(cut) == 1 and not at.error
+
+
+def test_masked_words_returns_to_a_default_word_when_b_loses_its_mask(make_app):
+    at = make_app("views/masked_words.py", a="the cat sat", b="on the [MASK]")
+    assert at.multiselect(key="mask_words").value == []
+    at.text_input(key="b").set_value("on the mat").run()
+    assert not at.exception
+    assert at.multiselect(key="mask_words").value != []
+    assert not any("Pick at least one word" in i.value for i in at.info)

@@ -237,3 +237,14 @@ def test_predictions_name_embedding_rows_past_the_vocabulary(tmp_path):
     assert sum(p.probabilities) == pytest.approx(1.0, abs=1e-5)
     named = {i: t for i, t in zip(p.token_ids, p.tokens, strict=True) if i < len(TINY_VOCAB)}
     assert named == {i: TINY_VOCAB[i] for i in named}
+
+
+def test_predict_at_refuses_ragged_or_non_numeric_lists_clearly(tiny_model):
+    enc = tiny_model.tokenizer.encode("the [MASK] sat")
+    position = enc.tokens.index("[MASK]")
+    with pytest.raises(InputError, match="token_type_ids"):
+        tiny_model.predict_at(enc.input_ids, [position], token_type_ids=[[0], [0, 0]])
+    with pytest.raises(InputError, match="token_type_ids"):
+        tiny_model.predict_at(enc.input_ids, [position], token_type_ids=["a"] * len(enc.input_ids))
+    with pytest.raises(InputError, match="labels"):
+        tiny_model.predict_at(enc.input_ids, [position], labels=["cat"])
