@@ -157,7 +157,6 @@ def main() -> None:
         for i, p in enumerate(s for s in PAGES if (APP_DIR / s.file).is_file())
     ]
     page = st.navigation(pages)
-    ui.keep_page_state()
     sidebar()
     try:
         page.run()

@@ -40,40 +40,11 @@ def user_message(error: BaseException | str, *, text_name: str = "Sentence A") -
     return md_escape(message)
 
 
-# Page widgets whose values outlive a visit to another page: Streamlit forgets the value of a widget that a
-# run does not draw, and a lecturer's prepared sentences must survive a trip to the Attention page.
-# Assigning each key to itself at the start of every run (Streamlit's documented remedy) keeps it.
-KEPT_KEYS = (
-    "att_hide_special",
-    "att_merge",
-    "att_direction",
-    "att_focus",
-    "att_all_heads",
-    "emb_component",
-    "emb_positions",
-    "mask_words",
-    "mask_topk",
-    "senses_text",
-    "senses_word",
-    "senses_occurrence",
-    "senses_layer",
-    "senses_stretch",
-    "sv_kind",
-    "sv_sentences",
-    "tokens_word",
-)
-
-
-def keep_page_state() -> None:
-    for key in KEPT_KEYS:
-        if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
-
-
 def start_value(key: str, value: object, valid: Callable[[object], bool] | None = None) -> None:
     """Give widget `key` its starting value through session state (the widget then takes no value=, which
     would clash with a kept value), and replace a kept value that no longer fits, e.g. a word of an older
-    text or a layer of another model."""
+    text or a layer of another model. Page widgets keep their values across page visits with
+    persist_state="session" (a lecturer's prepared sentences must survive a trip to the Attention page)."""
     if key not in st.session_state or (valid is not None and not valid(st.session_state[key])):
         st.session_state[key] = value
 

@@ -72,11 +72,13 @@ view = c3.radio(
 )
 
 o1, o2, o3 = st.columns(3)
-hide_special = o1.toggle("Hide [CLS]/[SEP]", key="att_hide_special")
-merge = o2.toggle("Merge sub-words into words", key="att_merge")
+hide_special = o1.toggle("Hide [CLS]/[SEP]", key="att_hide_special", persist_state="session")
+merge = o2.toggle("Merge sub-words into words", key="att_merge", persist_state="session")
 direction = "all"
 if result.text_pair is not None:
-    direction = o3.radio("Direction", ["all", "A→B", "B→A"], key="att_direction", horizontal=True)
+    direction = o3.radio(
+        "Direction", ["all", "A→B", "B→A"], key="att_direction", persist_state="session", horizontal=True
+    )
 
 # -- the token axes after the options --------------------------------------------------------------------
 if merge:
@@ -242,11 +244,13 @@ else:
         "Isolate one token",
         focus_options,
         key="att_focus",
+        persist_state="session",
         help="Or click a token in the chart: on the left, what it attends to; on the right, what attends to it.",
     )
     all_heads = f2.toggle(
         "Every head at once",
         key="att_all_heads",
+        persist_state="session",
         help="Overlay the layer's heads, one colour each; click a head in the legend to hide or show it.",
     )
     index = focus_options.index(focus_label)

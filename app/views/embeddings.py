@@ -30,7 +30,12 @@ fs = ui.font_size()
 
 st.subheader("Per token")
 component = st.radio(
-    "Component", list(COMPONENTS), format_func=lambda c: COMPONENTS[c], key="emb_component", horizontal=True
+    "Component",
+    list(COMPONENTS),
+    format_func=lambda c: COMPONENTS[c],
+    key="emb_component",
+    persist_state="session",
+    horizontal=True,
 )
 matrix = getattr(emb, component)  # (S, H)
 hidden = matrix.shape[1]
@@ -77,6 +82,7 @@ if hasattr(active.model, "position_embedding_table"):
             2,
             max_p,
             key="emb_positions",
+            persist_state="session",
             help="the first N positions",
         )
     else:  # a slider needs two values to choose from

@@ -49,7 +49,11 @@ else:
         "mask_words", default, lambda v: isinstance(v, list) and set(v) <= set(choices) and bool(v or in_b)
     )
     picked = st.multiselect(
-        "Words to mask in sentence A", choices, key="mask_words", help="or type [MASK] into sentence A"
+        "Words to mask in sentence A",
+        choices,
+        key="mask_words",
+        persist_state="session",
+        help="or type [MASK] into sentence A",
     )
     if not picked and not in_b:
         st.info("Pick at least one word to mask.")
@@ -65,7 +69,9 @@ else:
         st.caption(b_note.strip())
 
 ui.start_value("mask_topk", 5, lambda v: isinstance(v, int) and 1 <= v <= state.MAX_TOP_K)
-top_k = st.number_input("Predictions per mask (top k)", 1, state.MAX_TOP_K, key="mask_topk")
+top_k = st.number_input(
+    "Predictions per mask (top k)", 1, state.MAX_TOP_K, key="mask_topk", persist_state="session"
+)
 try:
     predictions = state.predict_masks(active, masked, inputs.text_b, int(top_k))
 except bert_core.BertScopeError as exc:

@@ -42,7 +42,7 @@ kinds = [POOLED, CLS, MEAN] if active.model.has_pooler else [CLS, MEAN]
 if not active.model.has_pooler:
     st.info("This model has no pooler, so there is no pooled vector; the raw [CLS] vector is used instead.")
 ui.start_value("sv_kind", kinds[0], lambda v: v in kinds)  # a kept choice may be another model's pooler
-kind = st.radio("Sentence vector", kinds, key="sv_kind", horizontal=True)
+kind = st.radio("Sentence vector", kinds, key="sv_kind", persist_state="session", horizontal=True)
 
 st.subheader("Sentence A on its own")
 if inputs.text_b is not None:
@@ -83,6 +83,7 @@ ui.start_value("sv_sentences", preset())
 raw = st.text_area(
     "Sentences, one per line",
     key="sv_sentences",
+    persist_state="session",
     height=150,
     help=f"At most {state.MAX_LINES} sentences of {state.MAX_LINE_CHARS:,} characters each are used.",
 )

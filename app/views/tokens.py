@@ -76,7 +76,7 @@ if not words:
 else:
     default = max(range(len(words)), key=lambda i: len(words[i]))
     ui.start_value("tokens_word", words[default], lambda v: v in words)
-    word = st.selectbox("Word", words, key="tokens_word")
+    word = st.selectbox("Word", words, key="tokens_word", persist_state="session")
     try:
         steps = active.model.tokenizer.wordpiece_steps(word)
     except bert_core.InputError as exc:

@@ -170,6 +170,23 @@ def test_head_view_click_on_a_token_isolates_it(app_url, page):
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
+def test_a_page_keeps_its_choices_across_a_visit_to_another_page(app_url, page):
+    page.goto(f"{app_url}/attention?a=the+bank+by+the+river")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    hide = 'input[aria-label="Hide [CLS]/[SEP]"]'
+    page.get_by_text("Hide [CLS]/[SEP]").click()
+    page.wait_for_function(f"() => document.querySelector('{hide}').checked", timeout=30_000)
+    wait_for_app(page)
+    for name in ("Tokens", "Attention"):
+        page.get_by_text(name, exact=True).first.click()
+        page.wait_for_timeout(500)
+        wait_for_app(page)
+    page.wait_for_selector(hide, timeout=30_000)
+    assert page.locator(hide).is_checked()
+    assert "[CLS]" not in tick_texts(page)
+
+
 @pytest.mark.parametrize("path", ["", "embeddings", "attention", "masked", "senses", "sentence"])
 def test_every_page_renders_with_no_network(app_url, page, path):
     page.goto(f"{app_url}/{path}?a=the+cat+sat+on+the+bank&b=the+river")
