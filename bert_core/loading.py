@@ -489,6 +489,8 @@ def build_network(
             config, pooler=heads.pooler, mlm=heads.mlm, nsp=heads.nsp, tie_word_embeddings=tie_word_embeddings
         )
     expected = network.state_dict()
+    # An untied head's state dict names its bias twice, as transformers does; normalize_keys kept one.
+    expected.pop("cls.predictions.decoder.bias", None)
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
     if unexpected:

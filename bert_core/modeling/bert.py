@@ -393,6 +393,16 @@ class BertPredictionHeadTransform(nn.Module):
         return self.LayerNorm(self.act(self.dense(hidden)))
 
 
+def _add_decoder_bias(module: nn.Module, state_dict: dict, prefix: str, local_metadata: dict) -> None:
+    if prefix + "bias" in state_dict:
+        state_dict[prefix + "decoder.bias"] = state_dict[prefix + "bias"]
+
+
+def _take_decoder_bias(module: nn.Module, state_dict: dict, prefix: str, *args: object) -> None:
+    if prefix + "decoder.bias" in state_dict:
+        state_dict[prefix + "bias"] = state_dict.pop(prefix + "decoder.bias")
+
+
 class BertLMPredictionHead(nn.Module):
     """MLM head: transform, then a decoder whose weight is the word-embedding table (tied) plus a bias."""
 
@@ -408,6 +418,11 @@ class BertLMPredictionHead(nn.Module):
             self.decoder = None
         else:
             self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+            # transformers' untied head stores its one bias under two names, `bias` and `decoder.bias`; the
+            # state dict carries both, so it loads into transformers as it is, and loading takes either
+            # (decoder.bias first, as the loader does for checkpoints).
+            self.register_state_dict_post_hook(_add_decoder_bias)
+            self.register_load_state_dict_pre_hook(_take_decoder_bias)
 
     @property
     def decoder_weight(self) -> Tensor:

@@ -428,7 +428,8 @@ def save_checkpoint(
     head = network.cls.predictions
     tied = head is None or head.tied
     if not tied and "cls.predictions.bias" in state:
-        # transformers reads an untied decoder's bias from its own key (and the loader prefers it too).
+        # An untied head's state dict names one bias twice (transformers reads decoder.bias); safetensors
+        # refuses two names for one storage, so the second name gets its own copy.
         state["cls.predictions.decoder.bias"] = state["cls.predictions.bias"].clone()
     with tempfile.TemporaryDirectory(dir=directory, prefix=".partial-") as tmp:
         tmp_dir = Path(tmp)

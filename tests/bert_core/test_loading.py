@@ -639,3 +639,27 @@ def test_the_trained_length_is_read_from_pretraining_json_or_left_unknown(
     directory = _copy(tmp_path, tiny_checkpoint, "recorded")
     (directory / "pretraining.json").write_text(content)
     assert bert_core.load_pretrained(directory).info.trained_length == expected
+
+
+def test_an_untied_head_state_dict_loads_into_transformers_as_is(tmp_path):
+    import transformers
+
+    directory = make_checkpoint(tmp_path / "untied", "mlm", seed=3, tie_word_embeddings=False)
+    model = bert_core.load_pretrained(directory)
+    state = model.network.state_dict()
+    assert torch.equal(state["cls.predictions.decoder.bias"], state["cls.predictions.bias"])
+    hf = transformers.BertForMaskedLM(transformers.BertConfig.from_pretrained(directory)).eval()
+    missing, unexpected = hf.load_state_dict(state, strict=False)
+    assert [k for k in missing if "position_ids" not in k] == [] and unexpected == []
+    enc = model.encode("the cat sat on the [MASK]")
+    position = enc.tokens.index("[MASK]")
+    with torch.no_grad():
+        logits = hf(input_ids=torch.tensor(enc.input_ids[None])).logits[0, position]
+    ours = model.predict_masks("the cat sat on the [MASK]", top_k=5)[0]
+    assert torch.topk(logits, 5).indices.tolist() == ours.token_ids
+    # and back: a state dict with both names (or only decoder.bias) loads strictly
+    again = bert_core.load_pretrained(directory)
+    again.network.load_state_dict(state, strict=True)
+    only_decoder = {k: v for k, v in state.items() if k != "cls.predictions.bias"}
+    again.network.load_state_dict(only_decoder, strict=True)
+    assert torch.equal(again.network.cls.predictions.bias, state["cls.predictions.bias"])
