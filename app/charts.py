@@ -212,8 +212,14 @@ def heatmap(
     else:
         trace.hovertemplate = "row %{y} → column %{x}<br>" + value_name + " %{z:.4f}<extra></extra>"
     fig = go.Figure(trace)
-    every_r = max(1, int(np.ceil(r / 64)))
-    every_c = max(1, int(np.ceil(c / 64)))
+    if height is None:
+        height = int(min(900, max(300, 120 + 18 * r * font_size / BASE_FONT)))
+    # As many labels as fit without running together: rows in the plot's height, columns (tilted) in a
+    # ~900 px width; about 64 each at the normal size, fewer as large text grows.
+    fit_r = max(4, int((height - 120) / (font_size * 0.9)))
+    fit_c = max(8, int(900 / font_size))
+    every_r = max(1, int(np.ceil(r / fit_r)))
+    every_c = max(1, int(np.ceil(c / fit_c)))
 
     def ticks(names: list[str], every: int) -> list[str]:
         # Thinned labels carry their position: without it every n-th token reads like a sentence with gaps.
@@ -235,8 +241,6 @@ def heatmap(
             "autorange": "reversed",
         },
     )
-    if height is None:
-        height = int(min(900, max(300, 120 + 18 * r * font_size / BASE_FONT)))
     return _layout(fig, title, height, font_size)
 
 
@@ -245,6 +249,7 @@ def head_view(
     right: Sequence[str],
     weights: np.ndarray,
     *,
+    head_numbers: Sequence[int] | None = None,
     focus: int | None = None,
     focus_to: int | None = None,
     min_weight: float = 0.0,
@@ -254,7 +259,8 @@ def head_view(
 ) -> go.Figure:
     """Lines from each token on the left to the tokens it attends to on the right; width and opacity = weight.
 
-    weights (R, C): row i is the attention of left token i; or (N, R, C), every head overlaid. focus: draw only row `focus` (what that token
+    weights (R, C): row i is the attention of left token i; or (N, R, C), heads overlaid, numbered
+    `head_numbers` (1-based; default 1..N) in the legend and coloured by that number. focus: draw only row `focus` (what that token
     attends to); focus_to: draw only column `focus_to` (what attends to that token). Lines below
     `min_weight`, or outside each row's `top_k`, are left out (to keep large inputs light). Lines are
     binned by weight into a few traces rather than one trace per line. Each token carries an invisible
@@ -271,8 +277,10 @@ def head_view(
     rows = range(r) if focus is None else [focus]
     bins = np.linspace(0.0, 1.0, 9)
     fig = go.Figure()
+    numbers = list(head_numbers) if head_numbers is not None else list(range(1, n_maps + 1))
     for h in range(n_maps):
         lane = (h - (n_maps - 1) / 2) * 0.6 / n_maps if stacked else 0.0
+        number = numbers[h]
         segments: dict[int, tuple[list, list]] = {}
         for i in rows:
             row = maps[h, i]
@@ -289,8 +297,9 @@ def head_view(
                 xs, ys = segments.setdefault(b, ([], []))
                 xs += [0.0, 1.0, None]
                 ys += [i + lane, j + lane, None]
-        rgb = _hex_rgb(HEAD_COLORS[h % len(HEAD_COLORS)]) if stacked else (76, 155, 232)
-        for k, b in enumerate(sorted(segments)):
+        color = HEAD_COLORS[(number - 1) % len(HEAD_COLORS)]  # a head keeps its colour when others are hidden
+        rgb = _hex_rgb(color) if stacked else (76, 155, 232)
+        for b in sorted(segments):
             xs, ys = segments[b]
             mid = (bins[b] + bins[b + 1]) / 2
             fig.add_trace(
@@ -303,9 +312,22 @@ def head_view(
                         "color": "rgba({},{},{},{:.2f})".format(*rgb, 0.15 + 0.85 * mid),
                     },
                     hoverinfo="skip",
-                    showlegend=stacked and k == len(segments) - 1,  # the boldest line as the swatch
-                    legendgroup=f"head {h + 1}" if stacked else None,
-                    name=f"head {h + 1}" if stacked else f"weight {bins[b]:.2f}–{bins[b + 1]:.2f}",
+                    showlegend=False,
+                    legendgroup=f"head {number}" if stacked else None,
+                    name=f"head {number}" if stacked else f"weight {bins[b]:.2f}–{bins[b + 1]:.2f}",
+                )
+            )
+        if stacked:
+            # The legend entry: an empty trace in the head's full colour (its own lines may all be faint).
+            fig.add_trace(
+                go.Scatter(
+                    x=[None],
+                    y=[None],
+                    mode="lines",
+                    line={"width": 4, "color": color},
+                    legendgroup=f"head {number}",
+                    name=f"head {number}",
+                    hoverinfo="skip",
                 )
             )
     left_colors = ["#e4572e" if i == focus else "#333" for i in range(r)]
@@ -334,9 +356,19 @@ def head_view(
         )
     fig.update_layout(
         xaxis={"visible": False, "range": [-0.6, 1.6], "fixedrange": True},
-        yaxis={"visible": False, "autorange": "reversed"},
+        # An explicit range: autorange pads a long token column with ~10 % empty space at both ends.
+        yaxis={"visible": False, "range": [max(r, c) - 0.5, -0.5]},
         plot_bgcolor="rgba(0,0,0,0)",
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "itemclick": "toggle"},
+        # The legend is a key only: a head hidden there would come back on the next redraw (Streamlit draws
+        # the figure afresh), so the page chooses heads with a widget instead.
+        legend={
+            "orientation": "h",
+            "y": 1.02,
+            "yanchor": "bottom",
+            "x": 0,
+            "itemclick": False,
+            "itemdoubleclick": False,
+        },
     )
     height = int(min(2400, max(300, 60 + 20 * max(r, c) * font_size / BASE_FONT)))
     return _layout(fig, title, height, font_size)
@@ -440,18 +472,23 @@ def bars(
     """One bar per name (e.g. top-k predictions with their probabilities). Names are kept in order."""
     idx = list(range(len(names)))
     text = [f"{v:.3f}" for v in values]
+    # Values always outside their bar, at the chart's text size: inside, plotly shrinks them to fit thin bars
+    # (7 px), which nobody at the back of a room can read. The axis leaves room for them past range_max.
+    outside = {"textposition": "outside", "textfont": {"size": font_size}, "cliponaxis": False}
     if horizontal:
-        trace = go.Bar(
-            x=list(values), y=idx, orientation="h", text=text, textposition="auto", marker_color=color
-        )
+        trace = go.Bar(x=list(values), y=idx, orientation="h", text=text, marker_color=color, **outside)
         fig = go.Figure(trace)
+        xaxis = {"title": {"text": value_name}}
+        if range_max:
+            ticks = np.linspace(0, range_max, 6).round(6).tolist()
+            xaxis |= {"range": [0, range_max * 1.18], "tickvals": ticks}
         fig.update_layout(
             yaxis={"tickmode": "array", "tickvals": idx, "ticktext": labels(names), "autorange": "reversed"},
-            xaxis={"title": {"text": value_name}, "range": [0, range_max] if range_max else None},
+            xaxis=xaxis,
         )
         height = 80 + 28 * len(names) * font_size // BASE_FONT
     else:
-        fig = go.Figure(go.Bar(x=idx, y=list(values), text=text, textposition="auto", marker_color=color))
+        fig = go.Figure(go.Bar(x=idx, y=list(values), text=text, marker_color=color, **outside))
         fig.update_layout(
             xaxis={"tickmode": "array", "tickvals": idx, "ticktext": labels(names), "tickangle": -60},
             yaxis={"title": {"text": value_name}},

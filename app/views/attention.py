@@ -72,12 +72,20 @@ view = c3.radio(
 )
 
 o1, o2, o3 = st.columns(3)
-hide_special = o1.toggle("Hide [CLS]/[SEP]", key="att_hide_special", persist_state="session")
-merge = o2.toggle("Merge sub-words into words", key="att_merge", persist_state="session")
+# Bound to the URL like layer and head: a shared link opens the same view.
+hide_special = o1.toggle(
+    "Hide [CLS]/[SEP]", key="att_hide_special", persist_state="session", bind="query-params"
+)
+merge = o2.toggle("Merge sub-words into words", key="att_merge", persist_state="session", bind="query-params")
 direction = "all"
 if result.text_pair is not None:
     direction = o3.radio(
-        "Direction", ["all", "A→B", "B→A"], key="att_direction", persist_state="session", horizontal=True
+        "Direction",
+        ["all", "A→B", "B→A"],
+        key="att_direction",
+        persist_state="session",
+        bind="query-params",
+        horizontal=True,
     )
 
 # -- the token axes after the options --------------------------------------------------------------------
@@ -251,24 +259,47 @@ else:
         "Every head at once",
         key="att_all_heads",
         persist_state="session",
+        bind="query-params",
         help="Overlay the layer's heads, one colour each; click a head in the legend to hide or show it.",
     )
+    shown_heads = list(range(1, n_heads + 1))
+    if all_heads:
+        every = list(range(1, n_heads + 1))
+        ui.start_value("att_heads_shown", every, lambda v: isinstance(v, list) and set(v) <= set(every))
+        picked_heads = st.multiselect(
+            "Heads drawn",
+            every,
+            key="att_heads_shown",
+            persist_state="session",
+            help="Each keeps its colour.",
+        )
+        shown_heads = sorted(picked_heads) or every  # none picked: all rather than an empty chart
     index = focus_options.index(focus_label)
     focus = index - 1 if 1 <= index <= len(from_options) else None
     focus_to = index - 1 - len(from_options) if index > len(from_options) else None
     large = len(rows) > HEAD_VIEW_FULL_LIMIT and focus is None and focus_to is None
     # Fewer links per token with every head drawn: N times the lines otherwise.
     per_token = 2 if all_heads else 5
-    weights = transform(layer_att) if all_heads else matrix  # (N, R, C) or (R, C)
+    # (N', R, C) for the heads drawn, or (R, C)
+    weights = transform(layer_att[[h - 1 for h in shown_heads]]) if all_heads else matrix
     fig = charts.head_view(
         row_names,
         col_names,
         weights,
+        head_numbers=shown_heads if all_heads else None,
         focus=focus,
         focus_to=focus_to,
         top_k=per_token if large else None,
         min_weight=0.02 if large else 0.0,
-        title=f"Layer {layer}, all {n_heads} heads" if all_heads else title,
+        title=(
+            (
+                f"Layer {layer}, all {n_heads} heads"
+                if len(shown_heads) == n_heads
+                else f"Layer {layer}, heads {', '.join(map(str, shown_heads))}"
+            )
+            if all_heads
+            else title
+        ),
         font_size=ui.font_size(),
     )
     caption = (
@@ -276,7 +307,7 @@ else:
         "Click a token to isolate it; click it again for every token."
     )
     if all_heads:
-        caption += " Each head has its own colour and its own lane around each token."
+        caption += " Each head has its own colour and its own lane around each token; choose heads above."
     if large:
         caption += (
             f" With more than {HEAD_VIEW_FULL_LIMIT} tokens only each token's {per_token} strongest links "
@@ -285,12 +316,12 @@ else:
 
     def heads_table() -> pd.DataFrame:
         frames = []
-        for h, head_matrix in enumerate(weights):
+        for h, head_matrix in zip(shown_heads, weights, strict=True):
             rr, cc = np.meshgrid(np.arange(len(rows)), np.arange(len(cols)), indexing="ij")
             frames.append(
                 pd.DataFrame(
                     {
-                        "head": h + 1,
+                        "head": h,
                         "from_index": np.array(rows)[rr.ravel()],
                         "from": np.array(row_names, dtype=object)[rr.ravel()],
                         "to_index": np.array(cols)[cc.ravel()],

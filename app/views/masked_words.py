@@ -42,7 +42,9 @@ else:
         st.info("Sentence A has no words to mask.")
         st.stop()
     # With a [MASK] typed in sentence B only, nothing of A is hidden unless the user asks.
-    default = [] if in_b else [choices[max(range(len(spans)), key=lambda i: spans[i][2] - spans[i][1])]]
+    # The longest word, the last of equals: "the cat sat on the mat" hides "mat", not "the".
+    longest = max(range(len(spans)), key=lambda i: (spans[i][2] - spans[i][1], i)) if spans else 0
+    default = [] if in_b or not choices else [choices[longest]]
     # A choice kept from an older text starts again from the default word.
     # An empty choice is kept only while sentence B has a [MASK] to predict.
     ui.start_value(
@@ -87,7 +89,8 @@ if enc.truncated:
     total = int((whole.input_ids == tokenizer.mask_token_id).sum())
     if total > len(predictions):
         st.warning(
-            f"{total - len(predictions)} of the {total} {ui.md_escape(mask)} lie past the model's limit of "
+            f"{total - len(predictions)} of the {total} {ui.md_escape(mask)} "
+            f"{'lies' if total - len(predictions) == 1 else 'lie'} past the model's limit of "
             f"{len(enc.tokens)} pieces and are not predicted. Shorten the text to predict them."
         )
 
@@ -109,13 +112,17 @@ if len(predictions) > MAX_CHARTS:
     st.warning(
         f"{len(predictions)} masks: the first {MAX_CHARTS} are charted; the table below has all of them."
     )
+trained = active.model.info.trained_length
+large = ui.font_size() > ui.NORMAL_FONT
 columns = st.columns(min(3, len(predictions)))
 for m, p in enumerate(predictions[:MAX_CHARTS]):
     with columns[m % len(columns)]:
         fig = charts.bars(
             p.tokens,
             p.probabilities,
-            title=f"Mask {m + 1} (piece {p.position})",
+            title=f"Mask {m + 1} (piece {p.position}"
+            + (", an untrained position" if trained is not None and p.position >= trained else "")
+            + ")",
             value_name="probability",
             range_max=1.0,
             font_size=ui.font_size(),
@@ -127,8 +134,9 @@ for m, p in enumerate(predictions[:MAX_CHARTS]):
             filename=f"mask_{m + 1}_predictions",
         )
         if p.tokens:
-            # The best guess read in place, as plain text (never markup).
-            st.text("→ " + transforms.fill_mask_text(texts, enc, p.position, p.tokens[0]))
+            # The best guess read in place: escaped Markdown (never markup), a heading in large text.
+            best = "→ " + transforms.fill_mask_text(texts, enc, p.position, p.tokens[0])
+            st.markdown(("#### " if large else "") + ui.md_escape(best))
 st.dataframe(table, hide_index=True)
 if len(predictions) > 1:
     st.caption("Each mask is predicted on its own, with the other masks still hidden (one forward pass).")

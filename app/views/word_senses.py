@@ -238,7 +238,9 @@ with m1:
         value_name="cosine",
         font_size=fs,
     )
-    fig.update_traces(texttemplate="%{z:.2f}", textfont={"size": fs})
+    # Cell numbers a little smaller than the labels in large text: at 22 px they ran into each other in a
+    # half-width chart on a 1280 px projector.
+    fig.update_traces(texttemplate="%{z:.2f}", textfont={"size": fs if not large else round(fs * 0.8)})
 
     def matrix_table() -> pd.DataFrame:
         ll, ii, jj = np.meshgrid(*(np.arange(n) for n in sims.shape), indexing="ij")

@@ -181,10 +181,33 @@ def test_head_view_can_draw_every_head_at_once(make_app, expected):
     assert groups == {f"head {h + 1}" for h in range(expected.num_heads)}
     assert spec["layout"]["title"]["text"] == f"Layer 2, all {expected.num_heads} heads"
     # head 3's widest line ends where its map is largest, in head 3's lane
-    lines = [t for t in spec["data"] if t.get("legendgroup") == "head 3"]
+    lines = [t for t in spec["data"] if t.get("legendgroup") == "head 3" and t.get("showlegend") is False]
     widest = max(lines, key=lambda t: t["line"]["width"])
     att = expected.attentions[1, 2]
     i, j = np.unravel_index(np.argmax(att), att.shape)
     ys = decode(widest["y"]).tolist()
     pairs = {(round(a), round(b)) for a, b in zip(ys[0::3], ys[1::3], strict=True)}
     assert (i, j) in pairs
+
+
+def test_every_head_view_draws_the_heads_chosen(make_app, expected):
+    at = make_app(PAGE, a=TEXT, att_view="Head view")
+    at.toggle(key="att_all_heads").set_value(True).run()
+    at.multiselect(key="att_heads_shown").set_value([2, 4]).run()
+    assert not at.exception
+    spec = figure(at, "att_head_view")
+    legend = [
+        t["name"] for t in spec["data"] if t.get("mode") == "lines" and t.get("showlegend") is not False
+    ]
+    assert legend == ["head 2", "head 4"]
+    assert spec["layout"]["title"]["text"] == "Layer 1, heads 2, 4"
+    at.switch_page("views/tokens.py").run()
+    at.switch_page(PAGE).run()
+    assert at.multiselect(key="att_heads_shown").value == [2, 4]  # kept across pages
+
+
+def test_the_view_options_are_in_the_link(make_app):
+    at = make_app(PAGE, a=TEXT, b="the money", att_hide_special="true", att_direction="A→B")
+    assert at.toggle(key="att_hide_special").value is True
+    assert at.radio(key="att_direction").value == "A→B"
+    # (AppTest does not write widget values back to its query parameters: the browser test checks that.)

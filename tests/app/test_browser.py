@@ -178,6 +178,8 @@ def test_a_page_keeps_its_choices_across_a_visit_to_another_page(app_url, page):
     page.get_by_text("Hide [CLS]/[SEP]").click()
     page.wait_for_function(f"() => document.querySelector('{hide}').checked", timeout=30_000)
     wait_for_app(page)
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
+    assert query.get("att_hide_special") == ["true"]  # a shared link opens the same view
     for name in ("Tokens", "Attention"):
         page.get_by_text(name, exact=True).first.click()
         page.wait_for_timeout(500)

@@ -107,7 +107,13 @@ def test_thinned_heatmap_ticks_carry_their_position():
     assert fig.layout.yaxis.ticktext[:2] == ("0: the", "4: the")
     dims = [str(i) for i in range(200)]
     fig = charts.heatmap(np.zeros((2, 200)), ["a", "b"], dims)
-    assert fig.layout.xaxis.ticktext[:2] == ("0", "4")  # numbers are not numbered twice
+    step = fig.layout.xaxis.tickvals[1]
+    assert step > 1 and fig.layout.xaxis.ticktext[:2] == ("0", str(step))  # numbers are not numbered twice
+    # large text shows fewer labels, so they do not run together
+    large = charts.heatmap(np.zeros((2, 200)), ["a", "b"], dims, font_size=22)
+    assert len(large.layout.xaxis.tickvals) < len(fig.layout.xaxis.tickvals)
+    few = charts.heatmap(np.zeros((64, 64)), dims[:64], dims[:64])
+    assert len(few.layout.yaxis.tickvals) == len(few.layout.xaxis.tickvals) == 64  # all 64 at normal size
     assert fig.layout.yaxis.ticktext == ("a", "b")
 
 
@@ -146,9 +152,16 @@ def test_head_view_overlays_every_head_in_its_own_colour_and_lane():
     w = np.random.default_rng(2).random((3, 4, 4)).astype(np.float32)
     w /= w.sum(-1, keepdims=True)
     fig = charts.head_view(list("abcd"), list("abcd"), w, focus=1)
-    lines = [t for t in fig.data if t.mode == "lines"]
+    legend = [t for t in fig.data if t.showlegend is not False and t.mode == "lines"]
+    assert [t.name for t in legend] == ["head 1", "head 2", "head 3"]  # one entry per head, full colour
+    assert [t.line.color for t in legend] == charts.HEAD_COLORS[:3]
+    lines = [t for t in fig.data if t.mode == "lines" and t.showlegend is False]
     assert sorted({t.legendgroup for t in lines}) == ["head 1", "head 2", "head 3"]
-    assert sum(bool(t.showlegend) for t in lines) == 3  # one legend entry per head
+    assert fig.layout.legend.itemclick is False  # a key only: heads are chosen on the page, which persists
+    some = charts.head_view(list("abcd"), list("abcd"), w[[0, 2]], head_numbers=[1, 3], focus=1)
+    kept = [t for t in some.data if t.showlegend is not False and t.mode == "lines"]
+    assert [t.name for t in kept] == ["head 1", "head 3"]
+    assert [t.line.color for t in kept] == [charts.HEAD_COLORS[0], charts.HEAD_COLORS[2]]  # colours stay
     for h in range(3):
         starts = {y for t in lines if t.legendgroup == f"head {h + 1}" for y in t.y[0::3]}
         assert starts == {1 + (h - 1) * 0.2}  # row 1, shifted into head h's lane

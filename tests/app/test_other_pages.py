@@ -232,8 +232,10 @@ def test_masked_words_reads_each_guess_in_its_sentence(make_app, tiny_checkpoint
     assert first == joined + " sat on the [MASK]"
     third = table[(table["mask"] == 3) & (table["rank"] == 1)]["sentence with this guess"].iloc[0]
     assert third.startswith("the dog <b>") and third.endswith("</b>")  # B's mask, filled in B, as plain text
-    shown = [t.value for t in at.text if t.value.startswith("→ ")]
+    # shown as escaped Markdown: the typed <b> stays literal text
+    shown = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("→ ")]
     assert shown[0] == "→ " + first and len(shown) == 3
+    assert all("<b>" not in m.value for m in at.markdown)  # never raw markup
 
 
 def test_masked_words_length_notes_describe_the_masked_text(make_app):
@@ -251,3 +253,20 @@ def test_masked_words_returns_to_a_default_word_when_b_loses_its_mask(make_app):
     assert not at.exception
     assert at.multiselect(key="mask_words").value != []
     assert not any("Pick at least one word" in i.value for i in at.info)
+
+
+def test_a_mask_at_an_untrained_position_says_so(make_app, tiny_checkpoint, tmp_path, monkeypatch):
+    import shutil
+
+    directory = tmp_path / "short-trained"
+    shutil.copytree(tiny_checkpoint, directory)
+    (directory / "pretraining.json").write_text('{"longest_sequence": 10}')
+    monkeypatch.setenv("BERTSCOPE_MODEL", str(directory))
+    at = make_app("views/masked_words.py", a="the [MASK] sat on the bank of the river and the [MASK] ran")
+    titles = [figure(at, f"mask_bars_{i}")["layout"]["title"]["text"] for i in range(2)]
+    assert "untrained" not in titles[0] and "untrained position" in titles[1]
+
+
+def test_the_default_word_to_hide_is_the_last_of_the_longest(make_app):
+    at = make_app("views/masked_words.py", a="the cat sat on the mat")
+    assert at.multiselect(key="mask_words").value == ["word 6: mat"]
