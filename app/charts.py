@@ -244,6 +244,30 @@ def heatmap(
     return _layout(fig, title, height, font_size)
 
 
+def vector_strips(
+    vectors: np.ndarray,
+    row_labels: Sequence[str],
+    *,
+    title: str | None = None,
+    font_size: int = BASE_FONT,
+    height: int | None = None,
+) -> go.Figure:
+    """vectors (K, H) as K strips of H dimensions, red below zero and blue above (white at 0)."""
+    v = np.asarray(vectors)
+    fig = heatmap(
+        v,
+        row_labels,
+        [str(d) for d in range(v.shape[1])],
+        title=title,
+        colorscale="RdBu",
+        hover_cells=False,
+        font_size=font_size,
+        height=height,
+    )
+    fig.update_traces(zmid=0.0)
+    return fig
+
+
 def head_view(
     left: Sequence[str],
     right: Sequence[str],

@@ -39,16 +39,12 @@ component = st.radio(
 )
 matrix = getattr(emb, component)  # (S, H)
 hidden = matrix.shape[1]
-fig = charts.heatmap(
+fig = charts.vector_strips(
     matrix,
     tokens,
-    [str(d) for d in range(hidden)],
     title=f"{COMPONENTS[component]} (rows: tokens, columns: the {hidden} dimensions)",
-    colorscale="RdBu",
-    hover_cells=False,
     font_size=fs,
 )
-fig.update_traces(zmid=0.0)
 
 
 def component_table() -> pd.DataFrame:
@@ -127,17 +123,9 @@ if len(seg) >= 2:
     c1.metric("|segment A|", f"{np.linalg.norm(seg[0]):.3f}")
     c2.metric("|segment B|", f"{np.linalg.norm(seg[1]):.3f}")
     c3.metric("cosine(A, B)", f"{cos:.3f}")
-    seg_fig = charts.heatmap(
-        seg[:2],
-        ["segment A (0)", "segment B (1)"],
-        [str(d) for d in range(seg.shape[1])],
-        title="The two segment vectors",
-        colorscale="RdBu",
-        hover_cells=False,
-        font_size=fs,
-        height=220,
+    seg_fig = charts.vector_strips(
+        seg[:2], ["segment A (0)", "segment B (1)"], title="The two segment vectors", font_size=fs, height=220
     )
-    seg_fig.update_traces(zmid=0.0)
     ui.show_figure(
         seg_fig,
         key="emb_segments",

@@ -61,16 +61,7 @@ if result is not None:
     c1.metric("Length (L2 norm)", f"{np.linalg.norm(vec):.3f}")
     c1.metric("Dimensions", f"{vec.shape[0]}")
     with c2:
-        strip = charts.heatmap(
-            vec[None, :],
-            ["vector"],
-            [str(d) for d in range(vec.shape[0])],
-            colorscale="RdBu",
-            hover_cells=False,
-            font_size=fs,
-            height=160,
-        )
-        strip.update_traces(zmid=0.0)
+        strip = charts.vector_strips(vec[None, :], ["vector"], font_size=fs, height=160)
         ui.show_figure(
             strip,
             key="sv_vector",
