@@ -158,6 +158,7 @@ def main() -> None:
     ]
     page = st.navigation(pages)
     sidebar()
+    ui.large_text_style()
     try:
         page.run()
     except bert_core.BertScopeError as exc:

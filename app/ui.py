@@ -49,6 +49,24 @@ def start_value(key: str, value: object, valid: Callable[[object], bool] | None 
         st.session_state[key] = value
 
 
+# Large text beyond the charts: captions, explanations, warnings and widget labels in the main area, for the
+# back of a lecture hall. A fixed stylesheet (no user text is ever put into it).
+_LARGE_TEXT_CSS = """<style>
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
+[data-testid="stMain"] [data-testid="stCaptionContainer"],
+[data-testid="stMain"] [data-testid="stWidgetLabel"] p,
+[data-testid="stMain"] [data-testid="stAlertContentInfo"] p,
+[data-testid="stMain"] [data-testid="stAlertContentWarning"] p,
+[data-testid="stMain"] [data-testid="stText"] { font-size: 1.35rem !important; }
+</style>"""
+
+
+def large_text_style() -> None:
+    """Apply the large-text stylesheet to this run's page when Large text is on."""
+    if st.session_state.get(KEY_LARGE):
+        st.html(_LARGE_TEXT_CSS)
+
+
 def font_size() -> int:
     return LARGE_FONT if st.session_state.get(KEY_LARGE) else NORMAL_FONT
 

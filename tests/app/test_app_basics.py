@@ -124,3 +124,13 @@ def test_the_bundled_demo_model_is_what_the_fallback_loads(app_env, monkeypatch,
     assert "4 layers" in sidebar_text and "hidden 192" in sidebar_text
     pieces = table_with(at, "piece")["piece"].tolist()
     assert pieces[:4] == ["[CLS]", "we", "sat", "on"] and "bank" in pieces and "[UNK]" not in pieces
+
+
+def test_large_text_also_enlarges_the_page_text_with_a_fixed_stylesheet(make_app):
+    from app import ui
+
+    at = make_app("views/tokens.py", a="the bank")
+    assert not at.get("html")
+    at = make_app("views/tokens.py", a="<b>the bank</b>", large="true")
+    styles = [h.proto.body for h in at.get("html")]
+    assert styles == [ui._LARGE_TEXT_CSS]  # the fixed sheet only: no user text goes into HTML
