@@ -45,10 +45,14 @@ else:
     # The longest word, the last of equals: "the cat sat on the mat" hides "mat", not "the".
     longest = max(range(len(spans)), key=lambda i: (spans[i][2] - spans[i][1], i)) if spans else 0
     default = [] if in_b or not choices else [choices[longest]]
-    # A choice kept from an older text starts again from the default word.
-    # An empty choice is kept only while sentence B has a [MASK] to predict.
+    # A choice kept from an older text starts again from the default word, and so does the empty choice that
+    # sentence B's [MASK] made the default once B loses it; one the user cleared on purpose is kept.
+    b_lost_its_mask = bool(st.session_state.get("_mask_in_b")) and not in_b
+    st.session_state["_mask_in_b"] = bool(in_b)
     ui.start_value(
-        "mask_words", default, lambda v: isinstance(v, list) and set(v) <= set(choices) and bool(v or in_b)
+        "mask_words",
+        default,
+        lambda v: isinstance(v, list) and set(v) <= set(choices) and not (b_lost_its_mask and not v),
     )
     picked = st.multiselect(
         "Words to mask in sentence A",

@@ -270,3 +270,10 @@ def test_a_mask_at_an_untrained_position_says_so(make_app, tiny_checkpoint, tmp_
 def test_the_default_word_to_hide_is_the_last_of_the_longest(make_app):
     at = make_app("views/masked_words.py", a="the cat sat on the mat")
     assert at.multiselect(key="mask_words").value == ["word 6: mat"]
+
+
+def test_masked_words_keeps_a_choice_cleared_on_purpose(make_app):
+    at = make_app("views/masked_words.py", a="the cat sat on the mat")
+    at.multiselect(key="mask_words").set_value([]).run()
+    assert at.multiselect(key="mask_words").value == []
+    assert any("Pick at least one word" in i.value for i in at.info)
