@@ -5,7 +5,8 @@ For bert-base at 128 and 512 tokens, on the Attention page (app/views/attention.
     st.session_state["forward_passes"]); must be 0: the analysis is cached;
   - the re-render time of that change (AppTest.run(), median of several changes);
   - bytes of the page's elements as sent to the browser (the serialised protobuf of every element, plotly
-    figures included) for each view: Heatmap, Head view, Model view (goal <= 5 MB each).
+    figures included) for each view: Heatmap, Head view (one head; every head), Model view (goal <= 5 MB
+    each).
 Named app_views.py, not app.py, so that `import app` inside the app still finds the real package.
 """
 
@@ -79,8 +80,10 @@ def main() -> None:
                 statistics.median(head_t) * 1e3,
             ]
         )
-        for view in ("Heatmap", "Head view", "Model view"):
-            at.radio(key="att_view").set_value(view).run()
+        for view in ("Heatmap", "Head view", "Head view, every head", "Model view"):
+            at.radio(key="att_view").set_value(view.split(",")[0]).run()
+            if view.startswith("Head view"):
+                at.toggle(key="att_all_heads").set_value(view.endswith("every head")).run()
             if at.exception:
                 raise SystemExit(f"the app raised: {[e.value for e in at.exception]}")
             total, largest = page_bytes(at)
