@@ -60,12 +60,16 @@ if n_layers > 1:
 else:  # a slider needs two values to choose from
     layer = 1
     c1.caption("Layer 1 (this model has a single layer)")
+# The head view's "every head at once" draws all heads: the head choice then does nothing, and says so.
+every_head = st.session_state.get("att_view") == HEAD_VIEW and bool(st.session_state.get("att_all_heads"))
 head = c2.selectbox(
     "Head",
     ["mean", *range(1, n_heads + 1)],
     key=state.KEY_HEAD,
     bind="query-params",
-    help="mean = average of the heads",
+    disabled=every_head,
+    help="mean = average of the heads"
+    + (" (not used while the head view draws every head)" if every_head else ""),
 )
 view = c3.radio(
     "View", [HEATMAP, HEAD_VIEW, MODEL_VIEW], key="att_view", horizontal=True, bind="query-params"

@@ -176,6 +176,7 @@ def test_head_view_can_draw_every_head_at_once(make_app, expected):
     at = make_app(PAGE, a=TEXT, att_view="Head view", layer="2")
     at.toggle(key="att_all_heads").set_value(True).run()
     assert not at.exception
+    assert at.selectbox(key="head").disabled  # the single-head choice does nothing here
     spec = figure(at, "att_head_view")
     groups = {t.get("legendgroup") for t in spec["data"] if t.get("mode") == "lines"}
     assert groups == {f"head {h + 1}" for h in range(expected.num_heads)}
