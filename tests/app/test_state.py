@@ -22,6 +22,20 @@ def clean_caches():
     st.cache_data.clear()
 
 
+@pytest.fixture
+def load_calls(monkeypatch):
+    """The sources bert_core.load_pretrained is called with, in order (the real loader still runs)."""
+    calls = []
+    real = bert_core.load_pretrained
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bert_core, "load_pretrained", counting)
+    return calls
+
+
 def test_token_chunks_keep_each_padded_batch_within_budget():
     lengths = [5, 300, 7, 512, 6, 40, 40, 8]
     chunks = state.token_chunks(lengths, budget=600)
@@ -66,18 +80,11 @@ def test_lines_use_a_lighter_core_call_when_there_is_one(clean_caches):
     assert Fake.calls == [["a", "b"]]
 
 
-def test_broken_directory_is_not_reread_until_it_changes(tmp_path, monkeypatch):
+def test_broken_directory_is_not_reread_until_it_changes(tmp_path, load_calls):
+    calls = load_calls
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text("{not json")
-    calls = []
-    real = bert_core.load_pretrained
-
-    def counting(*args, **kwargs):
-        calls.append(args[0])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(bert_core, "load_pretrained", counting)
     store = state.ModelStore()
     for _ in range(3):  # three reruns (slider moves) of the page
         with pytest.raises(bert_core.ModelLoadError):
@@ -129,17 +136,10 @@ def test_sidebar_says_which_arithmetic_and_exact_mode_loads_unpacked(make_app, a
     assert state.ModelStore().load(str(app_env)).info.packed_weights == (not exact)
 
 
-def test_a_model_still_in_use_is_adopted_back_not_loaded_twice(tmp_path, monkeypatch):
+def test_a_model_still_in_use_is_adopted_back_not_loaded_twice(tmp_path, load_calls):
     import gc
 
-    calls = []
-    real = bert_core.load_pretrained
-
-    def counting(*args, **kwargs):
-        calls.append(args[0])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(bert_core, "load_pretrained", counting)
+    calls = load_calls
     a, b = make_checkpoint(tmp_path / "a", "model"), make_checkpoint(tmp_path / "b", "model")
     store = state.ModelStore(capacity=1)
     held = store.load(str(a))  # a session keeps using model a ...

@@ -5,6 +5,7 @@ Everything here is small and seeded; the training runs use a BERT of hidden size
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -300,15 +301,25 @@ def small_corpus() -> list[list[str]]:
     return [[s.text for s in d] for d in generate_corpus(300, seed=4)]
 
 
+@contextlib.contextmanager
+def one_thread():
+    """Tiny matrices train faster on one thread, and it is kind to a shared machine; restored after."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def trained(small_corpus, tmp_path_factory):
-    import torch
 
     from bert_core.pretraining.train import TrainingConfig, train
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: one thread is faster and kind to a shared machine
-    try:
+    with one_thread():
         config = TrainingConfig(
             vocab_size=300,
             hidden_size=32,
@@ -325,8 +336,6 @@ def trained(small_corpus, tmp_path_factory):
         )
         out = tmp_path_factory.mktemp("pretrain") / "model"
         result = train(small_corpus, config, out_dir=out, info={"note": "test"})
-    finally:
-        torch.set_num_threads(threads)
     return result, out
 
 
@@ -416,9 +425,7 @@ def test_training_leaves_the_global_torch_rng_alone_and_typed_specials_are_not_m
 
     from bert_core.pretraining.train import PretrainingData, TrainingConfig, train
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         config = TrainingConfig(
             vocab_size=300, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
             max_position_embeddings=64, steps=2, batch_size=4, warmup_steps=1, eval_sequences=4,
@@ -429,8 +436,6 @@ def test_training_leaves_the_global_torch_rng_alone_and_typed_specials_are_not_m
         torch.manual_seed(123)
         result = train(small_corpus[:30], config)
         assert torch.equal(torch.rand(3), expected)
-    finally:
-        torch.set_num_threads(threads)
     # MLM only: no pooler, so no untrained pooler weights are saved; pad id comes from the tokenizer.
     assert not result.network.has_pooler
     assert result.bert_config.pad_token_id == result.tokenizer.pad_token_id
@@ -465,21 +470,16 @@ def test_bert_initialisation_and_learning_rate_schedule():
 
 
 def test_static_masking_and_sop_train_too(small_corpus):
-    import torch
 
     from bert_core.pretraining.train import TrainingConfig, train
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         config = TrainingConfig(
             vocab_size=300, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
             max_position_embeddings=64, steps=8, batch_size=8, warmup_steps=2, eval_sequences=16,
             masking="static", static_duplicates=2, pair_task="sop", max_segment_sentences=2,
         )  # fmt: skip
         result = train(small_corpus[:50], config)
-    finally:
-        torch.set_num_threads(threads)
     assert len(result.history) == 8 and result.history[-1].pair_loss is not None
 
 
