@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import BertConfig
+from . import fused
 from .packed import PackedLinear, pack_linears, unpack_linears
 
 
@@ -233,9 +234,15 @@ class BertLayer(nn.Module):
         sa = self.attention.self
         n, d = sa.num_heads, sa.head_size
         # A fused (3H, H) QKV matmul was measured and gained nothing on CPU (docs/benchmarks.md): three it is.
-        q, k, v = (_project(m, hidden).view(b, s, n, d) for m in (sa.query, sa.key, sa.value))
-        context = torch.empty(b, n, s, d, dtype=hidden.dtype, device=hidden.device)
+        q, k, v = (_project(m, hidden) for m in (sa.query, sa.key, sa.value))  # each (B * S, H)
         scale = d**-0.5
+        fast = not isinstance(sa.key, nn.Linear)
+        if fast and head_mask is None and hidden.device.type == "cpu":
+            context = self._fused_attention(q, k, v, shape, additive_mask, probs_out, scale)
+            if context is not None:
+                return self._after_attention(context, hidden)
+        q, k, v = (x.view(b, s, n, d) for x in (q, k, v))
+        context = torch.empty(b, n, s, d, dtype=hidden.dtype, device=hidden.device)
         # Scaling inside the matmul saves a pass over the scores but rounds differently from the reference's
         # matmul-then-multiply unless the scale is a power of two (D = 64: 1/8), where both are exact.
         scale_in_matmul = math.frexp(scale)[0] == 0.5
@@ -243,12 +250,11 @@ class BertLayer(nn.Module):
         # With pre-packed weights K^T is copied head-major, (N, D, S): as a transposed view MKL's score matmul
         # had a long tail at 512 tokens (p90 ~5x its median). Exact mode keeps the reference's transposed view,
         # because below ~12 tokens MKL rounds the two layouts differently (last-bit differences).
-        kt_copy = not isinstance(sa.key, nn.Linear)
         for row in range(b):
             # q (S, N, D) -> (N, S, D), copied once (an S x H copy, cheap): the batched matmul on the strided
             # view ran ~30 % slower at 512 tokens. v reads fine strided.
             qr = q[row].transpose(0, 1).contiguous()
-            if kt_copy:
+            if fast:
                 kt = k[row].permute(1, 2, 0).contiguous()  # (N, D, S)
             else:
                 kt = k[row].transpose(0, 1).contiguous().transpose(1, 2)  # (N, S, D) copy, viewed (N, D, S)
@@ -264,7 +270,33 @@ class BertLayer(nn.Module):
             weights = scores if head_mask is None else scores * head_mask.view(-1, 1, 1)
             torch.bmm(weights, vr, out=context[row])  # (N, S, D)
         context = context.transpose(1, 2).reshape(b * s, n * d)  # (B * S, H)
+        return self._after_attention(context, hidden)
 
+    def _fused_attention(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        shape: tuple[int, int],
+        additive_mask: Tensor | None,
+        probs_out: Tensor,
+        scale: float,
+    ) -> Tensor | None:
+        """Scores, softmax and context in one kernel per sequence (fused.py); None where it does not apply.
+        q, k, v (B * S, H); additive_mask (B, 1, 1, S) or None; probs_out (B, N, S, S). Returns (B * S, H)."""
+        b, s = shape
+        context = torch.empty_like(q)
+        masks = None if additive_mask is None else additive_mask.reshape(b, s)  # (B, 1, 1, S) -> (B, S)
+        n = self.attention.self.num_heads
+        for row in range(b):
+            rows = slice(row * s, (row + 1) * s)
+            mask = None if masks is None else masks[row]
+            if not fused.attention(q[rows], k[rows], v[rows], mask, probs_out[row], context[rows], n, scale):
+                return None  # the library path then recomputes every row
+        return context
+
+    def _after_attention(self, context: Tensor, hidden: Tensor) -> Tensor:
+        """Output projection, residual, LayerNorm and the feed-forward block: context, hidden (B * S, H)."""
         so = self.attention.output
         attended = _project(so.dense, context, hidden)
         attended = F.layer_norm(

@@ -1,0 +1,236 @@
+"""The fused attention kernel (`fused_attention.c`): built on first use, checked, and used where it is safe.
+
+Why built here rather than shipped: it is a few hundred lines of C that the system compiler turns into a
+shared library in about two seconds, once per machine (the result is cached by a hash of the source, the flags
+and the compiler). Nothing else in BERTScope needs a compiler, so everything degrades to the library path
+(`torch.baddbmm` / `softmax` / `bmm`, same results within ~1e-6) when any condition below fails, and `status()`
+says which one.
+
+Conditions: Linux on x86-64 with AVX-512F; a C compiler (`$CC`, `cc` or `gcc`) with OpenMP; torch's
+intra-op threads on OpenMP, and only one OpenMP runtime in the process after loading (the kernel then runs on
+torch's own threads instead of competing with them for the cores); a self-test against torch on random data;
+and `BERTSCOPE_FUSED_ATTENTION` not set to 0. Used only on the packed (fast) path; exact mode never calls it.
+
+Shapes are the kernel's: q, k, v (S, H) per sequence, probabilities (N, S, S), context (S, H).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+_SOURCE = Path(__file__).with_name("fused_attention.c")
+_FLAGS = ("-O3", "-std=gnu11", "-mavx512f", "-mfma", "-fopenmp", "-fPIC", "-shared")
+_ABI = 1
+_HEAD_SIZES = frozenset({16, 32, 48, 64})
+_OPENMP_LIBRARIES = ("libgomp", "libiomp", "libomp")
+
+_lock = threading.Lock()
+_loaded: tuple[Callable[..., int] | None, str] | None = None
+
+
+def enabled_by_environment() -> bool:
+    return os.environ.get("BERTSCOPE_FUSED_ATTENTION", "1").strip().lower() not in {"0", "false", "no", "off"}
+
+
+def cache_dir() -> Path:
+    """Where built kernels are kept: $BERTSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/bertscope, else ~/.cache/bertscope."""
+    if os.environ.get("BERTSCOPE_CACHE_DIR"):
+        return Path(os.environ["BERTSCOPE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "bertscope"
+
+
+def supports(head_size: int) -> bool:
+    """True for the head sizes the kernel's register tiles cover (bert-base/large: 64; the demo model: 48)."""
+    return head_size in _HEAD_SIZES
+
+
+def kernel() -> Callable[..., int] | None:
+    """The loaded kernel, or None where it cannot be used (see `status()`). Builds it on the first call."""
+    global _loaded
+    if _loaded is None:
+        with _lock:
+            if _loaded is None:
+                _loaded = _load()
+    return _loaded[0]
+
+
+def status() -> str:
+    """'in use', or why the library path is used instead."""
+    kernel()
+    assert _loaded is not None
+    return _loaded[1]
+
+
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    probs: Tensor,
+    context: Tensor,
+    num_heads: int,
+    scale: float,
+) -> bool:
+    """One sequence: probs (N, S, S) = softmax(scale * q k^T + mask) per head, context (S, H) = probs @ v.
+
+    q, k, v, context: (S, H) fp32, contiguous rows (column stride 1); mask: (S,) additive or None; probs
+    contiguous. Returns False, touching nothing, when the kernel is unavailable or the layout does not fit."""
+    fn = kernel()
+    s, h = q.shape
+    tensors = [q, k, v, probs, context] + ([] if mask is None else [mask])
+    if (
+        fn is None
+        or h % num_heads
+        or not supports(h // num_heads)
+        or any(t.device.type != "cpu" or t.dtype != torch.float32 for t in tensors)
+        or any(t.shape != (s, h) or t.stride(1) != 1 for t in (k, v, context))
+        or q.stride(1) != 1
+        or len({q.stride(0), k.stride(0), v.stride(0)}) != 1
+        or not probs.is_contiguous()
+        or probs.shape != (num_heads, s, s)
+        or (mask is not None and (mask.shape != (s,) or not mask.is_contiguous()))
+    ):
+        return False
+    rc = fn(
+        q.data_ptr(),
+        k.data_ptr(),
+        v.data_ptr(),
+        None if mask is None else mask.data_ptr(),
+        probs.data_ptr(),
+        context.data_ptr(),
+        s,
+        q.stride(0),
+        context.stride(0),
+        num_heads,
+        h // num_heads,
+        scale,
+        torch.get_num_threads(),
+    )
+    if rc == 2:
+        raise MemoryError("the fused attention kernel could not allocate its scratch memory")
+    return rc == 0
+
+
+def _load() -> tuple[Callable[..., int] | None, str]:
+    if not enabled_by_environment():
+        return None, "switched off (BERTSCOPE_FUSED_ATTENTION=0)"
+    if platform.system() != "Linux" or platform.machine() not in {"x86_64", "AMD64"}:
+        return None, f"needs Linux on x86-64 (this is {platform.system()} on {platform.machine()})"
+    if not _cpu_has_avx512f():
+        return None, "this CPU has no AVX-512F"
+    if "ATen parallel backend: OpenMP" not in torch.__config__.parallel_info():
+        return None, "torch's threads do not run on OpenMP here"
+    compiler = next(
+        (c for c in (os.environ.get("CC"), "cc", "gcc") if c and shutil.which(c)),
+        None,
+    )
+    if compiler is None:
+        return None, "no C compiler found ($CC, cc or gcc)"
+    try:
+        library = _build(compiler)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"could not be built: {exc}"
+    before = _openmp_runtimes()
+    try:
+        lib = ctypes.CDLL(str(library))
+    except OSError as exc:
+        return None, f"could not be loaded: {exc}"
+    after = _openmp_runtimes()
+    if len(after) > 1 or after != before:
+        # A second OpenMP runtime would bring its own threads, which spin for the cores torch's threads need.
+        return None, "it would bring a second OpenMP runtime into this process: " + ", ".join(sorted(after))
+    if lib.bertscope_attention_abi() != _ABI:
+        return None, f"built kernel {library} has the wrong ABI version"
+    fn = lib.bertscope_attention
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_long] * 5 + [ctypes.c_float, ctypes.c_int]
+    problem = _self_test(fn)
+    if problem:
+        return None, f"failed its self-test ({problem})"
+    return fn, "in use"
+
+
+def _cpu_has_avx512f() -> bool:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(line.startswith("flags") and " avx512f" in line for line in text.splitlines())
+
+
+def _openmp_runtimes() -> set[str]:
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return set()
+    paths = {line.split()[-1] for line in maps.splitlines() if len(line.split()) >= 6}
+    return {p for p in paths if Path(p).name.startswith(_OPENMP_LIBRARIES)}
+
+
+def _build(compiler: str) -> Path:
+    source = _SOURCE.read_bytes()
+    version = subprocess.run(
+        [compiler, "--version"], capture_output=True, text=True, timeout=30, check=True
+    ).stdout.splitlines()[:1]
+    key = hashlib.sha256(b"\0".join([source, " ".join(_FLAGS).encode(), *(v.encode() for v in version)]))
+    directory = cache_dir()
+    target = directory / f"fused_attention-{key.hexdigest()[:16]}.so"
+    if target.exists():
+        return target
+    directory.mkdir(parents=True, exist_ok=True)
+    # Built under a temporary name and renamed into place: another process building at the same moment can
+    # never load a half-written library.
+    fd, temporary = tempfile.mkstemp(suffix=".so", dir=directory)
+    os.close(fd)
+    try:
+        result = subprocess.run(
+            [compiler, *_FLAGS, "-o", temporary, str(_SOURCE)], capture_output=True, text=True, timeout=120
+        )
+        if result.returncode != 0:
+            raise subprocess.SubprocessError(result.stderr.strip()[-500:] or f"{compiler} failed")
+        os.replace(temporary, target)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return target
+
+
+def _self_test(fn: Callable[..., int]) -> str:
+    """Compare with torch's arithmetic on random data: odd lengths, every head size, with and without a mask."""
+    generator = torch.Generator().manual_seed(0)
+    for s, heads, d in ((1, 1, 16), (13, 2, 32), (29, 3, 48), (45, 2, 64)):
+        h = heads * d
+        q, k, v = (torch.randn(s, h, generator=generator) for _ in range(3))
+        mask = torch.zeros(s)
+        mask[s // 2 + 1 :] = torch.finfo(torch.float32).min
+        for m in (None, mask):
+            probs = torch.empty(heads, s, s)
+            context = torch.empty(s, h)
+            rc = fn(q.data_ptr(), k.data_ptr(), v.data_ptr(), None if m is None else m.data_ptr(),
+                    probs.data_ptr(), context.data_ptr(), s, h, h, heads, d, d**-0.5, 1)  # fmt: skip
+            if rc != 0:
+                return f"returned {rc}"
+            qh, kh, vh = (x.view(s, heads, d).transpose(0, 1) for x in (q, k, v))
+            scores = qh @ kh.transpose(1, 2) * d**-0.5
+            expected = torch.softmax(scores if m is None else scores + m, dim=-1)
+            expected_context = (expected @ vh).transpose(0, 1).reshape(s, h)
+            if not torch.allclose(probs, expected, rtol=0, atol=1e-5) or not torch.allclose(
+                context, expected_context, rtol=0, atol=1e-5
+            ):
+                return f"differs from torch at S={s}, D={d}"
+            if m is not None and bool((probs[..., s // 2 + 1 :] != 0).any()):
+                return "masked keys got weight"
+    return ""

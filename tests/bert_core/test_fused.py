@@ -1,0 +1,172 @@
+"""The fused attention kernel: the same probabilities and context as torch's arithmetic (≤ 1e-5), exact zeros
+for padding keys, the same bits at every thread count, used by the packed path, and a clean fallback whenever
+it cannot be built or does not apply."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import bert_core
+from bert_core.modeling import bert as bert_module
+from bert_core.modeling import fused
+from bert_core.modeling.packed import packing_available
+from tests.conftest import make_checkpoint
+
+NEG = torch.finfo(torch.float32).min
+
+
+def _cpu_could_run_it() -> bool:
+    return fused._cpu_has_avx512f() and fused.enabled_by_environment()
+
+
+needs_kernel = pytest.mark.skipif(
+    not _cpu_could_run_it(), reason="the kernel is AVX-512F only; elsewhere the library path is the only path"
+)
+
+
+def _reference(q, k, v, mask, heads):
+    """torch's arithmetic in float64: probabilities (N, S, S) and context (S, H)."""
+    s, h = q.shape
+    d = h // heads
+    qh, kh, vh = (x.double().view(s, heads, d).transpose(0, 1) for x in (q, k, v))
+    scores = qh @ kh.transpose(1, 2) * d**-0.5
+    if mask is not None:
+        scores = scores + mask.double()
+    probs = torch.softmax(scores, dim=-1)
+    return probs, (probs @ vh).transpose(0, 1).reshape(s, h)
+
+
+def _run(q, k, v, mask, heads, threads=None):
+    s, h = q.shape
+    probs = torch.full((heads, s, s), float("nan"))
+    context = torch.full((s, h), float("nan"))
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        used = fused.attention(q, k, v, mask, probs, context, heads, (h // heads) ** -0.5)
+    finally:
+        torch.set_num_threads(previous)
+    return used, probs, context
+
+
+@needs_kernel
+def test_the_kernel_is_built_and_used_where_the_cpu_has_avx512():
+    # On CI's machine this must hold: a silent fallback would leave the kernel untested and the speed lost.
+    assert fused.status() == "in use"
+    assert fused.kernel() is not None
+
+
+@needs_kernel
+@pytest.mark.parametrize("head_size", [16, 32, 48, 64])
+@pytest.mark.parametrize("length", [1, 2, 7, 12, 13, 16, 17, 31, 33, 40, 100, 129])
+def test_matches_torch_with_and_without_padding(head_size, length):
+    heads = 3
+    g = torch.Generator().manual_seed(length * 100 + head_size)
+    q, k, v = (torch.randn(length, heads * head_size, generator=g) * 1.5 for _ in range(3))
+    mask = torch.zeros(length)
+    padded = max(1, length - length // 3)
+    mask[padded:] = NEG
+    for m in (None, mask):
+        used, probs, context = _run(q, k, v, m, heads)
+        assert used
+        want_probs, want_context = _reference(q, k, v, m, heads)
+        assert (probs.double() - want_probs).abs().max() <= 1e-6
+        assert (context.double() - want_context).abs().max() <= 1e-5
+        if m is not None:
+            # padding keys get exactly zero weight, as in the reference (exp underflows to 0)
+            assert bool((probs[..., padded:] == 0).all())
+            torch.testing.assert_close(probs.sum(-1), torch.ones(heads, length), rtol=0, atol=1e-6)
+
+
+@needs_kernel
+def test_bert_base_shape_at_512_tokens_and_strided_rows():
+    g = torch.Generator().manual_seed(1)
+    s, heads, d = 512, 12, 64
+    # rows of a wider (S, 3H) buffer: the kernel reads the given row stride, not a copy
+    qkv = torch.randn(s, 3 * heads * d, generator=g)
+    q, k, v = qkv.split(heads * d, dim=1)
+    used, probs, context = _run(q, k, v, None, heads)
+    assert used
+    want_probs, want_context = _reference(q, k, v, None, heads)
+    assert (probs.double() - want_probs).abs().max() <= 1e-6
+    assert (context.double() - want_context).abs().max() <= 1e-5
+
+
+@needs_kernel
+def test_same_bits_at_one_and_two_threads():
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(77, 4 * 48, generator=g) for _ in range(3))
+    mask = torch.zeros(77)
+    mask[60:] = NEG
+    _, p1, c1 = _run(q, k, v, mask, 4, threads=1)
+    _, p2, c2 = _run(q, k, v, mask, 4, threads=2)
+    assert torch.equal(p1, p2) and torch.equal(c1, c2)
+
+
+def test_layouts_it_does_not_cover_are_declined_untouched():
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(9, 2 * 40, generator=g) for _ in range(3))  # head size 40: no register tile for it
+    used, probs, context = _run(q, k, v, None, 2)
+    assert not used
+    assert bool(probs.isnan().all()) and bool(context.isnan().all())
+    q64 = torch.randn(9, 128, dtype=torch.float64)  # not fp32
+    probs = torch.empty(2, 9, 9, dtype=torch.float64)
+    assert not fused.attention(q64, q64, q64, None, probs, torch.empty_like(q64), 2, 0.125)
+
+
+def test_switched_off_by_the_environment(monkeypatch):
+    monkeypatch.setenv("BERTSCOPE_FUSED_ATTENTION", "0")
+    fn, why = fused._load()
+    assert fn is None and "BERTSCOPE_FUSED_ATTENTION" in why
+
+
+@needs_kernel
+def test_a_compiler_that_fails_means_the_library_path_and_a_reason(monkeypatch, tmp_path):
+    monkeypatch.setenv("BERTSCOPE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", "false")  # exists on every Linux, and always fails
+    fn, why = fused._load()
+    assert fn is None and why.startswith("could not be built")
+    assert list(tmp_path.iterdir()) == []  # no half-written library left behind
+
+
+@needs_kernel
+def test_builds_into_the_cache_once(monkeypatch, tmp_path):
+    monkeypatch.setenv("BERTSCOPE_CACHE_DIR", str(tmp_path))
+    first = fused._build("cc" if fused.shutil.which("cc") else "gcc")
+    stamp = first.stat().st_mtime_ns
+    second = fused._build("cc" if fused.shutil.which("cc") else "gcc")
+    assert first == second and second.stat().st_mtime_ns == stamp
+    assert [p.name for p in tmp_path.iterdir()] == [first.name]
+
+
+@pytest.mark.skipif(not packing_available(), reason="this torch build has no oneDNN")
+@needs_kernel
+def test_packed_model_runs_the_kernel_and_agrees_with_the_library_path(tmp_path, monkeypatch):
+    checkpoint = make_checkpoint(
+        tmp_path, "pretraining", seed=8, hidden_size=96, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64,
+    )  # fmt: skip
+    model = bert_core.load_pretrained(checkpoint)
+    texts = ["the bank by the river", "we deposited cash at the bank today , and then we left"]
+    calls = []
+    real = fused.attention
+    monkeypatch.setattr(fused, "attention", lambda *a: calls.append(a[0].shape) or real(*a))
+    fast = model.analyze_batch(texts)
+    assert len(calls) == 2 * 2  # two layers x two sequences (the batch is padded: masks in use)
+    monkeypatch.setattr(fused, "attention", lambda *a: False)
+    library = model.analyze_batch(texts)
+    for a, b in zip(fast, library, strict=True):
+        np.testing.assert_allclose(a.attentions, b.attentions, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(a.hidden_states, b.hidden_states, rtol=0, atol=1e-5)
+
+
+def test_exact_mode_never_calls_it(tiny_checkpoint, monkeypatch):
+    model = bert_core.load_pretrained(tiny_checkpoint, pack_weights=False)
+    monkeypatch.setattr(
+        fused, "attention", lambda *a: pytest.fail("exact mode must keep the reference's calls")
+    )
+    model.analyze("the bank by the river")
+    assert bert_module.fused is fused
