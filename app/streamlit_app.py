@@ -92,8 +92,9 @@ def model_picker() -> state.ActiveModel | None:
             ("pooler", info.has_pooler),
         )
     )
+    kernel = f", fused attention ({info.attention_kernel})" if info.attention_kernel else ""
     arithmetic = (
-        "fast (pre-packed weights, within 1e-5 of transformers)"
+        f"fast (pre-packed weights{kernel}, within 1e-5 of transformers)"
         if info.packed_weights
         else "exact (bit-identical to transformers on CPU)"
     )

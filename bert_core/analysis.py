@@ -17,6 +17,7 @@ import torch
 
 from .config import BertConfig
 from .errors import InputError, MissingHeadError
+from .modeling import fused
 from .modeling.bert import BertForPreTraining, EncoderOutput
 from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo, Vectors
 from .tokenizer import Encoding, WordPieceTokenizer
@@ -82,8 +83,17 @@ class BertScopeModel:
             device=str(self.device),
             ignored_weights=self.ignored_weights,
             packed_weights=self.network.is_packed,
+            attention_kernel=self._attention_kernel(),
             trained_length=self.trained_length,
         )
+
+    def _attention_kernel(self) -> str:
+        c = self.config
+        if not self.network.is_packed or self.device.type != "cpu" or fused.kernel() is None:
+            return ""
+        if not fused.supports(c.hidden_size // c.num_attention_heads):
+            return ""
+        return fused.status().removeprefix("in use (").removesuffix(")")
 
     def __repr__(self) -> str:
         c = self.config

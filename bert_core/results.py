@@ -121,6 +121,9 @@ class ModelInfo:
     ignored_weights: tuple[str, ...] = ()  # fine-tuning heads present in the checkpoint but not used
     # True: Linear weights pre-packed for oneDNN (faster; within 1e-5 of transformers, not bit-identical)
     packed_weights: bool = False
+    # The fused attention kernel's instruction set ("AVX-512", "AVX2") where it serves this model; "" where the
+    # library path does (exact mode, GPU, an unsupported head size, no compiler: `fused.status()` says why).
+    attention_kernel: str = ""
     # The longest input (pieces, with [CLS]/[SEP]) the model saw in pre-training, when its checkpoint records it
     # (BERTScope's own pretraining.json); positions past it were never trained. None: not recorded.
     trained_length: int | None = None

@@ -6,7 +6,7 @@ and the compiler). Nothing else in BERTScope needs a compiler, so everything deg
 (`torch.baddbmm` / `softmax` / `bmm`, same results within ~1e-6) when any condition below fails, and `status()`
 says which one.
 
-Conditions: Linux on x86-64 with AVX-512F; a C compiler (`$CC`, `cc` or `gcc`) with OpenMP; torch's
+Conditions: Linux on x86-64 with AVX-512F (16-lane build) or AVX2 + FMA (8-lane build, most laptops); a C compiler (`$CC`, `cc` or `gcc`) with OpenMP; torch's
 intra-op threads on OpenMP, and only one OpenMP runtime in the process after loading (the kernel then runs on
 torch's own threads instead of competing with them for the cores); a self-test against torch on random data;
 and `BERTSCOPE_FUSED_ATTENTION` not set to 0. Used only on the packed (fast) path; exact mode never calls it.
@@ -31,8 +31,14 @@ import torch
 from torch import Tensor
 
 _SOURCE = Path(__file__).with_name("fused_attention.c")
-_FLAGS = ("-O3", "-std=gnu11", "-mavx512f", "-mfma", "-fopenmp", "-fPIC", "-shared")
-_ABI = 1
+_FLAGS = ("-O3", "-std=gnu11", "-fopenmp", "-fPIC", "-shared")
+# instruction set -> (CPU flags it needs from /proc/cpuinfo, compiler flags, lanes)
+_ISAS = {
+    "avx512": (("avx512f", "fma"), ("-mavx512f", "-mfma", "-DBERTSCOPE_AVX512"), 16),
+    "avx2": (("avx2", "fma"), ("-mavx2", "-mfma", "-DBERTSCOPE_AVX2"), 8),
+}
+_ISA_NAMES = {"avx512": "AVX-512", "avx2": "AVX2"}
+_ABI = 2
 _HEAD_SIZES = frozenset({16, 32, 48, 64})
 _OPENMP_LIBRARIES = ("libgomp", "libiomp", "libomp")
 
@@ -68,7 +74,7 @@ def kernel() -> Callable[..., int] | None:
 
 
 def status() -> str:
-    """'in use', or why the library path is used instead."""
+    """'in use (AVX-512)' / 'in use (AVX2)', or why the library path is used instead."""
     kernel()
     assert _loaded is not None
     return _loaded[1]
@@ -89,11 +95,25 @@ def attention(
     q, k, v, context: (S, H) fp32, contiguous rows (column stride 1); mask: (S,) additive or None; probs
     contiguous. Returns False, touching nothing, when the kernel is unavailable or the layout does not fit."""
     fn = kernel()
+    return fn is not None and run(fn, q, k, v, mask, probs, context, num_heads, scale)
+
+
+def run(
+    fn: Callable[..., int],
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    probs: Tensor,
+    context: Tensor,
+    num_heads: int,
+    scale: float,
+) -> bool:
+    """`attention` with a given build of the kernel (the tests run every build this CPU can)."""
     s, h = q.shape
     tensors = [q, k, v, probs, context] + ([] if mask is None else [mask])
     if (
-        fn is None
-        or h % num_heads
+        h % num_heads
         or not supports(h // num_heads)
         or any(t.device.type != "cpu" or t.dtype != torch.float32 for t in tensors)
         or any(t.shape != (s, h) or t.stride(1) != 1 for t in (k, v, context))
@@ -124,13 +144,22 @@ def attention(
     return rc == 0
 
 
-def _load() -> tuple[Callable[..., int] | None, str]:
+def best_isa() -> str | None:
+    """The widest instruction set this CPU offers the kernel ("avx512", "avx2"), or None."""
+    flags = _cpu_flags()
+    return next((isa for isa, (needs, _, _) in _ISAS.items() if flags.issuperset(needs)), None)
+
+
+def _load(isa: str | None = None) -> tuple[Callable[..., int] | None, str]:
     if not enabled_by_environment():
         return None, "switched off (BERTSCOPE_FUSED_ATTENTION=0)"
     if platform.system() != "Linux" or platform.machine() not in {"x86_64", "AMD64"}:
         return None, f"needs Linux on x86-64 (this is {platform.system()} on {platform.machine()})"
-    if not _cpu_has_avx512f():
-        return None, "this CPU has no AVX-512F"
+    isa = isa or best_isa()
+    if isa is None:
+        return None, "this CPU has neither AVX-512F nor AVX2 with FMA"
+    if not _cpu_flags().issuperset(_ISAS[isa][0]):
+        return None, f"this CPU lacks {isa}"
     if "ATen parallel backend: OpenMP" not in torch.__config__.parallel_info():
         return None, "torch's threads do not run on OpenMP here"
     compiler = next(
@@ -140,7 +169,7 @@ def _load() -> tuple[Callable[..., int] | None, str]:
     if compiler is None:
         return None, "no C compiler found ($CC, cc or gcc)"
     try:
-        library = _build(compiler)
+        library = _build(compiler, isa)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"could not be built: {exc}"
     before = _openmp_runtimes()
@@ -152,23 +181,24 @@ def _load() -> tuple[Callable[..., int] | None, str]:
     if len(after) > 1 or after != before:
         # A second OpenMP runtime would bring its own threads, which spin for the cores torch's threads need.
         return None, "it would bring a second OpenMP runtime into this process: " + ", ".join(sorted(after))
-    if lib.bertscope_attention_abi() != _ABI:
-        return None, f"built kernel {library} has the wrong ABI version"
+    if lib.bertscope_attention_abi() != _ABI or lib.bertscope_attention_lanes() != _ISAS[isa][2]:
+        return None, f"built kernel {library} is not the expected version"
     fn = lib.bertscope_attention
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_long] * 5 + [ctypes.c_float, ctypes.c_int]
     problem = _self_test(fn)
     if problem:
         return None, f"failed its self-test ({problem})"
-    return fn, "in use"
+    return fn, f"in use ({_ISA_NAMES[isa]})"
 
 
-def _cpu_has_avx512f() -> bool:
+def _cpu_flags() -> frozenset[str]:
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return False
-    return any(line.startswith("flags") and " avx512f" in line for line in text.splitlines())
+        return frozenset()
+    line = next((line for line in text.splitlines() if line.startswith("flags")), "")
+    return frozenset(line.partition(":")[2].split())
 
 
 def _openmp_runtimes() -> set[str]:
@@ -180,14 +210,15 @@ def _openmp_runtimes() -> set[str]:
     return {p for p in paths if Path(p).name.startswith(_OPENMP_LIBRARIES)}
 
 
-def _build(compiler: str) -> Path:
+def _build(compiler: str, isa: str) -> Path:
+    flags = (*_FLAGS, *_ISAS[isa][1])
     source = _SOURCE.read_bytes()
     version = subprocess.run(
         [compiler, "--version"], capture_output=True, text=True, timeout=30, check=True
     ).stdout.splitlines()[:1]
-    key = hashlib.sha256(b"\0".join([source, " ".join(_FLAGS).encode(), *(v.encode() for v in version)]))
+    key = hashlib.sha256(b"\0".join([source, " ".join(flags).encode(), *(v.encode() for v in version)]))
     directory = cache_dir()
-    target = directory / f"fused_attention-{key.hexdigest()[:16]}.so"
+    target = directory / f"fused_attention-{isa}-{key.hexdigest()[:16]}.so"
     if target.exists():
         return target
     directory.mkdir(parents=True, exist_ok=True)
@@ -197,11 +228,15 @@ def _build(compiler: str) -> Path:
     os.close(fd)
     try:
         result = subprocess.run(
-            [compiler, *_FLAGS, "-o", temporary, str(_SOURCE)], capture_output=True, text=True, timeout=120
+            [compiler, *flags, "-o", temporary, str(_SOURCE)], capture_output=True, text=True, timeout=120
         )
         if result.returncode != 0:
             raise subprocess.SubprocessError(result.stderr.strip()[-500:] or f"{compiler} failed")
         os.replace(temporary, target)
+        for stale in directory.glob(f"fused_attention-{isa}-*.so"):
+            if stale != target:
+                # Builds of older sources; a process still using one keeps its mapping after the unlink.
+                stale.unlink(missing_ok=True)
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)

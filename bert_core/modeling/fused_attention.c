@@ -1,5 +1,6 @@
-/* Fused self-attention for CPU inference (AVX-512F, fp32): scores, softmax and context for one block of
- * query rows at a time, while that block is still in L1.
+/* Fused self-attention for CPU inference (fp32): scores, softmax and context for one block of query rows at a
+ * time, while that block is still in L1. Built twice from this one source: with -DBERTSCOPE_AVX512 (16 lanes)
+ * or -DBERTSCOPE_AVX2 (8 lanes, the laptops without AVX-512); only the vector layer below differs.
  *
  * Why a kernel of our own: with every attention map kept, bert-base at 512 tokens spends ~20 % of its forward in
  * attention, where the library matmuls have an inner size of only 64 and the 12.6 MB of scores per layer make
@@ -20,81 +21,168 @@
  */
 #include <immintrin.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 
-/* Query rows per block. Both tiles hold 6 rows x 4 vectors = 24 accumulators of the 32 registers; 6 x 4 was
- * the fastest of 12 x 2, 8 x 3, 14 x 2 and 6 x 4 score tiles at 512 tokens. */
+/* ---- the vector layer: W lanes; `lanes` is a mask of the first n lanes ---- */
+#if defined(BERTSCOPE_AVX512)
+#define W 16
+#define SCORE_NV 4 /* score tile: ROWS x 4 vectors = 24 accumulators of the 32 registers */
+#define CONTEXT_NV 4
+typedef __m512 vec;
+typedef __mmask16 lanes;
+#define v_zero() _mm512_setzero_ps()
+#define v_set(x) _mm512_set1_ps(x)
+#define v_load(p) _mm512_load_ps(p)
+#define v_loadu(p) _mm512_loadu_ps(p)
+#define v_store(p, x) _mm512_store_ps(p, x)
+#define v_storeu(p, x) _mm512_storeu_ps(p, x)
+#define v_stream(p, x) _mm512_stream_ps(p, x)
+#define v_fmadd(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define v_fnmadd(a, b, c) _mm512_fnmadd_ps(a, b, c)
+#define v_mul(a, b) _mm512_mul_ps(a, b)
+#define v_add(a, b) _mm512_add_ps(a, b)
+#define v_sub(a, b) _mm512_sub_ps(a, b)
+#define v_max(a, b) _mm512_max_ps(a, b)
+#define v_hmax(x) _mm512_reduce_max_ps(x)
+#define v_hsum(x) _mm512_reduce_add_ps(x)
+static inline lanes first_lanes(long n) { return n >= W ? (lanes)0xFFFF : n <= 0 ? (lanes)0 : (lanes)((1u << n) - 1); }
+#define v_load_lanes(m, p) _mm512_maskz_loadu_ps(m, p)
+#define v_store_lanes(m, p, x) _mm512_mask_storeu_ps(p, m, x)
+#define v_keep(m, x) _mm512_maskz_mov_ps(m, x)
+#define v_max_lanes(m, a, b) _mm512_mask_max_ps(a, m, a, b)
+/* exp(x) for -104 <= x <= 0, given p = exp(r) and n with x = n ln2 + r: scalef reaches subnormals and zero */
+static inline vec v_pow2_times(vec p, vec n) { return _mm512_scalef_ps(p, n); }
+#define v_round(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define EXP_FLOOR -104.0f /* exp(-104) rounds to 0 in fp32 */
+
+#elif defined(BERTSCOPE_AVX2)
+#define W 8
+#define SCORE_NV 2 /* ROWS x 2 vectors = 12 accumulators of the 16 registers */
+#define CONTEXT_NV 2
+typedef __m256 vec;
+typedef __m256i lanes;
+#define v_zero() _mm256_setzero_ps()
+#define v_set(x) _mm256_set1_ps(x)
+#define v_load(p) _mm256_load_ps(p)
+#define v_loadu(p) _mm256_loadu_ps(p)
+#define v_store(p, x) _mm256_store_ps(p, x)
+#define v_storeu(p, x) _mm256_storeu_ps(p, x)
+#define v_stream(p, x) _mm256_stream_ps(p, x)
+#define v_fmadd(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define v_fnmadd(a, b, c) _mm256_fnmadd_ps(a, b, c)
+#define v_mul(a, b) _mm256_mul_ps(a, b)
+#define v_add(a, b) _mm256_add_ps(a, b)
+#define v_sub(a, b) _mm256_sub_ps(a, b)
+#define v_max(a, b) _mm256_max_ps(a, b)
+static inline float v_hmax(vec x) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+static inline float v_hsum(vec x) {
+    __m128 m = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+    m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_add_ss(m, _mm_movehdup_ps(m)));
+}
+static inline lanes first_lanes(long n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < W ? n : W)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#define v_load_lanes(m, p) _mm256_maskload_ps(p, m)
+#define v_store_lanes(m, p, x) _mm256_maskstore_ps(p, m, x)
+#define v_keep(m, x) _mm256_and_ps(_mm256_castsi256_ps(m), x)
+#define v_max_lanes(m, a, b) _mm256_blendv_ps(a, _mm256_max_ps(a, b), _mm256_castsi256_ps(m))
+/* Without scalef, 2^n goes straight into the exponent bits, which covers normal results only: below -87 the
+ * result is flushed to 0 (expf would give a subnormal under 1.7e-38, far below what the 1e-5 tolerance sees). */
+static inline vec v_pow2_times(vec p, vec n) {
+    __m256i bits = _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23));
+    return _mm256_castsi256_ps(bits);
+}
+#define v_round(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define EXP_FLOOR -87.0f
+
+#else
+#error "build with -DBERTSCOPE_AVX512 or -DBERTSCOPE_AVX2"
+#endif
+
+/* Query rows per block. 6 rows x 4 vectors was the fastest AVX-512 score tile at 512 tokens (of 12 x 2, 8 x 3,
+ * 14 x 2 and 6 x 4); 6 x 2 is the AVX2 tile that fits its 16 registers. */
 #define ROWS 6
 
 typedef struct {
     const float *q, *k, *v, *mask;
     float *probs, *ctx;
-    long s, ld, ldc, d, spad, lds, blocks; /* lds: row stride of the scratch */
+    long s, ld, ldc, d, spad, lds, blocks; /* spad: S rounded up to whole vectors; lds: scratch row stride */
     float scale;
 } problem_t;
 
-/* exp(x) for x <= 0 (arguments are x - rowmax). Below -104 the fp32 result is 0, as expf's is: padding keys
- * (mask = -FLT_MAX) get exactly zero weight. Degree-7 Taylor on |r| <= ln2/2: truncation error ~5e-9 relative,
- * below fp32's half-ulp. */
-static inline __m512 exp_nonpositive(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+/* exp(x) for x <= 0 (arguments are x - rowmax). Padding keys (mask = -FLT_MAX) get exactly zero weight, as with
+ * expf. Degree-7 Taylor on |r| <= ln2/2: truncation error ~5e-9 relative, below fp32's half-ulp. */
+static inline vec exp_nonpositive(vec x) {
+    vec below = x;
+    x = v_max(x, v_set(EXP_FLOOR));
+    vec n = v_round(v_mul(x, v_set(1.44269504088896341f)));
     /* ln 2 split in two so n * ln2_hi is exact for every n reached here */
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723212e-6f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n); /* p * 2^n, down to subnormals and zero */
+    vec r = v_fnmadd(n, v_set(0.693145751953125f), x);
+    r = v_fnmadd(n, v_set(1.42860682030941723212e-6f), r);
+    vec p = v_set(1.0f / 5040.0f);
+    p = v_fmadd(p, r, v_set(1.0f / 720.0f));
+    p = v_fmadd(p, r, v_set(1.0f / 120.0f));
+    p = v_fmadd(p, r, v_set(1.0f / 24.0f));
+    p = v_fmadd(p, r, v_set(1.0f / 6.0f));
+    p = v_fmadd(p, r, v_set(0.5f));
+    p = v_fmadd(p, r, v_set(1.0f));
+    p = v_fmadd(p, r, v_set(1.0f));
+    vec e = v_pow2_times(p, n);
+#if defined(BERTSCOPE_AVX2)
+    e = _mm256_and_ps(e, _mm256_cmp_ps(below, v_set(EXP_FLOOR), _CMP_GE_OQ));
+#else
+    (void)below;
+#endif
+    return e;
 }
 
-static inline __mmask16 live_lanes(long j, long s) {
-    return j + 16 <= s ? (__mmask16)0xFFFF : (j < s ? (__mmask16)((1u << (s - j)) - 1) : (__mmask16)0);
-}
-
-/* tile (rows, 16 * nvec) at column j0 = scale * q kt + mask. kt is this head's K^T, (D, spad) with row stride
+/* tile (rows, W * nvec) at column j0 = scale * q kt + mask. kt is this head's K^T, (D, spad) with row stride
  * lds, zero past S. rows and nvec are constants after inlining, so the accumulators stay in registers. */
 static inline __attribute__((always_inline)) void score_tile(const problem_t *p, const float *q, const float *kt,
                                                              float *tile, int rows, int nvec, long j0) {
-    __m512 acc[ROWS][4];
+    vec acc[ROWS][SCORE_NV];
     for (int r = 0; r < rows; r++)
-        for (int c = 0; c < nvec; c++) acc[r][c] = _mm512_setzero_ps();
+        for (int c = 0; c < nvec; c++) acc[r][c] = v_zero();
     for (long dd = 0; dd < p->d; dd++) {
         const float *krow = kt + dd * p->lds + j0;
-        __m512 b[4];
-        for (int c = 0; c < nvec; c++) b[c] = _mm512_load_ps(krow + 16 * c);
+        vec b[SCORE_NV];
+        for (int c = 0; c < nvec; c++) b[c] = v_load(krow + W * c);
         for (int r = 0; r < rows; r++) {
-            __m512 a = _mm512_set1_ps(q[r * p->ld + dd]);
-            for (int c = 0; c < nvec; c++) acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+            vec a = v_set(q[r * p->ld + dd]);
+            for (int c = 0; c < nvec; c++) acc[r][c] = v_fmadd(a, b[c], acc[r][c]);
         }
     }
-    __m512 scale = _mm512_set1_ps(p->scale);
+    vec scale = v_set(p->scale);
     for (int c = 0; c < nvec; c++) {
-        long j = j0 + 16 * c;
+        long j = j0 + W * c;
         /* scale first, then the mask: the reference's order */
-        __m512 m = p->mask ? _mm512_maskz_loadu_ps(live_lanes(j, p->s), p->mask + j) : _mm512_setzero_ps();
-        for (int r = 0; r < rows; r++)
-            _mm512_store_ps(tile + r * p->lds + j, _mm512_add_ps(_mm512_mul_ps(acc[r][c], scale), m));
+        vec m = p->mask ? v_load_lanes(first_lanes(p->s - j), p->mask + j) : v_zero();
+        for (int r = 0; r < rows; r++) v_store(tile + r * p->lds + j, v_add(v_mul(acc[r][c], scale), m));
     }
 }
 
+/* switch cases for every (rows, vectors) pair a tile can have, so each gets its own register allocation */
 #define TILE_CASE(R, NV)                                                                                       \
     case R * 8 + NV:                                                                                           \
         TILE(R, NV);                                                                                           \
         break;
+#if SCORE_NV == 4
 #define ROW_CASES(R) TILE_CASE(R, 1) TILE_CASE(R, 2) TILE_CASE(R, 3) TILE_CASE(R, 4)
+#else
+#define ROW_CASES(R) TILE_CASE(R, 1) TILE_CASE(R, 2)
+#endif
 #define ALL_CASES ROW_CASES(1) ROW_CASES(2) ROW_CASES(3) ROW_CASES(4) ROW_CASES(5) ROW_CASES(6)
 
 static void score_rows(const problem_t *p, const float *q, const float *kt, float *tile, int rows) {
-    for (long j0 = 0; j0 < p->spad; j0 += 64) {
-        long left = (p->spad - j0) / 16;
-        int nvec = left < 4 ? (int)left : 4;
+    for (long j0 = 0; j0 < p->spad; j0 += W * SCORE_NV) {
+        long left = (p->spad - j0) / W;
+        int nvec = left < SCORE_NV ? (int)left : SCORE_NV;
 #define TILE(R, NV) score_tile(p, q, kt, tile, R, NV, j0)
         switch (rows * 8 + nvec) { ALL_CASES }
 #undef TILE
@@ -104,60 +192,65 @@ static void score_rows(const problem_t *p, const float *q, const float *kt, floa
 /* One row of scores x (S valid of spad): writes softmax(x) to dst, leaves exp(x - max) in x (zero past S) for
  * the context, and returns 1 / sum. The context multiplies by it once per output instead of once per weight. */
 static float softmax_row(float *x, long s, float *dst) {
-    __m512 vmax = _mm512_set1_ps(-__builtin_inff());
+    vec vmax = v_set(-__builtin_inff());
     long j = 0;
-    for (; j + 16 <= s; j += 16) vmax = _mm512_max_ps(vmax, _mm512_load_ps(x + j));
-    __mmask16 tail = live_lanes(j, s);
-    if (tail) vmax = _mm512_mask_max_ps(vmax, tail, vmax, _mm512_load_ps(x + j));
-    __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
-    __m512 sum = _mm512_setzero_ps();
-    for (j = 0; j + 16 <= s; j += 16) {
-        __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(x + j), mx));
-        _mm512_store_ps(x + j, e);
-        sum = _mm512_add_ps(sum, e);
+    for (; j + W <= s; j += W) vmax = v_max(vmax, v_load(x + j));
+    long rest = s - j;
+    lanes tail = first_lanes(rest);
+    if (rest) vmax = v_max_lanes(tail, vmax, v_load(x + j));
+    vec mx = v_set(v_hmax(vmax));
+    vec sum = v_zero();
+    for (j = 0; j + W <= s; j += W) {
+        vec e = exp_nonpositive(v_sub(v_load(x + j), mx));
+        v_store(x + j, e);
+        sum = v_add(sum, e);
     }
-    if (tail) {
-        __m512 e = _mm512_maskz_mov_ps(tail, exp_nonpositive(_mm512_sub_ps(_mm512_load_ps(x + j), mx)));
-        _mm512_store_ps(x + j, e);
-        sum = _mm512_add_ps(sum, e);
+    if (rest) {
+        vec e = v_keep(tail, exp_nonpositive(v_sub(v_load(x + j), mx)));
+        v_store(x + j, e);
+        sum = v_add(sum, e);
     }
-    float inv = 1.0f / _mm512_reduce_add_ps(sum);
-    __m512 vinv = _mm512_set1_ps(inv);
+    float inv = 1.0f / v_hsum(sum);
+    vec vinv = v_set(inv);
     /* Streaming stores where aligned: the probabilities are not read again here, so they skip the cache (and
      * the read of each line before writing it); ~5 % of the kernel at 512 tokens. */
-    if (((unsigned long)dst & 63) == 0)
-        for (j = 0; j + 16 <= s; j += 16) _mm512_stream_ps(dst + j, _mm512_mul_ps(_mm512_load_ps(x + j), vinv));
+    if (((uintptr_t)dst & (sizeof(vec) - 1)) == 0)
+        for (j = 0; j + W <= s; j += W) v_stream(dst + j, v_mul(v_load(x + j), vinv));
     else
-        for (j = 0; j + 16 <= s; j += 16) _mm512_storeu_ps(dst + j, _mm512_mul_ps(_mm512_load_ps(x + j), vinv));
-    if (tail) _mm512_mask_storeu_ps(dst + j, tail, _mm512_mul_ps(_mm512_load_ps(x + j), vinv));
+        for (j = 0; j + W <= s; j += W) v_storeu(dst + j, v_mul(v_load(x + j), vinv));
+    if (rest) v_store_lanes(tail, dst + j, v_mul(v_load(x + j), vinv));
     return inv;
 }
 
-/* out (rows, 16 * nv) = (w (rows, S) @ v (S, 16 * nv)) * inv[row]; w rows are lds apart. */
+/* out (rows, W * nv) = (w (rows, S) @ v (S, W * nv)) * inv[row]; w rows are lds apart. */
 static inline __attribute__((always_inline)) void context_tile(const problem_t *p, const float *w,
                                                                const float *v, const float *inv, float *out,
                                                                int rows, int nv) {
-    __m512 acc[ROWS][4];
+    vec acc[ROWS][CONTEXT_NV];
     for (int r = 0; r < rows; r++)
-        for (int c = 0; c < nv; c++) acc[r][c] = _mm512_setzero_ps();
+        for (int c = 0; c < nv; c++) acc[r][c] = v_zero();
     for (long j = 0; j < p->s; j++) {
-        __m512 b[4];
-        for (int c = 0; c < nv; c++) b[c] = _mm512_loadu_ps(v + j * p->ld + 16 * c);
+        vec b[CONTEXT_NV];
+        for (int c = 0; c < nv; c++) b[c] = v_loadu(v + j * p->ld + W * c);
         for (int r = 0; r < rows; r++) {
-            __m512 a = _mm512_set1_ps(w[r * p->lds + j]);
-            for (int c = 0; c < nv; c++) acc[r][c] = _mm512_fmadd_ps(a, b[c], acc[r][c]);
+            vec a = v_set(w[r * p->lds + j]);
+            for (int c = 0; c < nv; c++) acc[r][c] = v_fmadd(a, b[c], acc[r][c]);
         }
     }
     for (int r = 0; r < rows; r++)
-        for (int c = 0; c < nv; c++)
-            _mm512_storeu_ps(out + r * p->ldc + 16 * c, _mm512_mul_ps(acc[r][c], _mm512_set1_ps(inv[r])));
+        for (int c = 0; c < nv; c++) v_storeu(out + r * p->ldc + W * c, v_mul(acc[r][c], v_set(inv[r])));
 }
 
 static void context_rows(const problem_t *p, const float *w, const float *v, const float *inv, float *out,
                          int rows) {
-#define TILE(R, NV) context_tile(p, w, v, inv, out, R, NV)
-    switch (rows * 8 + (int)(p->d / 16)) { ALL_CASES }
+    /* D in chunks of CONTEXT_NV vectors: one chunk with AVX-512 (D <= 64), up to four with AVX2 */
+    for (long c0 = 0; c0 < p->d; c0 += W * CONTEXT_NV) {
+        long left = (p->d - c0) / W;
+        int nv = left < CONTEXT_NV ? (int)left : CONTEXT_NV;
+#define TILE(R, NV) context_tile(p, w, v + c0, inv, out + c0, R, NV)
+        switch (rows * 8 + nv) { ALL_CASES }
 #undef TILE
+    }
 }
 
 /* Items [first, last) in (head, row block) order; returns 0 when its scratch could not be allocated. */
@@ -191,17 +284,21 @@ static int run_items(const problem_t *p, long first, long last) {
 }
 
 /* Bumped whenever the signature or the meaning of an argument changes; fused.py checks it. */
-int bertscope_attention_abi(void) { return 1; }
+int bertscope_attention_abi(void) { return 2; }
+
+/* The lane count this library was built for (16: AVX-512, 8: AVX2). */
+int bertscope_attention_lanes(void) { return W; }
 
 /* Returns 0 on success, 1 for an unsupported shape, 2 when scratch memory could not be allocated. */
 int bertscope_attention(const float *q, const float *k, const float *v, const float *mask, float *probs,
                         float *ctx, long s, long ld, long ldc, long n, long d, float scale, int threads) {
     if (d < 16 || d > 64 || d % 16 || s < 1 || n < 1 || ld < n * d || ldc < n * d) return 1;
     long blocks = (s + ROWS - 1) / ROWS, items = n * blocks;
-    long spad = (s + 15) / 16 * 16;
-    /* Scratch rows an odd number of cache lines apart: 2 KB apart (S = 512), the 64 write streams of the K^T
-     * transpose all fell into two L1 sets, and the transpose took ~10 % of the kernel. */
-    long lds = spad / 16 % 2 ? spad : spad + 16;
+    long spad = (s + W - 1) / W * W;
+    /* Scratch rows a whole and odd number of cache lines apart: 2 KB apart (S = 512), the 64 write streams of the
+     * K^T transpose all fell into two L1 sets, and the transpose took ~10 % of the kernel. */
+    long lines = (spad + 15) / 16;
+    long lds = (lines % 2 ? lines : lines + 1) * 16;
     problem_t p = {q, k, v, mask, probs, ctx, s, ld, ldc, d, spad, lds, blocks, scale};
     if (threads < 1) threads = 1;
     if (threads > items) threads = (int)items;

@@ -10,6 +10,7 @@ import streamlit as st
 
 import bert_core
 from app import state
+from bert_core.modeling import fused
 from tests.conftest import make_checkpoint
 
 
@@ -133,7 +134,12 @@ def test_sidebar_says_which_arithmetic_and_exact_mode_loads_unpacked(make_app, a
     captions = " ".join(c.value for c in at.sidebar.caption)
     assert ("arithmetic: exact" in captions) == exact
     assert ("arithmetic: fast" in captions) == (not exact)
-    assert state.ModelStore().load(str(app_env)).info.packed_weights == (not exact)
+    info = state.ModelStore().load(str(app_env)).info
+    assert info.packed_weights == (not exact)
+    # the fused attention kernel is named where it serves the model, and only there
+    served = fused.kernel() is not None and fused.supports(info.hidden_size // info.num_heads)
+    assert bool(info.attention_kernel) == (not exact and served)
+    assert ("fused attention" in captions) == bool(info.attention_kernel)
 
 
 def test_a_model_still_in_use_is_adopted_back_not_loaded_twice(tmp_path, load_calls):

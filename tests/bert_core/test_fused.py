@@ -18,12 +18,28 @@ NEG = torch.finfo(torch.float32).min
 
 
 def _cpu_could_run_it() -> bool:
-    return fused._cpu_has_avx512f() and fused.enabled_by_environment()
+    return fused.best_isa() is not None and fused.enabled_by_environment()
 
 
 needs_kernel = pytest.mark.skipif(
-    not _cpu_could_run_it(), reason="the kernel is AVX-512F only; elsewhere the library path is the only path"
+    not _cpu_could_run_it(),
+    reason="the kernel needs AVX-512F or AVX2 + FMA on Linux; elsewhere the library path is the only path",
 )
+# every build of the kernel this CPU can run: the AVX2 one is what laptops without AVX-512 get
+ISAS = [isa for isa, (needs, _, _) in fused._ISAS.items() if fused._cpu_flags().issuperset(needs)] or ["none"]
+_builds: dict[str, object] = {}
+
+
+@pytest.fixture(params=ISAS)
+def build(request):
+    """The loaded kernel of one instruction set."""
+    if request.param == "none" or not fused.enabled_by_environment():
+        pytest.skip("no build of the kernel runs on this CPU")
+    if request.param not in _builds:
+        fn, why = fused._load(request.param)
+        assert fn is not None, why
+        _builds[request.param] = fn
+    return _builds[request.param]
 
 
 def _reference(q, k, v, mask, heads):
@@ -38,7 +54,7 @@ def _reference(q, k, v, mask, heads):
     return probs, (probs @ vh).transpose(0, 1).reshape(s, h)
 
 
-def _run(q, k, v, mask, heads, threads=None):
+def _run(fn, q, k, v, mask, heads, threads=None):
     s, h = q.shape
     probs = torch.full((heads, s, s), float("nan"))
     context = torch.full((s, h), float("nan"))
@@ -46,23 +62,23 @@ def _run(q, k, v, mask, heads, threads=None):
     if threads:
         torch.set_num_threads(threads)
     try:
-        used = fused.attention(q, k, v, mask, probs, context, heads, (h // heads) ** -0.5)
+        used = fused.run(fn, q, k, v, mask, probs, context, heads, (h // heads) ** -0.5)
     finally:
         torch.set_num_threads(previous)
     return used, probs, context
 
 
 @needs_kernel
-def test_the_kernel_is_built_and_used_where_the_cpu_has_avx512():
+def test_the_widest_build_the_cpu_has_is_the_one_in_use():
     # On CI's machine this must hold: a silent fallback would leave the kernel untested and the speed lost.
-    assert fused.status() == "in use"
+    assert fused.status() == f"in use ({fused._ISA_NAMES[fused.best_isa()]})"
     assert fused.kernel() is not None
 
 
 @needs_kernel
 @pytest.mark.parametrize("head_size", [16, 32, 48, 64])
 @pytest.mark.parametrize("length", [1, 2, 7, 12, 13, 16, 17, 31, 33, 40, 100, 129])
-def test_matches_torch_with_and_without_padding(head_size, length):
+def test_matches_torch_with_and_without_padding(build, head_size, length):
     heads = 3
     g = torch.Generator().manual_seed(length * 100 + head_size)
     q, k, v = (torch.randn(length, heads * head_size, generator=g) * 1.5 for _ in range(3))
@@ -70,7 +86,7 @@ def test_matches_torch_with_and_without_padding(head_size, length):
     padded = max(1, length - length // 3)
     mask[padded:] = NEG
     for m in (None, mask):
-        used, probs, context = _run(q, k, v, m, heads)
+        used, probs, context = _run(build, q, k, v, m, heads)
         assert used
         want_probs, want_context = _reference(q, k, v, m, heads)
         assert (probs.double() - want_probs).abs().max() <= 1e-6
@@ -82,13 +98,13 @@ def test_matches_torch_with_and_without_padding(head_size, length):
 
 
 @needs_kernel
-def test_bert_base_shape_at_512_tokens_and_strided_rows():
+def test_bert_base_shape_at_512_tokens_and_strided_rows(build):
     g = torch.Generator().manual_seed(1)
     s, heads, d = 512, 12, 64
     # rows of a wider (S, 3H) buffer: the kernel reads the given row stride, not a copy
     qkv = torch.randn(s, 3 * heads * d, generator=g)
     q, k, v = qkv.split(heads * d, dim=1)
-    used, probs, context = _run(q, k, v, None, heads)
+    used, probs, context = _run(build, q, k, v, None, heads)
     assert used
     want_probs, want_context = _reference(q, k, v, None, heads)
     assert (probs.double() - want_probs).abs().max() <= 1e-6
@@ -96,25 +112,25 @@ def test_bert_base_shape_at_512_tokens_and_strided_rows():
 
 
 @needs_kernel
-def test_same_bits_at_one_and_two_threads():
+def test_same_bits_at_one_and_two_threads(build):
     g = torch.Generator().manual_seed(2)
     q, k, v = (torch.randn(77, 4 * 48, generator=g) for _ in range(3))
     mask = torch.zeros(77)
     mask[60:] = NEG
-    _, p1, c1 = _run(q, k, v, mask, 4, threads=1)
-    _, p2, c2 = _run(q, k, v, mask, 4, threads=2)
+    _, p1, c1 = _run(build, q, k, v, mask, 4, threads=1)
+    _, p2, c2 = _run(build, q, k, v, mask, 4, threads=2)
     assert torch.equal(p1, p2) and torch.equal(c1, c2)
 
 
-def test_layouts_it_does_not_cover_are_declined_untouched():
+def test_layouts_it_does_not_cover_are_declined_untouched(build):
     g = torch.Generator().manual_seed(3)
     q, k, v = (torch.randn(9, 2 * 40, generator=g) for _ in range(3))  # head size 40: no register tile for it
-    used, probs, context = _run(q, k, v, None, 2)
+    used, probs, context = _run(build, q, k, v, None, 2)
     assert not used
     assert bool(probs.isnan().all()) and bool(context.isnan().all())
     q64 = torch.randn(9, 128, dtype=torch.float64)  # not fp32
     probs = torch.empty(2, 9, 9, dtype=torch.float64)
-    assert not fused.attention(q64, q64, q64, None, probs, torch.empty_like(q64), 2, 0.125)
+    assert not fused.run(build, q64, q64, q64, None, probs, torch.empty_like(q64), 2, 0.125)
 
 
 def test_switched_off_by_the_environment(monkeypatch):
@@ -135,9 +151,10 @@ def test_a_compiler_that_fails_means_the_library_path_and_a_reason(monkeypatch, 
 @needs_kernel
 def test_builds_into_the_cache_once(monkeypatch, tmp_path):
     monkeypatch.setenv("BERTSCOPE_CACHE_DIR", str(tmp_path))
-    first = fused._build("cc" if fused.shutil.which("cc") else "gcc")
+    compiler = "cc" if fused.shutil.which("cc") else "gcc"
+    first = fused._build(compiler, fused.best_isa())
     stamp = first.stat().st_mtime_ns
-    second = fused._build("cc" if fused.shutil.which("cc") else "gcc")
+    second = fused._build(compiler, fused.best_isa())
     assert first == second and second.stat().st_mtime_ns == stamp
     assert [p.name for p in tmp_path.iterdir()] == [first.name]
 
@@ -170,3 +187,25 @@ def test_exact_mode_never_calls_it(tiny_checkpoint, monkeypatch):
     )
     model.analyze("the bank by the river")
     assert bert_module.fused is fused
+
+
+@pytest.mark.skipif(not packing_available(), reason="this torch build has no oneDNN")
+@needs_kernel
+def test_model_info_names_the_kernel_only_where_it_serves_the_model(tmp_path):
+    checkpoint = make_checkpoint(
+        tmp_path / "d16", "pretraining", hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32,
+    )  # fmt: skip
+    fast = bert_core.load_pretrained(checkpoint)
+    exact = bert_core.load_pretrained(checkpoint, pack_weights=False)
+    assert fast.info.attention_kernel == fused._ISA_NAMES[fused.best_isa()]
+    assert exact.info.attention_kernel == ""
+    odd = make_checkpoint(
+        tmp_path / "d20",
+        "pretraining",
+        hidden_size=40,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+    )  # head size 20: no register tile for it, so the library path serves it
+    assert bert_core.load_pretrained(odd).info.attention_kernel == ""
