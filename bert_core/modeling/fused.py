@@ -21,6 +21,7 @@ import hashlib
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -31,7 +32,9 @@ import torch
 from torch import Tensor
 
 _SOURCE = Path(__file__).with_name("fused_attention.c")
-_FLAGS = ("-O3", "-std=gnu11", "-fopenmp", "-fPIC", "-shared")
+# -ffp-contract=off: the compiler must not fuse scale * score + mask into one FMA (the reference rounds twice)
+_FLAGS = ("-O3", "-std=gnu11", "-ffp-contract=off", "-fopenmp", "-fPIC", "-shared")
+_BUILD_TIMEOUT_S = 60
 # instruction set -> (CPU flags it needs from /proc/cpuinfo, compiler flags, lanes)
 _ISAS = {
     "avx512": (("avx512f", "fma"), ("-mavx512f", "-mfma", "-DBERTSCOPE_AVX512"), 16),
@@ -51,11 +54,21 @@ def enabled_by_environment() -> bool:
 
 
 def cache_dir() -> Path:
-    """Where built kernels are kept: $BERTSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/bertscope, else ~/.cache/bertscope."""
+    """Where built kernels are kept: $BERTSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/bertscope, else ~/.cache/bertscope
+    (a per-user folder in the temporary directory when there is no home, as for containers run as any uid)."""
     if os.environ.get("BERTSCOPE_CACHE_DIR"):
         return Path(os.environ["BERTSCOPE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "bertscope"
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "bertscope"
+    try:
+        return Path.home() / ".cache" / "bertscope"
+    except RuntimeError:
+        return Path(tempfile.gettempdir()) / f"bertscope-{os.getuid()}"
+
+
+def find_compiler() -> str | None:
+    """$CC, cc or gcc, whichever is found first on PATH."""
+    return next((c for c in (os.environ.get("CC"), "cc", "gcc") if c and shutil.which(c)), None)
 
 
 def supports(head_size: int) -> bool:
@@ -139,8 +152,7 @@ def run(
         scale,
         torch.get_num_threads(),
     )
-    if rc == 2:
-        raise MemoryError("the fused attention kernel could not allocate its scratch memory")
+    # rc 2: a thread could not allocate its scratch; the library path then recomputes every row it wrote.
     return rc == 0
 
 
@@ -151,27 +163,42 @@ def best_isa() -> str | None:
 
 
 def _load(isa: str | None = None) -> tuple[Callable[..., int] | None, str]:
+    try:
+        return _try_load(isa)
+    except Exception as exc:  # noqa: BLE001 - an optional speed-up must never stop a model from loading
+        return None, f"could not be set up: {type(exc).__name__}: {exc}"
+
+
+def _try_load(isa: str | None) -> tuple[Callable[..., int] | None, str]:
     if not enabled_by_environment():
         return None, "switched off (BERTSCOPE_FUSED_ATTENTION=0)"
     if platform.system() != "Linux" or platform.machine() not in {"x86_64", "AMD64"}:
         return None, f"needs Linux on x86-64 (this is {platform.system()} on {platform.machine()})"
-    isa = isa or best_isa()
-    if isa is None:
+    candidates = [isa] if isa else [i for i, (needs, _, _) in _ISAS.items() if _cpu_flags().issuperset(needs)]
+    if not candidates:
         return None, "this CPU has neither AVX-512F nor AVX2 with FMA"
-    if not _cpu_flags().issuperset(_ISAS[isa][0]):
-        return None, f"this CPU lacks {isa}"
+    if not _cpu_flags().issuperset(_ISAS[candidates[0]][0]):
+        return None, f"this CPU lacks {candidates[0]}"
     if "ATen parallel backend: OpenMP" not in torch.__config__.parallel_info():
         return None, "torch's threads do not run on OpenMP here"
-    compiler = next(
-        (c for c in (os.environ.get("CC"), "cc", "gcc") if c and shutil.which(c)),
-        None,
-    )
+    compiler = find_compiler()
     if compiler is None:
         return None, "no C compiler found ($CC, cc or gcc)"
-    try:
-        library = _build(compiler, isa)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"could not be built: {exc}"
+    reasons = []
+    for candidate in candidates:  # widest first: an older compiler may manage AVX2 but not AVX-512
+        try:
+            library = _build(compiler, candidate)
+        except (OSError, subprocess.SubprocessError) as exc:
+            reasons.append(f"{_ISA_NAMES[candidate]}: {exc}")
+            continue
+        fn, why = _load_built(library, candidate)
+        if fn is None:
+            library.unlink(missing_ok=True)  # never leave a library that fails its checks in the cache
+        return fn, why
+    return None, "could not be built: " + "; ".join(reasons)
+
+
+def _load_built(library: Path, isa: str) -> tuple[Callable[..., int] | None, str]:
     before = _openmp_runtimes()
     try:
         lib = ctypes.CDLL(str(library))
@@ -218,29 +245,48 @@ def _build(compiler: str, isa: str) -> Path:
     ).stdout.splitlines()[:1]
     key = hashlib.sha256(b"\0".join([source, " ".join(flags).encode(), *(v.encode() for v in version)]))
     directory = cache_dir()
+    _private_directory(directory)
     target = directory / f"fused_attention-{isa}-{key.hexdigest()[:16]}.so"
     if target.exists():
         return target
-    directory.mkdir(parents=True, exist_ok=True)
     # Built under a temporary name and renamed into place: another process building at the same moment can
     # never load a half-written library.
     fd, temporary = tempfile.mkstemp(suffix=".so", dir=directory)
     os.close(fd)
     try:
-        result = subprocess.run(
-            [compiler, *flags, "-o", temporary, str(_SOURCE)], capture_output=True, text=True, timeout=120
-        )
-        if result.returncode != 0:
-            raise subprocess.SubprocessError(result.stderr.strip()[-500:] or f"{compiler} failed")
+        _compile([compiler, *flags, "-o", temporary, str(_SOURCE)])
+        with open(temporary, "rb") as built:
+            if built.read(4) != b"\x7fELF":
+                raise subprocess.SubprocessError(f"{compiler} exited 0 but wrote no shared library")
         os.replace(temporary, target)
-        for stale in directory.glob(f"fused_attention-{isa}-*.so"):
-            if stale != target:
-                # Builds of older sources; a process still using one keeps its mapping after the unlink.
-                stale.unlink(missing_ok=True)
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
     return target
+
+
+def _private_directory(directory: Path) -> None:
+    """Create the cache folder for this user only, and refuse one that others could write: its libraries are
+    loaded into the process."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = directory.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise OSError(f"{directory} is not a folder only this user can write")
+
+
+def _compile(command: list[str]) -> None:
+    """Run the compiler in its own process group, so that a timeout also stops the processes it started."""
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    ) as process:
+        try:
+            _, err = process.communicate(timeout=_BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+    if process.returncode != 0:
+        raise subprocess.SubprocessError(err.strip()[-500:] or f"{command[0]} failed")
 
 
 def _self_test(fn: Callable[..., int]) -> str:

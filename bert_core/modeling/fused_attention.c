@@ -117,10 +117,12 @@ typedef struct {
 } problem_t;
 
 /* exp(x) for x <= 0 (arguments are x - rowmax). Padding keys (mask = -FLT_MAX) get exactly zero weight, as with
- * expf. Degree-7 Taylor on |r| <= ln2/2: truncation error ~5e-9 relative, below fp32's half-ulp. */
+ * expf. Degree-7 Taylor on |r| <= ln2/2: truncation error ~5e-9 relative, below fp32's half-ulp.
+ * A NaN stays NaN (max returns its second operand when one is NaN), so a NaN score spoils its row as it does in
+ * the reference instead of being quietly given zero weight. */
 static inline vec exp_nonpositive(vec x) {
     vec below = x;
-    x = v_max(x, v_set(EXP_FLOOR));
+    x = v_max(v_set(EXP_FLOOR), x);
     vec n = v_round(v_mul(x, v_set(1.44269504088896341f)));
     /* ln 2 split in two so n * ln2_hi is exact for every n reached here */
     vec r = v_fnmadd(n, v_set(0.693145751953125f), x);
@@ -135,7 +137,7 @@ static inline vec exp_nonpositive(vec x) {
     p = v_fmadd(p, r, v_set(1.0f));
     vec e = v_pow2_times(p, n);
 #if defined(BERTSCOPE_AVX2)
-    e = _mm256_and_ps(e, _mm256_cmp_ps(below, v_set(EXP_FLOOR), _CMP_GE_OQ));
+    e = _mm256_andnot_ps(_mm256_cmp_ps(below, v_set(EXP_FLOOR), _CMP_LT_OQ), e); /* NaN compares false: kept */
 #else
     (void)below;
 #endif

@@ -17,13 +17,16 @@ from tests.conftest import make_checkpoint
 NEG = torch.finfo(torch.float32).min
 
 
-def _cpu_could_run_it() -> bool:
-    return fused.best_isa() is not None and fused.enabled_by_environment()
+def _machine_could_run_it() -> bool:
+    return (
+        fused.best_isa() is not None and fused.find_compiler() is not None and fused.enabled_by_environment()
+    )
 
 
 needs_kernel = pytest.mark.skipif(
-    not _cpu_could_run_it(),
-    reason="the kernel needs AVX-512F or AVX2 + FMA on Linux; elsewhere the library path is the only path",
+    not _machine_could_run_it(),
+    reason="the kernel needs Linux, AVX-512F or AVX2 + FMA, and a C compiler; elsewhere the library path is the "
+    "only path",
 )
 # every build of the kernel this CPU can run: the AVX2 one is what laptops without AVX-512 get
 ISAS = [isa for isa, (needs, _, _) in fused._ISAS.items() if fused._cpu_flags().issuperset(needs)] or ["none"]
@@ -33,7 +36,7 @@ _builds: dict[str, object] = {}
 @pytest.fixture(params=ISAS)
 def build(request):
     """The loaded kernel of one instruction set."""
-    if request.param == "none" or not fused.enabled_by_environment():
+    if request.param == "none" or not _machine_could_run_it():
         pytest.skip("no build of the kernel runs on this CPU")
     if request.param not in _builds:
         fn, why = fused._load(request.param)
@@ -122,6 +125,18 @@ def test_same_bits_at_one_and_two_threads(build):
     assert torch.equal(p1, p2) and torch.equal(c1, c2)
 
 
+def test_a_nan_score_spoils_its_rows_as_in_the_reference(build):
+    # A NaN weight in a checkpoint must show as NaN, not as a quietly renormalised attention row.
+    g = torch.Generator().manual_seed(4)
+    for position in (0, 5, 39):
+        q, k, v = (torch.randn(40, 2 * 16, generator=g) for _ in range(3))
+        k[position, 0] = float("nan")
+        _, probs, context = _run(build, q, k, v, None, 2)
+        want, _ = _reference(q, k, v, None, 2)
+        assert torch.equal(probs.isnan(), want.isnan()), position
+        assert bool(probs[0].isnan().all()) and not bool(probs[1].isnan().any())
+
+
 def test_layouts_it_does_not_cover_are_declined_untouched(build):
     g = torch.Generator().manual_seed(3)
     q, k, v = (torch.randn(9, 2 * 40, generator=g) for _ in range(3))  # head size 40: no register tile for it
@@ -146,6 +161,49 @@ def test_a_compiler_that_fails_means_the_library_path_and_a_reason(monkeypatch, 
     fn, why = fused._load()
     assert fn is None and why.startswith("could not be built")
     assert list(tmp_path.iterdir()) == []  # no half-written library left behind
+
+
+@needs_kernel
+def test_a_compiler_that_writes_nothing_leaves_nothing_cached(monkeypatch, tmp_path):
+    monkeypatch.setenv("BERTSCOPE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", "true")  # exits 0, writes no library
+    fn, why = fused._load()
+    assert fn is None and "wrote no shared library" in why
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_without_a_home_the_cache_goes_to_a_private_temporary_folder(monkeypatch):
+    for name in ("BERTSCOPE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(fused.Path, "home", staticmethod(no_home))
+    assert fused.cache_dir() == fused.Path(fused.tempfile.gettempdir()) / f"bertscope-{fused.os.getuid()}"
+
+
+def test_setting_up_can_fail_in_any_way_without_stopping_a_model(monkeypatch):
+    def broken():
+        raise RuntimeError("anything at all")
+
+    monkeypatch.setattr(fused, "cache_dir", broken)
+    monkeypatch.setattr(fused, "best_isa", lambda: "avx2")
+    monkeypatch.setattr(fused, "_cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    monkeypatch.setattr(fused, "find_compiler", lambda: "cc")
+    fn, why = fused._load()
+    assert fn is None and "anything at all" in why
+
+
+@needs_kernel
+def test_a_cache_folder_others_can_write_is_refused(monkeypatch, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    monkeypatch.setenv("BERTSCOPE_CACHE_DIR", str(shared))
+    fn, why = fused._load()
+    assert fn is None and "only this user can write" in why
+    assert list(shared.iterdir()) == []
 
 
 @needs_kernel
