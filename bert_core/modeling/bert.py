@@ -234,19 +234,36 @@ class BertLayer(nn.Module):
         The attention probabilities are written into probs_out (B, N, S, S); returns the output (B * S, H).
         Same arithmetic as `forward` (dropout is the identity in eval mode).
         """
+        sa = self.attention.self
+        # A fused (3H, H) QKV matmul was measured and gained nothing on CPU (docs/benchmarks.md): three it is.
+        q, k, v = (_project(m, hidden) for m in (sa.query, sa.key, sa.value))  # each (B * S, H)
+        context = None
+        if not isinstance(sa.key, nn.Linear) and head_mask is None and hidden.device.type == "cpu":
+            context = self.fused_attention(q, k, v, shape, additive_mask, probs_out)
+        if context is None:
+            context = self.library_attention(q, k, v, shape, additive_mask, head_mask, probs_out)
+        return self._after_attention(context, hidden)
+
+    def library_attention(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        shape: tuple[int, int],
+        additive_mask: Tensor | None,
+        head_mask: Tensor | None,
+        probs_out: Tensor,
+    ) -> Tensor:
+        """Scores, softmax and context with torch's batched matmuls: q, k, v (B * S, H); additive_mask
+        (B, 1, 1, S) or None; head_mask (N,) or None; probabilities written into probs_out (B, N, S, S).
+        Returns the context (B * S, H)."""
         b, s = shape
         sa = self.attention.self
         n, d = sa.num_heads, sa.head_size
-        # A fused (3H, H) QKV matmul was measured and gained nothing on CPU (docs/benchmarks.md): three it is.
-        q, k, v = (_project(m, hidden) for m in (sa.query, sa.key, sa.value))  # each (B * S, H)
-        scale = d**-0.5
         fast = not isinstance(sa.key, nn.Linear)
-        if fast and head_mask is None and hidden.device.type == "cpu":
-            context = self._fused_attention(q, k, v, shape, additive_mask, probs_out, scale)
-            if context is not None:
-                return self._after_attention(context, hidden)
-        q, k, v = (x.view(b, s, n, d) for x in (q, k, v))
-        context = torch.empty(b, n, s, d, dtype=hidden.dtype, device=hidden.device)
+        q, k, v = (x.view(b, s, n, d) for x in (q, k, v))  # (B * S, H) -> (B, S, N, D)
+        context = torch.empty(b, n, s, d, dtype=q.dtype, device=q.device)
+        scale = d**-0.5
         # Scaling inside the matmul saves a pass over the scores but rounds differently from the reference's
         # matmul-then-multiply unless the scale is a power of two (D = 64: 1/8), where both are exact.
         scale_in_matmul = math.frexp(scale)[0] == 0.5
@@ -273,10 +290,9 @@ class BertLayer(nn.Module):
             torch.softmax(scores, dim=-1, out=scores)  # in place: rows are independent
             weights = scores if head_mask is None else scores * head_mask.view(-1, 1, 1)
             torch.bmm(weights, vr, out=context[row])  # (N, S, D)
-        context = context.transpose(1, 2).reshape(b * s, n * d)  # (B * S, H)
-        return self._after_attention(context, hidden)
+        return context.transpose(1, 2).reshape(b * s, n * d)  # (B, N, S, D) -> (B * S, H)
 
-    def _fused_attention(
+    def fused_attention(
         self,
         q: Tensor,
         k: Tensor,
@@ -284,18 +300,19 @@ class BertLayer(nn.Module):
         shape: tuple[int, int],
         additive_mask: Tensor | None,
         probs_out: Tensor,
-        scale: float,
     ) -> Tensor | None:
         """Scores, softmax and context in one kernel per sequence (fused.py); None where it does not apply.
         q, k, v (B * S, H); additive_mask (B, 1, 1, S) or None; probs_out (B, N, S, S). Returns (B * S, H)."""
         b, s = shape
         context = torch.empty_like(q)
         masks = None if additive_mask is None else additive_mask.reshape(b, s)  # (B, 1, 1, S) -> (B, S)
-        n = self.attention.self.num_heads
+        n, d = self.attention.self.num_heads, self.attention.self.head_size
         for row in range(b):
             rows = slice(row * s, (row + 1) * s)
             mask = None if masks is None else masks[row]
-            if not fused.attention(q[rows], k[rows], v[rows], mask, probs_out[row], context[rows], n, scale):
+            if not fused.attention(
+                q[rows], k[rows], v[rows], mask, probs_out[row], context[rows], n, d**-0.5
+            ):
                 return None  # the library path then recomputes every row
         return context
 

@@ -1,0 +1,102 @@
+# ruff: noqa: B023  (closures are timed inside the loop iteration that defines them)
+"""The fused attention kernel vs the library path it replaces, on bert-base's own shapes, in one run.
+
+  attention: one layer's scores + softmax + context for one sequence (12 heads of 64), probabilities written
+             into a kept (N, S, S) buffer: BertLayer.fused_attention (bert_core/modeling/fused_attention.c)
+             vs BertLayer.library_attention (torch.baddbmm, softmax, bmm; what runs without the kernel)
+  forward:   the whole packed forward (every attention map and hidden state) with and without the kernel
+Both alternate round by round; "max |diff|" compares the two paths' probabilities and context (attention rows)
+or every attention map and hidden state (forward rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+
+import _common as c
+import torch
+
+
+@contextlib.contextmanager
+def library_only():
+    """The packed path without the kernel: fused.attention declines, as it does where the kernel cannot run."""
+    from bert_core.modeling import fused
+
+    real = fused.attention
+    fused.attention = lambda *args, **kwargs: False
+    try:
+        yield
+    finally:
+        fused.attention = real
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--lengths", type=int, nargs="+", default=[8, 32, 128, 512])
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args()
+    repeats = 4 if args.quick else args.repeats
+    c.set_threads(args.threads)
+    import bert_core
+    from bert_core.modeling import fused
+
+    model = bert_core.load_pretrained(c.bert_base_checkpoint())
+    if fused.kernel() is None:
+        raise SystemExit(f"the fused attention kernel is not in use here: {fused.status()}")
+    layer = model.network.bert.encoder.layer[0]
+    n_heads = model.config.num_attention_heads
+    rows = []
+    for n in args.lengths:
+        g = torch.Generator().manual_seed(n)
+        q, k, v = (torch.randn(n, model.config.hidden_size, generator=g) for _ in range(3))
+        probs = {name: torch.empty(1, n_heads, n, n) for name in ("fused", "library")}
+        with torch.inference_mode():
+            t = c.alternate(
+                {
+                    "fused": lambda: layer.fused_attention(q, k, v, (1, n), None, probs["fused"]),
+                    "library": lambda: layer.library_attention(q, k, v, (1, n), None, None, probs["library"]),
+                },
+                repeats * 5,  # a fraction of a millisecond at short lengths: more rounds
+            )
+            ctx_f = layer.fused_attention(q, k, v, (1, n), None, probs["fused"])
+            ctx_l = layer.library_attention(q, k, v, (1, n), None, None, probs["library"])
+        diff = max(float((probs["fused"] - probs["library"]).abs().max()), float((ctx_f - ctx_l).abs().max()))
+        row = ["attention, one layer", n, min(t["fused"]) * 1e3, min(t["library"]) * 1e3]
+        rows.append(row + [c.paired_ratio(t["fused"], t["library"]), diff])
+
+        enc = model.encode(c.text_of_tokens(n))
+
+        def library_forward():
+            with library_only():
+                return model._run([enc], None)
+
+        t = c.alternate({"fused": lambda: model._run([enc], None), "library": library_forward}, repeats)
+        a, b = model._run([enc], None), library_forward()
+        diff = max(
+            float((a.attention_stack - b.attention_stack).abs().max()),
+            float((a.hidden_stack - b.hidden_stack).abs().max()),
+        )
+        rows.append(
+            ["forward, 12 layers", n, min(t["fused"]) * 1e3, min(t["library"]) * 1e3]
+            + [c.paired_ratio(t["fused"], t["library"]), diff]
+        )
+        print(f"  {n} tokens done", flush=True)
+    print()
+    print(
+        f"kernel: {fused.status()}; bert-base shapes (12 heads of 64); times are the best round, ratio paired"
+    )
+    print(c.machine() + "; " + c.load_average())
+    print(
+        c.table(
+            ["what", "tokens", "fused ms", "library ms", "ratio (paired)", "max |diff|"],
+            [[r[0], r[1], f"{r[2]:.3g}", f"{r[3]:.3g}", f"{r[4]:.3f}", f"{r[5]:.1e}"] for r in rows],
+        )
+    )
+    print(c.reproduce_line())
+
+
+if __name__ == "__main__":
+    main()
