@@ -238,6 +238,40 @@ def test_packed_model_runs_the_kernel_and_agrees_with_the_library_path(tmp_path,
         np.testing.assert_allclose(a.hidden_states, b.hidden_states, rtol=0, atol=1e-5)
 
 
+@pytest.mark.skipif(not packing_available(), reason="this torch build has no oneDNN")
+def test_every_build_keeps_a_padded_batch_within_1e5_of_transformers(build, tmp_path, monkeypatch):
+    import transformers
+
+    checkpoint = make_checkpoint(
+        tmp_path,
+        "pretraining",
+        seed=9,
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=96,
+    )  # fmt: skip  (head size 64, as bert-base)
+    monkeypatch.setattr(fused, "_loaded", (build, "in use (this test's build)"))
+    model = bert_core.load_pretrained(checkpoint)
+    texts = ["the bank by the river", "we deposited cash at the bank today , and then we left the bank"]
+    results = model.analyze_batch(texts)
+    hf = transformers.BertModel.from_pretrained(checkpoint, attn_implementation="eager").eval()
+    longest = max(len(r.input_ids) for r in results)
+    ids = torch.zeros(len(texts), longest, dtype=torch.long)
+    keep = torch.zeros(len(texts), longest, dtype=torch.long)
+    for row, r in enumerate(results):
+        ids[row, : len(r.input_ids)] = torch.tensor(r.input_ids)
+        keep[row, : len(r.input_ids)] = 1
+    with torch.no_grad():
+        ref = hf(input_ids=ids, attention_mask=keep, output_attentions=True, output_hidden_states=True)
+    for row, r in enumerate(results):
+        s = len(r.input_ids)
+        want_att = torch.stack([a[row, :, :s, :s] for a in ref.attentions]).numpy()
+        want_hid = torch.stack([h[row, :s] for h in ref.hidden_states]).numpy()
+        np.testing.assert_allclose(r.attentions, want_att, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(r.hidden_states, want_hid, rtol=0, atol=1e-5)
+
+
 def test_exact_mode_never_calls_it(tiny_checkpoint, monkeypatch):
     model = bert_core.load_pretrained(tiny_checkpoint, pack_weights=False)
     monkeypatch.setattr(
