@@ -37,12 +37,17 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--quick", action="store_true")
+    p.add_argument(
+        "--isa", choices=["avx512", "avx2"], help="time this build of the kernel (default: the widest)"
+    )
     args = p.parse_args()
     repeats = 4 if args.quick else args.repeats
     c.set_threads(args.threads)
     import bert_core
     from bert_core.modeling import fused
 
+    if args.isa:
+        fused._loaded = fused._load(args.isa)
     model = bert_core.load_pretrained(c.bert_base_checkpoint())
     if fused.kernel() is None:
         raise SystemExit(f"the fused attention kernel is not in use here: {fused.status()}")

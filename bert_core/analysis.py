@@ -89,11 +89,9 @@ class BertScopeModel:
 
     def _attention_kernel(self) -> str:
         c = self.config
-        if not self.network.is_packed or self.device.type != "cpu" or fused.kernel() is None:
+        if not self.network.is_packed or self.device.type != "cpu":
             return ""
-        if not fused.supports(c.hidden_size // c.num_attention_heads):
-            return ""
-        return fused.status().removeprefix("in use (").removesuffix(")")
+        return fused.isa_in_use() if fused.supports(c.hidden_size // c.num_attention_heads) else ""
 
     def __repr__(self) -> str:
         c = self.config

@@ -123,6 +123,7 @@ class ModelInfo:
     packed_weights: bool = False
     # The fused attention kernel's instruction set ("AVX-512", "AVX2") where it serves this model; "" where the
     # library path does (exact mode, GPU, an unsupported head size, no compiler: `fused.status()` says why).
+    # Analyses with a head mask always take the library path.
     attention_kernel: str = ""
     # The longest input (pieces, with [CLS]/[SEP]) the model saw in pre-training, when its checkpoint records it
     # (BERTScope's own pretraining.json); positions past it were never trained. None: not recorded.

@@ -256,7 +256,7 @@ class BertLayer(nn.Module):
         b, s = shape
         sa = self.attention.self
         n, d = sa.num_heads, sa.head_size
-        fast = not isinstance(sa.key, nn.Linear)
+        packed = not isinstance(sa.key, nn.Linear)
         q, k, v = (x.view(b, s, n, d) for x in (q, k, v))  # (B * S, H) -> (B, S, N, D)
         context = torch.empty(b, n, s, d, dtype=q.dtype, device=q.device)
         scale = d**-0.5
@@ -271,7 +271,7 @@ class BertLayer(nn.Module):
             # q (S, N, D) -> (N, S, D), copied once (an S x H copy, cheap): the batched matmul on the strided
             # view ran ~30 % slower at 512 tokens. v reads fine strided.
             qr = q[row].transpose(0, 1).contiguous()
-            if fast:
+            if packed:
                 kt = k[row].permute(1, 2, 0).contiguous()  # (N, D, S)
             else:
                 kt = k[row].transpose(0, 1).contiguous().transpose(1, 2)  # (N, S, D) copy, viewed (N, D, S)

@@ -46,7 +46,8 @@ _HEAD_SIZES = frozenset({16, 32, 48, 64})
 _OPENMP_LIBRARIES = ("libgomp", "libiomp", "libomp")
 
 _lock = threading.Lock()
-_loaded: tuple[Callable[..., int] | None, str] | None = None
+# (kernel or None, status line, instruction-set name or "") once loaded
+_loaded: tuple[Callable[..., int] | None, str, str] | None = None
 
 
 def enabled_by_environment() -> bool:
@@ -93,6 +94,13 @@ def status() -> str:
     return _loaded[1]
 
 
+def isa_in_use() -> str:
+    """ "AVX-512" or "AVX2" where the kernel is in use, "" where it is not."""
+    kernel()
+    assert _loaded is not None
+    return _loaded[2]
+
+
 def attention(
     q: Tensor,
     k: Tensor,
@@ -106,7 +114,8 @@ def attention(
     """One sequence: probs (N, S, S) = softmax(scale * q k^T + mask) per head, context (S, H) = probs @ v.
 
     q, k, v, context: (S, H) fp32, contiguous rows (column stride 1); mask: (S,) additive or None; probs
-    contiguous. Returns False, touching nothing, when the kernel is unavailable or the layout does not fit."""
+    contiguous. Returns False when the kernel is unavailable or the layout does not fit (nothing written), or,
+    rarely, when a thread could not allocate its scratch (some rows written: the caller recomputes them all)."""
     fn = kernel()
     return fn is not None and run(fn, q, k, v, mask, probs, context, num_heads, scale)
 
@@ -156,34 +165,41 @@ def run(
     return rc == 0
 
 
-def best_isa() -> str | None:
-    """The widest instruction set this CPU offers the kernel ("avx512", "avx2"), or None."""
+def available_isas() -> list[str]:
+    """The instruction sets this CPU offers the kernel, widest first ("avx512", "avx2")."""
     flags = _cpu_flags()
-    return next((isa for isa, (needs, _, _) in _ISAS.items() if flags.issuperset(needs)), None)
+    return [isa for isa, (needs, _, _) in _ISAS.items() if flags.issuperset(needs)]
 
 
-def _load(isa: str | None = None) -> tuple[Callable[..., int] | None, str]:
+def best_isa() -> str | None:
+    return next(iter(available_isas()), None)
+
+
+def _load(isa: str | None = None) -> tuple[Callable[..., int] | None, str, str]:
+    """(kernel, "in use (...)", ISA name) or (None, why not, ""); `isa` forces one build (the tests use it)."""
     try:
-        return _try_load(isa)
+        fn, why, name = _try_load(isa)
     except Exception as exc:  # noqa: BLE001 - an optional speed-up must never stop a model from loading
-        return None, f"could not be set up: {type(exc).__name__}: {exc}"
+        return None, f"could not be set up: {type(exc).__name__}: {exc}", ""
+    return fn, why, name
 
 
-def _try_load(isa: str | None) -> tuple[Callable[..., int] | None, str]:
+def _try_load(isa: str | None) -> tuple[Callable[..., int] | None, str, str]:
     if not enabled_by_environment():
-        return None, "switched off (BERTSCOPE_FUSED_ATTENTION=0)"
+        return None, "switched off (BERTSCOPE_FUSED_ATTENTION=0)", ""
     if platform.system() != "Linux" or platform.machine() not in {"x86_64", "AMD64"}:
-        return None, f"needs Linux on x86-64 (this is {platform.system()} on {platform.machine()})"
-    candidates = [isa] if isa else [i for i, (needs, _, _) in _ISAS.items() if _cpu_flags().issuperset(needs)]
+        return None, f"needs Linux on x86-64 (this is {platform.system()} on {platform.machine()})", ""
+    available = available_isas()
+    candidates = [isa] if isa else available
     if not candidates:
-        return None, "this CPU has neither AVX-512F nor AVX2 with FMA"
-    if not _cpu_flags().issuperset(_ISAS[candidates[0]][0]):
-        return None, f"this CPU lacks {candidates[0]}"
+        return None, "this CPU has neither AVX-512F nor AVX2 with FMA", ""
+    if candidates[0] not in available:
+        return None, f"this CPU lacks {_ISA_NAMES[candidates[0]]}", ""
     if "ATen parallel backend: OpenMP" not in torch.__config__.parallel_info():
-        return None, "torch's threads do not run on OpenMP here"
+        return None, "torch's threads do not run on OpenMP here", ""
     compiler = find_compiler()
     if compiler is None:
-        return None, "no C compiler found ($CC, cc or gcc)"
+        return None, "no C compiler found ($CC, cc or gcc)", ""
     reasons = []
     for candidate in candidates:  # widest first: an older compiler may manage AVX2 but not AVX-512
         try:
@@ -192,10 +208,8 @@ def _try_load(isa: str | None) -> tuple[Callable[..., int] | None, str]:
             reasons.append(f"{_ISA_NAMES[candidate]}: {exc}")
             continue
         fn, why = _load_built(library, candidate)
-        if fn is None:
-            library.unlink(missing_ok=True)  # never leave a library that fails its checks in the cache
-        return fn, why
-    return None, "could not be built: " + "; ".join(reasons)
+        return fn, why, _ISA_NAMES[candidate] if fn is not None else ""
+    return None, "could not be built: " + "; ".join(reasons), ""
 
 
 def _load_built(library: Path, isa: str) -> tuple[Callable[..., int] | None, str]:
@@ -203,19 +217,23 @@ def _load_built(library: Path, isa: str) -> tuple[Callable[..., int] | None, str
     try:
         lib = ctypes.CDLL(str(library))
     except OSError as exc:
+        library.unlink(missing_ok=True)  # never keep a library that cannot even be loaded
         return None, f"could not be loaded: {exc}"
-    after = _openmp_runtimes()
-    if len(after) > 1 or after != before:
+    added = _openmp_runtimes() - before
+    if added:
         # A second OpenMP runtime would bring its own threads, which spin for the cores torch's threads need.
-        return None, "it would bring a second OpenMP runtime into this process: " + ", ".join(sorted(after))
-    if lib.bertscope_attention_abi() != _ABI or lib.bertscope_attention_lanes() != _ISAS[isa][2]:
-        return None, f"built kernel {library} is not the expected version"
+        # The library itself is fine (another process may be able to use it), so it stays cached.
+        return None, "it would bring a second OpenMP runtime into this process: " + ", ".join(sorted(added))
     fn = lib.bertscope_attention
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_long] * 5 + [ctypes.c_float, ctypes.c_int]
-    problem = _self_test(fn)
+    if lib.bertscope_attention_abi() != _ABI or lib.bertscope_attention_lanes() != _ISAS[isa][2]:
+        problem = "is not the expected version"
+    else:
+        problem = _self_test(fn)
     if problem:
-        return None, f"failed its self-test ({problem})"
+        library.unlink(missing_ok=True)  # never leave a library that fails its checks in the cache
+        return None, f"built kernel {library.name} {problem}"
     return fn, f"in use ({_ISA_NAMES[isa]})"
 
 
@@ -303,11 +321,11 @@ def _self_test(fn: Callable[..., int]) -> str:
             rc = fn(q.data_ptr(), k.data_ptr(), v.data_ptr(), None if m is None else m.data_ptr(),
                     probs.data_ptr(), context.data_ptr(), s, h, h, heads, d, d**-0.5, 1)  # fmt: skip
             if rc != 0:
-                return f"returned {rc}"
-            qh, kh, vh = (x.view(s, heads, d).transpose(0, 1) for x in (q, k, v))
-            scores = qh @ kh.transpose(1, 2) * d**-0.5
+                return f"returned {rc} in its self-test"
+            qh, kh, vh = (x.view(s, heads, d).transpose(0, 1) for x in (q, k, v))  # (S, H) -> (N, S, D)
+            scores = qh @ kh.transpose(1, 2) * d**-0.5  # (N, S, S)
             expected = torch.softmax(scores if m is None else scores + m, dim=-1)
-            expected_context = (expected @ vh).transpose(0, 1).reshape(s, h)
+            expected_context = (expected @ vh).transpose(0, 1).reshape(s, h)  # (N, S, D) -> (S, H)
             if not torch.allclose(probs, expected, rtol=0, atol=1e-5) or not torch.allclose(
                 context, expected_context, rtol=0, atol=1e-5
             ):

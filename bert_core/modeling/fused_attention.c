@@ -2,7 +2,7 @@
  * time, while that block is still in L1. Built twice from this one source: with -DBERTSCOPE_AVX512 (16 lanes)
  * or -DBERTSCOPE_AVX2 (8 lanes, the laptops without AVX-512); only the vector layer below differs.
  *
- * Why a kernel of our own: with every attention map kept, bert-base at 512 tokens spends ~20 % of its forward in
+ * Why a kernel of our own: with every attention map kept, bert-base at 512 tokens spends ~14 % of its forward in
  * attention, where the library matmuls have an inner size of only 64 and the 12.6 MB of scores per layer make
  * three trips through memory (matmul, softmax, context). Here each block of rows is scored, normalised, written
  * once to the caller's probability buffer and multiplied into the context straight from L1
