@@ -101,7 +101,8 @@ def model_picker() -> state.ActiveModel | None:
     st.caption(
         f"{info.num_layers} layers · hidden {info.hidden_size} · {info.num_heads} heads · "
         f"{_count(info.num_parameters)} parameters  \nheads: {heads}  \narithmetic: {arithmetic}",
-        help="Set BERTSCOPE_EXACT=1 (or start with `bertscope --exact`) for the reference's own arithmetic.",
+        help="Set BERTSCOPE_EXACT=1 (or start with `bertscope --exact`) for the reference's own arithmetic. "
+        f"Fused attention kernel: {info.attention_kernel_status}.",
     )
     return active
 

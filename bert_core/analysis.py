@@ -84,14 +84,21 @@ class BertScopeModel:
             ignored_weights=self.ignored_weights,
             packed_weights=self.network.is_packed,
             attention_kernel=self._attention_kernel(),
+            attention_kernel_status=self._attention_kernel_status(),
             trained_length=self.trained_length,
         )
 
     def _attention_kernel(self) -> str:
+        return fused.isa_in_use() if self._attention_kernel_status().startswith("in use") else ""
+
+    def _attention_kernel_status(self) -> str:
         c = self.config
-        if not self.network.is_packed or self.device.type != "cpu":
-            return ""
-        return fused.isa_in_use() if fused.supports(c.hidden_size // c.num_attention_heads) else ""
+        if self.device.type != "cpu":
+            return f"not used on {self.device.type}"
+        if not self.network.is_packed:
+            return "not used in exact mode"
+        head_size = c.hidden_size // c.num_attention_heads
+        return fused.status() if fused.supports(head_size) else f"not built for head size {head_size}"
 
     def __repr__(self) -> str:
         c = self.config

@@ -125,6 +125,8 @@ class ModelInfo:
     # library path does (exact mode, GPU, an unsupported head size, no compiler: `fused.status()` says why).
     # Analyses with a head mask always take the library path.
     attention_kernel: str = ""
+    # Why the kernel does or does not serve this model, in words (for a tooltip: "no C compiler found", ...).
+    attention_kernel_status: str = ""
     # The longest input (pieces, with [CLS]/[SEP]) the model saw in pre-training, when its checkpoint records it
     # (BERTScope's own pretraining.json); positions past it were never trained. None: not recorded.
     trained_length: int | None = None

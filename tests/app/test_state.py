@@ -140,6 +140,11 @@ def test_sidebar_says_which_arithmetic_and_exact_mode_loads_unpacked(make_app, a
     served = fused.kernel() is not None and fused.supports(info.hidden_size // info.num_heads)
     assert bool(info.attention_kernel) == (not exact and served)
     assert ("fused attention" in captions) == bool(info.attention_kernel)
+    helps = " ".join(c.help or "" for c in at.sidebar.caption)
+    assert f"Fused attention kernel: {info.attention_kernel_status}." in helps
+    assert info.attention_kernel_status.startswith(
+        "not used in exact mode" if exact else ("in use", "not built")
+    )
 
 
 def test_a_model_still_in_use_is_adopted_back_not_loaded_twice(tmp_path, load_calls):

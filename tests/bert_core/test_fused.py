@@ -322,7 +322,9 @@ def test_model_info_names_the_kernel_only_where_it_serves_the_model(tmp_path):
     fast = bert_core.load_pretrained(checkpoint)
     exact = bert_core.load_pretrained(checkpoint, pack_weights=False)
     assert fast.info.attention_kernel == fused._ISA_NAMES[fused.best_isa()]
+    assert fast.info.attention_kernel_status == f"in use ({fast.info.attention_kernel})"
     assert exact.info.attention_kernel == ""
+    assert exact.info.attention_kernel_status == "not used in exact mode"
     odd = make_checkpoint(
         tmp_path / "d20",
         "pretraining",
@@ -331,4 +333,7 @@ def test_model_info_names_the_kernel_only_where_it_serves_the_model(tmp_path):
         num_attention_heads=2,
         intermediate_size=32,
     )  # head size 20: no register tile for it, so the library path serves it
-    assert bert_core.load_pretrained(odd).info.attention_kernel == ""
+    odd_info = bert_core.load_pretrained(odd).info
+    assert (
+        odd_info.attention_kernel == "" and odd_info.attention_kernel_status == "not built for head size 20"
+    )
