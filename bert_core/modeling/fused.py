@@ -110,28 +110,17 @@ def attention(
     context: Tensor,
     num_heads: int,
     scale: float,
+    build: Callable[..., int] | None = None,
 ) -> bool:
     """One sequence: probs (N, S, S) = softmax(scale * q k^T + mask) per head, context (S, H) = probs @ v.
 
     q, k, v, context: (S, H) fp32, contiguous rows (column stride 1); mask: (S,) additive or None; probs
-    contiguous. Returns False when the kernel is unavailable or the layout does not fit (nothing written), or,
-    rarely, when a thread could not allocate its scratch (some rows written: the caller recomputes them all)."""
-    fn = kernel()
-    return fn is not None and run(fn, q, k, v, mask, probs, context, num_heads, scale)
-
-
-def run(
-    fn: Callable[..., int],
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    mask: Tensor | None,
-    probs: Tensor,
-    context: Tensor,
-    num_heads: int,
-    scale: float,
-) -> bool:
-    """`attention` with a given build of the kernel (the tests run every build this CPU can)."""
+    contiguous. `build`: a loaded kernel to use instead of `kernel()` (the tests run every build the CPU can).
+    Returns False when the kernel is unavailable or the layout does not fit (nothing written), or, rarely,
+    when a thread could not allocate its scratch (some rows written: the caller recomputes them all)."""
+    fn = build or kernel()
+    if fn is None:
+        return False
     s, h = q.shape
     tensors = [q, k, v, probs, context] + ([] if mask is None else [mask])
     if (

@@ -86,7 +86,7 @@ def _run(fn, q, k, v, mask, heads, threads=None):
     if threads:
         torch.set_num_threads(threads)
     try:
-        used = fused.run(fn, q, k, v, mask, probs, context, heads, (h // heads) ** -0.5)
+        used = fused.attention(q, k, v, mask, probs, context, heads, (h // heads) ** -0.5, build=fn)
     finally:
         torch.set_num_threads(previous)
     return used, probs, context
@@ -166,7 +166,7 @@ def test_layouts_it_does_not_cover_are_declined_untouched(build):
     assert bool(probs.isnan().all()) and bool(context.isnan().all())
     q64 = torch.randn(9, 128, dtype=torch.float64)  # not fp32
     probs = torch.empty(2, 9, 9, dtype=torch.float64)
-    assert not fused.run(build, q64, q64, q64, None, probs, torch.empty_like(q64), 2, 0.125)
+    assert not fused.attention(q64, q64, q64, None, probs, torch.empty_like(q64), 2, 0.125, build=build)
 
 
 def test_switched_off_by_the_environment(monkeypatch):
