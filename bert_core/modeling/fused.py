@@ -6,10 +6,11 @@ and the compiler). Nothing else in BERTScope needs a compiler, so everything deg
 (`torch.baddbmm` / `softmax` / `bmm`, same results within ~1e-6) when any condition below fails, and `status()`
 says which one.
 
-Conditions: Linux on x86-64 with AVX-512F (16-lane build) or AVX2 + FMA (8-lane build, most laptops); a C compiler (`$CC`, `cc` or `gcc`) with OpenMP; torch's
-intra-op threads on OpenMP, and only one OpenMP runtime in the process after loading (the kernel then runs on
-torch's own threads instead of competing with them for the cores); a self-test against torch on random data;
-and `BERTSCOPE_FUSED_ATTENTION` not set to 0. Used only on the packed (fast) path; exact mode never calls it.
+Conditions: Linux on x86-64 with AVX-512F (16-lane build) or AVX2 + FMA (8-lane build, most laptops); a C
+compiler (`$CC`, `cc` or `gcc`) with OpenMP; torch's intra-op threads on OpenMP, and no new OpenMP runtime
+brought in by loading the kernel (it then runs on torch's own threads instead of competing with them for the
+cores); a self-test against torch on random data; and `BERTSCOPE_FUSED_ATTENTION` not set to 0. Used only on
+the packed (fast) CPU path without a head mask; exact mode never calls it.
 
 Shapes are the kernel's: q, k, v (S, H) per sequence, probabilities (N, S, S), context (S, H).
 """
