@@ -26,6 +26,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -224,7 +225,25 @@ def _load_built(library: Path, isa: str) -> tuple[Callable[..., int] | None, str
     if problem:
         library.unlink(missing_ok=True)  # never leave a library that fails its checks in the cache
         return None, f"built kernel {library.name} {problem}"
+    _forget_old_builds(library)
     return fn, f"in use ({_ISA_NAMES[isa]})"
+
+
+_OLD_BUILD_AGE_S = 30 * 24 * 3600
+
+
+def _forget_old_builds(current: Path) -> None:
+    """Delete builds of other sources or compilers not touched for 30 days. Only old ones: another install
+    sharing the cache may be using a different build right now, and deleting it would make that process build
+    again or fall back to the library path. Loading a build refreshes its time."""
+    now = time.time()
+    try:
+        os.utime(current)
+        for other in current.parent.glob("fused_attention-*.so"):
+            if other != current and now - other.stat().st_mtime > _OLD_BUILD_AGE_S:
+                other.unlink(missing_ok=True)
+    except OSError:
+        pass  # a cache we cannot tidy is still a working cache
 
 
 def _cpu_flags() -> frozenset[str]:

@@ -250,6 +250,22 @@ def test_builds_into_the_cache_once(monkeypatch, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == [first.name]
 
 
+@needs_kernel
+def test_builds_unused_for_30_days_are_forgotten_recent_ones_kept(monkeypatch, tmp_path):
+    monkeypatch.setenv("BERTSCOPE_CACHE_DIR", str(tmp_path))
+    old, recent = tmp_path / "fused_attention-avx2-0000000000000000.so", tmp_path / "fused_attention-0123.so"
+    for path in (old, recent):
+        path.write_bytes(b"\x7fELF not really")
+    month = 31 * 24 * 3600
+    fused.os.utime(old, (fused.time.time() - month, fused.time.time() - month))
+    fn, why, _ = fused._load()
+    assert fn is not None, why
+    names = {p.name for p in tmp_path.iterdir()}
+    assert (
+        old.name not in names and recent.name in names and len(names) == 2
+    )  # the new build and the recent one
+
+
 @pytest.mark.skipif(not packing_available(), reason="this torch build has no oneDNN")
 @needs_kernel
 def test_packed_model_runs_the_kernel_and_agrees_with_the_library_path(tmp_path, monkeypatch, spy):
