@@ -67,6 +67,7 @@ class BertScopeModel:
     @property
     def info(self) -> ModelInfo:
         c = self.config
+        kernel_status = self._attention_kernel_status()
         return ModelInfo(
             source=self.source,
             directory=str(self.directory or ""),
@@ -83,13 +84,10 @@ class BertScopeModel:
             device=str(self.device),
             ignored_weights=self.ignored_weights,
             packed_weights=self.network.is_packed,
-            attention_kernel=self._attention_kernel(),
-            attention_kernel_status=self._attention_kernel_status(),
+            attention_kernel=fused.isa_in_use() if kernel_status.startswith("in use") else "",
+            attention_kernel_status=kernel_status,
             trained_length=self.trained_length,
         )
-
-    def _attention_kernel(self) -> str:
-        return fused.isa_in_use() if self._attention_kernel_status().startswith("in use") else ""
 
     def _attention_kernel_status(self) -> str:
         c = self.config
