@@ -49,10 +49,10 @@ static inline lanes first_lanes(long n) { return n >= W ? (lanes)0xFFFF : n <= 0
 #define v_store_lanes(m, p, x) _mm512_mask_storeu_ps(p, m, x)
 #define v_keep(m, x) _mm512_maskz_mov_ps(m, x)
 #define v_max_lanes(m, a, b) _mm512_mask_max_ps(a, m, a, b)
-/* exp(x) for -104 <= x <= 0, given p = exp(r) and n with x = n ln2 + r: scalef reaches subnormals and zero */
+/* p * 2^n for p in [2^-1/2, 2^1/2] and integer n >= -151: scalef reaches subnormals and zero */
 static inline vec v_pow2_times(vec p, vec n) { return _mm512_scalef_ps(p, n); }
 #define v_round(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define EXP_FLOOR -104.0f /* exp(-104) rounds to 0 in fp32 */
+#define EXP2_FLOOR -151.0f /* 2^-151 rounds to 0 in fp32 */
 
 #elif defined(BERTSCOPE_AVX2)
 #define W 8
@@ -89,14 +89,15 @@ static inline lanes first_lanes(long n) {
 #define v_store_lanes(m, p, x) _mm256_maskstore_ps(p, m, x)
 #define v_keep(m, x) _mm256_and_ps(_mm256_castsi256_ps(m), x)
 #define v_max_lanes(m, a, b) _mm256_blendv_ps(a, _mm256_max_ps(a, b), _mm256_castsi256_ps(m))
-/* Without scalef, 2^n goes straight into the exponent bits, which covers normal results only: below -87 the
- * result is flushed to 0 (expf would give a subnormal under 1.7e-38, far below what the 1e-5 tolerance sees). */
+/* Without scalef, 2^n goes straight into the exponent bits, which covers normal results only: t below -126 is
+ * flushed to 0 (expf would give a subnormal under 1.2e-38, far below what the 1e-5 tolerance sees). At n = -126,
+ * t - n >= 0, so p >= 1 and the result is still normal. */
 static inline vec v_pow2_times(vec p, vec n) {
     __m256i bits = _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23));
     return _mm256_castsi256_ps(bits);
 }
 #define v_round(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define EXP_FLOOR -87.0f
+#define EXP2_FLOOR -126.0f
 
 #else
 #error "build with -DBERTSCOPE_AVX512 or -DBERTSCOPE_AVX2"
@@ -113,28 +114,29 @@ typedef struct {
     float scale;
 } problem_t;
 
-/* exp(x) for x <= 0 (arguments are x - rowmax). Padding keys (mask = -FLT_MAX) get exactly zero weight, as with
- * expf. Degree-7 Taylor on |r| <= ln2/2: truncation error ~5e-9 relative, below fp32's half-ulp.
- * A NaN stays NaN (max returns its second operand when one is NaN), so a NaN score spoils its row as it does in
- * the reference instead of being quietly given zero weight. */
+/* exp(x) for x <= 0 (arguments are x - rowmax), as 2^t with t = x log2(e): n = round(t), then 2^(t - n) by a
+ * degree-6 polynomial fitted to 2^f on [-1/2, 1/2] (at most 1.3 ulp in fp32), scaled by 2^n. The rounding of t
+ * costs |t| ulp of relative error, which only matters where exp(x) is already tiny. Cheaper than the natural-base
+ * route (two-part ln2 reduction and a degree-7 polynomial) by three operations a vector, a fifth of the softmax.
+ * Padding keys (mask = -FLT_MAX) get exactly zero weight, as with expf; a row whose keys are all padding gets equal
+ * weights, as in the reference (x - rowmax = 0). A NaN stays NaN (max returns its second operand when one is NaN),
+ * so a NaN score spoils its row as it does in the reference instead of being quietly given zero weight. */
 static inline vec exp_nonpositive(vec x) {
-    vec below = x;
-    x = v_max(v_set(EXP_FLOOR), x);
-    vec n = v_round(v_mul(x, v_set(1.44269504088896341f)));
-    /* ln 2 split in two so n * ln2_hi is exact for every n reached here */
-    vec r = v_fnmadd(n, v_set(0.693145751953125f), x);
-    r = v_fnmadd(n, v_set(1.42860682030941723212e-6f), r);
-    vec p = v_set(1.0f / 5040.0f);
-    p = v_fmadd(p, r, v_set(1.0f / 720.0f));
-    p = v_fmadd(p, r, v_set(1.0f / 120.0f));
-    p = v_fmadd(p, r, v_set(1.0f / 24.0f));
-    p = v_fmadd(p, r, v_set(1.0f / 6.0f));
-    p = v_fmadd(p, r, v_set(0.5f));
-    p = v_fmadd(p, r, v_set(1.0f));
-    p = v_fmadd(p, r, v_set(1.0f));
+    vec t = v_mul(x, v_set(1.44269504088896341f));
+    vec below = t;
+    t = v_max(v_set(EXP2_FLOOR), t);
+    vec n = v_round(t);
+    vec f = v_sub(t, n);
+    vec p = v_set(1.5345810970757157e-4f);
+    p = v_fmadd(p, f, v_set(1.3399930903688073e-3f));
+    p = v_fmadd(p, f, v_set(9.618489071726799e-3f));
+    p = v_fmadd(p, f, v_set(5.550328642129898e-2f));
+    p = v_fmadd(p, f, v_set(0.24022646248340607f));
+    p = v_fmadd(p, f, v_set(0.6931471824645996f));
+    p = v_fmadd(p, f, v_set(1.0f));
     vec e = v_pow2_times(p, n);
 #if defined(BERTSCOPE_AVX2)
-    e = _mm256_andnot_ps(_mm256_cmp_ps(below, v_set(EXP_FLOOR), _CMP_LT_OQ), e); /* NaN compares false: kept */
+    e = _mm256_andnot_ps(_mm256_cmp_ps(below, v_set(EXP2_FLOOR), _CMP_LT_OQ), e); /* NaN compares false: kept */
 #else
     (void)below;
 #endif
@@ -188,9 +190,9 @@ static void score_rows(const problem_t *p, const float *q, const float *kt, floa
     }
 }
 
-/* One row of scores x (S valid of spad): writes softmax(x) to dst, leaves exp(x - max) in x (zero past S) for
- * the context, and returns 1 / sum. The context multiplies by it once per output instead of once per weight. */
-static float softmax_row(float *x, long s, float *dst) {
+/* One row of scores x (S valid of spad): leaves exp(x - max) in x (zero past S) and returns 1 / sum. The
+ * context multiplies by it once per output instead of once per weight, and writes the probabilities. */
+static float softmax_row(float *x, long s) {
     vec vmax = v_set(-__builtin_inff());
     long j = 0;
     for (; j + W <= s; j += W) vmax = v_max(vmax, v_load(x + j));
@@ -209,23 +211,14 @@ static float softmax_row(float *x, long s, float *dst) {
         v_store(x + j, e);
         sum = v_add(sum, e);
     }
-    float inv = 1.0f / v_hsum(sum);
-    vec vinv = v_set(inv);
-    /* Plain stores: streaming ones gained ~5 % on a reused buffer but nothing in the forward, whose result
-     * memory is fresh (its pages were just zeroed through the cache by the page faults). */
-    for (j = 0; j + W <= s; j += W) v_storeu(dst + j, v_mul(v_load(x + j), vinv));
-    if (rest) v_store_lanes(tail, dst + j, v_mul(v_load(x + j), vinv));
-    return inv;
+    return 1.0f / v_hsum(sum);
 }
 
-/* out (rows, W * nv) = (w (rows, S) @ v (S, W * nv)) * inv[row]; w rows are lds apart. */
-static inline __attribute__((always_inline)) void context_tile(const problem_t *p, const float *w,
-                                                               const float *v, const float *inv, float *out,
-                                                               int rows, int nv) {
-    vec acc[ROWS][CONTEXT_NV];
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < nv; c++) acc[r][c] = v_zero();
-    for (long j = 0; j < p->s; j++) {
+/* acc[r] += w[r, j] * v[j] for keys j in [from, to): the context's inner loop */
+static inline __attribute__((always_inline)) void context_keys(const problem_t *p, const float *w, const float *v,
+                                                               vec acc[ROWS][CONTEXT_NV], int rows, int nv,
+                                                               long from, long to) {
+    for (long j = from; j < to; j++) {
         vec b[CONTEXT_NV];
         for (int c = 0; c < nv; c++) b[c] = v_loadu(v + j * p->ld + W * c);
         for (int r = 0; r < rows; r++) {
@@ -233,17 +226,43 @@ static inline __attribute__((always_inline)) void context_tile(const problem_t *
             for (int c = 0; c < nv; c++) acc[r][c] = v_fmadd(a, b[c], acc[r][c]);
         }
     }
+}
+
+/* out (rows, W * nv) = (w (rows, S) @ v (S, W * nv)) * inv[row]; w rows are lds apart. With dst, it also writes
+ * the probabilities w * inv[row] (rows S apart), one vector per row between every W keys' multiply-adds. Written
+ * in one burst after each row's softmax instead, the 12.6 MB of probabilities a layer (bert-base, 512 tokens)
+ * waited on memory; spread out like this, the stores overlap the arithmetic. */
+static inline __attribute__((always_inline)) void context_tile(const problem_t *p, const float *w,
+                                                               const float *v, const float *inv, float *out,
+                                                               float *dst, int rows, int nv) {
+    vec acc[ROWS][CONTEXT_NV];
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < nv; c++) acc[r][c] = v_zero();
+    long s = p->s, j0 = 0;
+    for (; j0 + W <= s; j0 += W) {
+        if (dst)
+            for (int r = 0; r < rows; r++)
+                v_storeu(dst + r * s + j0, v_mul(v_load(w + r * p->lds + j0), v_set(inv[r])));
+        context_keys(p, w, v, acc, rows, nv, j0, j0 + W);
+    }
+    if (j0 < s) {
+        lanes tail = first_lanes(s - j0);
+        if (dst)
+            for (int r = 0; r < rows; r++)
+                v_store_lanes(tail, dst + r * s + j0, v_mul(v_load(w + r * p->lds + j0), v_set(inv[r])));
+        context_keys(p, w, v, acc, rows, nv, j0, s);
+    }
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < nv; c++) v_storeu(out + r * p->ldc + W * c, v_mul(acc[r][c], v_set(inv[r])));
 }
 
 static void context_rows(const problem_t *p, const float *w, const float *v, const float *inv, float *out,
-                         int rows) {
+                         float *dst, int rows) {
     /* D in chunks of CONTEXT_NV vectors: one chunk with AVX-512 (D <= 64), up to four with AVX2 */
     for (long c0 = 0; c0 < p->d; c0 += W * CONTEXT_NV) {
         long left = (p->d - c0) / W;
         int nv = left < CONTEXT_NV ? (int)left : CONTEXT_NV;
-#define TILE(R, NV) context_tile(p, w, v + c0, inv, out + c0, R, NV)
+#define TILE(R, NV) context_tile(p, w, v + c0, inv, out + c0, c0 ? NULL : dst, R, NV)
         switch (rows * 8 + nv) { ALL_CASES }
 #undef TILE
     }
@@ -271,8 +290,8 @@ static int run_items(const problem_t *p, long first, long last) {
         score_rows(p, p->q + i0 * p->ld + h * d, kt, tile, rows);
         float inv[ROWS];
         float *dst = p->probs + (h * s + i0) * s;
-        for (int r = 0; r < rows; r++) inv[r] = softmax_row(tile + r * lds, s, dst + r * s);
-        context_rows(p, tile, p->v + h * d, inv, p->ctx + i0 * p->ldc + h * d, rows);
+        for (int r = 0; r < rows; r++) inv[r] = softmax_row(tile + r * lds, s);
+        context_rows(p, tile, p->v + h * d, inv, p->ctx + i0 * p->ldc + h * d, dst, rows);
     }
     free(kt);
     return 1;

@@ -158,6 +158,45 @@ def test_a_nan_score_spoils_its_rows_as_in_the_reference(build):
         assert bool(probs[0].isnan().all()) and not bool(probs[1].isnan().any())
 
 
+@needs_kernel
+@pytest.mark.parametrize("length", [5, 64, 333])
+def test_exp_keeps_relative_accuracy_over_a_wide_range_of_weights(build, length):
+    # Small integers make every fp32 score exact (D = 64, scale 1/8), so what is compared is the kernel's own
+    # exp and normalisation, for weights from 1 down to fp32's underflow. Rounding the exponent costs a little
+    # per unit of gap below the row's largest score; near the top, a few ulp at most. (A polynomial coefficient
+    # off by 0.2 % fails both bounds.)
+    g = torch.Generator().manual_seed(length)
+    q, k, v = (torch.randint(-8, 9, (length, 2 * 64), generator=g).float() for _ in range(3))
+    _, probs, context = _run(build, q, k, v, None, 2)
+    want, want_context = _reference(q, k, v, None, 2)
+    scores = torch.stack(
+        [q[:, h * 64 : (h + 1) * 64].double() @ k[:, h * 64 : (h + 1) * 64].double().T for h in (0, 1)]
+    )
+    gap = (scores.amax(-1, keepdim=True) - scores) / 8  # in nats
+    assert float(gap.max()) > 90  # the range reaches fp32's underflow
+    got = probs.double()
+    normal = want > 1e-36
+    relative = ((got - want).abs() / want)[normal]
+    assert bool((relative <= 4e-7 + 1.6e-7 * gap[normal]).all()), float(relative.max())
+    # Below fp32's normal range the AVX2 build flushes to zero, the AVX-512 one keeps subnormals.
+    assert bool((got[~normal] <= 2e-36).all())
+    assert (context.double() - want_context).abs().max() <= 1e-5
+
+
+@needs_kernel
+def test_a_row_whose_keys_are_all_padding_gets_equal_weights_as_in_the_reference(build):
+    g = torch.Generator().manual_seed(6)
+    q, k, v = (torch.randn(20, 2 * 32, generator=g) for _ in range(3))
+    mask = torch.full((20,), NEG)
+    _, probs, context = _run(build, q, k, v, mask, 2)
+    # torch in fp32, as transformers computes it: score + most-negative rounds to the same value for every key
+    scores = torch.stack([q[:, h * 32 : (h + 1) * 32] @ k[:, h * 32 : (h + 1) * 32].T for h in (0, 1)])
+    want = torch.softmax(scores * 32**-0.5 + mask, dim=-1)
+    torch.testing.assert_close(want, torch.full((2, 20, 20), 1 / 20), rtol=0, atol=1e-7)
+    torch.testing.assert_close(probs, want, rtol=0, atol=1e-7)
+    torch.testing.assert_close(context, v.mean(0).expand(20, -1), rtol=0, atol=1e-5)
+
+
 def test_layouts_it_does_not_cover_are_declined_untouched(build):
     g = torch.Generator().manual_seed(3)
     q, k, v = (torch.randn(9, 2 * 40, generator=g) for _ in range(3))  # head size 40: no register tile for it
