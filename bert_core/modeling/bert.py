@@ -61,6 +61,19 @@ def _project_act(layer: nn.Linear | PackedLinear, x: Tensor, act_name: str) -> T
     return ACTIVATIONS[act_name](_project(layer, x))
 
 
+def _layer_norm(norm: nn.LayerNorm, x: Tensor, fast: bool, out: Tensor | None = None) -> Tensor:
+    """norm(x) for x (M, H), into out when given; out=x asks for it in place where that is possible (the
+    result is then x, or a new tensor on the library path). With fast, the fused kernel (fused.py) does it
+    where it loads: faster than F.layer_norm right after a matmul, and it writes into out directly instead of
+    making a tensor to copy there. Otherwise F.layer_norm, the reference's own call."""
+    if fast:
+        target = torch.empty_like(x) if out is None else out
+        if fused.layer_norm(x, norm.weight, norm.bias, norm.eps, target):
+            return target
+    result = F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+    return result if out is None or out is x else out.copy_(result)
+
+
 def _result_buffer(shape: tuple[int, ...], like: Tensor) -> Tensor:
     """An uninitialised tensor for a large result the caller keeps (the attention and hidden-state stacks).
 
@@ -223,22 +236,26 @@ class BertLayer(nn.Module):
         additive_mask: Tensor | None,
         head_mask: Tensor | None,
         probs_out: Tensor,
+        out: Tensor | None = None,
     ) -> Tensor:
         """The same layer for eval mode without autograd, with fewer and in-place tensor operations.
 
         hidden (B * S, H) with shape = (B, S); additive_mask (B, 1, 1, S) or None; head_mask (N,) or None.
-        The attention probabilities are written into probs_out (B, N, S, S); returns the output (B * S, H).
+        The attention probabilities are written into probs_out (B, N, S, S); the output (B * S, H) into out
+        when given (which is then returned), else into a new tensor.
         Same arithmetic as `forward` (dropout is the identity in eval mode).
         """
         sa = self.attention.self
         # A fused (3H, H) QKV matmul was measured and gained nothing on CPU (docs/benchmarks.md): three it is.
         q, k, v = (_project(m, hidden) for m in (sa.query, sa.key, sa.value))  # each (B * S, H)
         context = None
-        if not isinstance(sa.key, nn.Linear) and head_mask is None and hidden.device.type == "cpu":
+        # The fused kernels serve the packed path only: exact mode keeps the reference's own calls.
+        fast = not isinstance(sa.key, nn.Linear) and hidden.device.type == "cpu"
+        if fast and head_mask is None:
             context = self.fused_attention(q, k, v, shape, additive_mask, probs_out)
         if context is None:
             context = self.library_attention(q, k, v, shape, additive_mask, head_mask, probs_out)
-        return self._after_attention(context, hidden)
+        return self._after_attention(context, hidden, out, fast)
 
     def library_attention(
         self,
@@ -312,23 +329,15 @@ class BertLayer(nn.Module):
                 return None  # the library path then recomputes every row
         return context
 
-    def _after_attention(self, context: Tensor, hidden: Tensor) -> Tensor:
-        """Output projection, residual, LayerNorm and the feed-forward block: context, hidden (B * S, H)."""
+    def _after_attention(self, context: Tensor, hidden: Tensor, out: Tensor | None, fast: bool) -> Tensor:
+        """Output projection, residual, LayerNorm and the feed-forward block: context, hidden (B * S, H); the
+        result goes into out (B * S, H) when given. fast: LayerNorm by the fused kernel where it loads."""
         so = self.attention.output
         attended = _project(so.dense, context, hidden)
-        attended = F.layer_norm(
-            attended, so.LayerNorm.normalized_shape, so.LayerNorm.weight, so.LayerNorm.bias, so.LayerNorm.eps
-        )
+        attended = _layer_norm(so.LayerNorm, attended, fast, out=attended)
         inner = _project_act(self.intermediate.dense, attended, self.intermediate.act_name)  # (B * S, I)
-        out = self.output
-        result = _project(out.dense, inner, attended)
-        return F.layer_norm(
-            result,
-            out.LayerNorm.normalized_shape,
-            out.LayerNorm.weight,
-            out.LayerNorm.bias,
-            out.LayerNorm.eps,
-        )
+        result = _project(self.output.dense, inner, attended)
+        return _layer_norm(self.output.LayerNorm, result, fast, out=out)
 
 
 class BertEncoder(nn.Module):
@@ -421,9 +430,13 @@ class BertModel(nn.Module):
         for index, layer in enumerate(self.encoder.layer):
             layer_mask = None if head_mask is None else head_mask[index]
             hidden = layer.infer(
-                hidden, (b, s), additive_mask, layer_mask, stack[index if keep_attentions else 0]
+                hidden,
+                (b, s),
+                additive_mask,
+                layer_mask,
+                stack[index if keep_attentions else 0],
+                out=hidden_stack[index + 1].view(b * s, h),  # (B, S, H) -> (B * S, H), a view
             )
-            hidden_stack[index + 1].copy_(hidden.view(b, s, h))
         hidden_states = tuple(hidden_stack.unbind(0))
         pooled = self.pooler(hidden_states[-1]) if self.pooler is not None else None
         if not keep_attentions:

@@ -1,18 +1,21 @@
-"""The fused attention kernel (`fused_attention.c`): built on first use, checked, and used where it is safe.
+"""The fused kernels (`fused_attention.c`): attention, and the LayerNorm after it. Built on first use, checked,
+and used where it is safe.
 
 Why built here rather than shipped: it is a few hundred lines of C that the system compiler turns into a
 shared library in about two seconds, once per machine (the result is cached by a hash of the source, the flags
 and the compiler). Nothing else in BERTScope needs a compiler, so everything degrades to the library path
-(`torch.baddbmm` / `softmax` / `bmm`, same results within ~1e-6) when any condition below fails, and `status()`
-says which one.
+(`torch.baddbmm` / `softmax` / `bmm` and `F.layer_norm`, same results within ~1e-6) when any condition below
+fails, and `status()` says which one.
 
 Conditions: Linux on x86-64 with AVX-512F (16-lane build) or AVX2 + FMA (8-lane build, most laptops); a C
 compiler (`$CC`, `cc` or `gcc`) with OpenMP; torch's intra-op threads on OpenMP, and no new OpenMP runtime
 brought in by loading the kernel (it then runs on torch's own threads instead of competing with them for the
-cores); a self-test against torch on random data; and `BERTSCOPE_FUSED_ATTENTION` not set to 0. Used only on
-the packed (fast) CPU path without a head mask; exact mode never calls it.
+cores); a self-test against torch on random data; and `BERTSCOPE_FUSED_ATTENTION` not set to 0 (it switches
+off both kernels). Used only on the packed (fast) CPU path, attention only without a head mask; exact mode never
+calls either.
 
-Shapes are the kernel's: q, k, v (S, H) per sequence, probabilities (N, S, S), context (S, H).
+Shapes are the kernels': q, k, v (S, H) per sequence, probabilities (N, S, S), context (S, H); LayerNorm
+x and out (M, H).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -43,13 +47,22 @@ _ISAS = {
     "avx2": (("avx2", "fma"), ("-mavx2", "-mfma", "-DBERTSCOPE_AVX2"), 8),
 }
 _ISA_NAMES = {"avx512": "AVX-512", "avx2": "AVX2"}
-_ABI = 2
+_ABI = 3
 _HEAD_SIZES = frozenset({16, 32, 48, 64})
 _OPENMP_LIBRARIES = ("libgomp", "libiomp", "libomp")
 
+
+class Kernels(NamedTuple):
+    """The loaded library's entry points (ctypes functions on raw pointers; `attention` and `layer_norm` below
+    check the tensors before calling them)."""
+
+    attention: Callable[..., int]
+    layer_norm: Callable[..., int]
+
+
 _lock = threading.Lock()
-# (kernel or None, status line, instruction-set name or "") once loaded
-_loaded: tuple[Callable[..., int] | None, str, str] | None = None
+# (kernels or None, status line, instruction-set name or "") once loaded
+_loaded: tuple[Kernels | None, str, str] | None = None
 
 
 def enabled_by_environment() -> bool:
@@ -79,8 +92,8 @@ def supports(head_size: int) -> bool:
     return head_size in _HEAD_SIZES
 
 
-def kernel() -> Callable[..., int] | None:
-    """The loaded kernel, or None where it cannot be used (see `status()`). Builds it on the first call."""
+def kernel() -> Kernels | None:
+    """The loaded kernels, or None where they cannot be used (see `status()`). Builds them on the first call."""
     global _loaded
     if _loaded is None:
         with _lock:
@@ -112,16 +125,16 @@ def attention(
     context: Tensor,
     num_heads: int,
     scale: float,
-    build: Callable[..., int] | None = None,
+    build: Kernels | None = None,
 ) -> bool:
     """One sequence: probs (N, S, S) = softmax(scale * q k^T + mask) per head, context (S, H) = probs @ v.
 
     q, k, v, context: (S, H) fp32, contiguous rows (column stride 1); mask: (S,) additive or None; probs
-    contiguous. `build`: a loaded kernel to use instead of `kernel()` (the tests run every build the CPU can).
+    contiguous. `build`: loaded kernels to use instead of `kernel()` (the tests run every build the CPU can).
     Returns False when the kernel is unavailable or the layout does not fit (nothing written), or, rarely,
     when a thread could not allocate its scratch (some rows written: the caller recomputes them all)."""
-    fn = build or kernel()
-    if fn is None:
+    kernels = build or kernel()
+    if kernels is None:
         return False
     s, h = q.shape
     tensors = [q, k, v, probs, context] + ([] if mask is None else [mask])
@@ -137,7 +150,7 @@ def attention(
         or (mask is not None and (mask.shape != (s,) or not mask.is_contiguous()))
     ):
         return False
-    rc = fn(
+    rc = kernels.attention(
         q.data_ptr(),
         k.data_ptr(),
         v.data_ptr(),
@@ -156,6 +169,43 @@ def attention(
     return rc == 0
 
 
+def layer_norm(
+    x: Tensor, weight: Tensor, bias: Tensor, eps: float, out: Tensor, build: Kernels | None = None
+) -> bool:
+    """out (M, H) = LayerNorm(x) over H with weight and bias (H,); out may be x itself (in place) but must not
+    otherwise overlap it. Rows may be strided, columns contiguous. Returns False, writing nothing, when the
+    kernels are unavailable or the layout does not fit; the caller then uses F.layer_norm."""
+    kernels = build or kernel()
+    if kernels is None:
+        return False
+    if (
+        x.dim() != 2
+        or out.shape != x.shape
+        or weight.shape != (x.shape[1],)
+        or bias.shape != (x.shape[1],)
+        or any(t.device.type != "cpu" or t.dtype != torch.float32 for t in (x, weight, bias, out))
+        or x.stride(1) != 1
+        or out.stride(1) != 1
+        or not weight.is_contiguous()
+        or not bias.is_contiguous()
+        or x.numel() == 0
+    ):
+        return False
+    rc = kernels.layer_norm(
+        x.data_ptr(),
+        x.stride(0),
+        weight.data_ptr(),
+        bias.data_ptr(),
+        out.data_ptr(),
+        out.stride(0),
+        x.shape[0],
+        x.shape[1],
+        eps,
+        torch.get_num_threads(),
+    )
+    return rc == 0
+
+
 def available_isas() -> list[str]:
     """The instruction sets this CPU offers the kernel, widest first ("avx512", "avx2")."""
     flags = _cpu_flags()
@@ -166,8 +216,8 @@ def best_isa() -> str | None:
     return next(iter(available_isas()), None)
 
 
-def _load(isa: str | None = None) -> tuple[Callable[..., int] | None, str, str]:
-    """(kernel, "in use (...)", ISA name) or (None, why not, ""); `isa` forces one build (the tests use it)."""
+def _load(isa: str | None = None) -> tuple[Kernels | None, str, str]:
+    """(kernels, "in use (...)", ISA name) or (None, why not, ""); `isa` forces one build (the tests use it)."""
     try:
         fn, why, name = _try_load(isa)
     except Exception as exc:  # noqa: BLE001 - an optional speed-up must never stop a model from loading
@@ -175,7 +225,7 @@ def _load(isa: str | None = None) -> tuple[Callable[..., int] | None, str, str]:
     return fn, why, name
 
 
-def _try_load(isa: str | None) -> tuple[Callable[..., int] | None, str, str]:
+def _try_load(isa: str | None) -> tuple[Kernels | None, str, str]:
     if not enabled_by_environment():
         return None, "switched off (BERTSCOPE_FUSED_ATTENTION=0)", ""
     if platform.system() != "Linux" or platform.machine() not in {"x86_64", "AMD64"}:
@@ -203,7 +253,7 @@ def _try_load(isa: str | None) -> tuple[Callable[..., int] | None, str, str]:
     return None, "could not be built: " + "; ".join(reasons), ""
 
 
-def _load_built(library: Path, isa: str) -> tuple[Callable[..., int] | None, str]:
+def _load_built(library: Path, isa: str) -> tuple[Kernels | None, str]:
     before = _openmp_runtimes()
     try:
         lib = ctypes.CDLL(str(library))
@@ -215,18 +265,28 @@ def _load_built(library: Path, isa: str) -> tuple[Callable[..., int] | None, str
         # A second OpenMP runtime would bring its own threads, which spin for the cores torch's threads need.
         # The library itself is fine (another process may be able to use it), so it stays cached.
         return None, "it would bring a second OpenMP runtime into this process: " + ", ".join(sorted(added))
-    fn = lib.bertscope_attention
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.c_void_p] * 6 + [ctypes.c_long] * 5 + [ctypes.c_float, ctypes.c_int]
     if lib.bertscope_attention_abi() != _ABI or lib.bertscope_attention_lanes() != _ISAS[isa][2]:
         problem = "is not the expected version"
     else:
-        problem = _self_test(fn)
+        kernels = Kernels(lib.bertscope_attention, lib.bertscope_layer_norm)
+        kernels.attention.argtypes = (
+            [ctypes.c_void_p] * 6 + [ctypes.c_long] * 5 + [ctypes.c_float, ctypes.c_int]
+        )
+        # x, ldx, gamma, beta, out, ldo, rows, h, eps, threads
+        kernels.layer_norm.argtypes = (
+            [ctypes.c_void_p, ctypes.c_long]
+            + [ctypes.c_void_p] * 3
+            + [ctypes.c_long] * 3
+            + [ctypes.c_float, ctypes.c_int]
+        )
+        for fn in kernels:
+            fn.restype = ctypes.c_int
+        problem = _self_test(kernels)
     if problem:
         library.unlink(missing_ok=True)  # never leave a library that fails its checks in the cache
         return None, f"built kernel {library.name} {problem}"
     _forget_old_builds(library)
-    return fn, f"in use ({_ISA_NAMES[isa]})"
+    return kernels, f"in use ({_ISA_NAMES[isa]})"
 
 
 _OLD_BUILD_AGE_S = 30 * 24 * 3600
@@ -316,8 +376,10 @@ def _compile(command: list[str]) -> None:
         raise subprocess.SubprocessError(err.strip()[-500:] or f"{command[0]} failed")
 
 
-def _self_test(fn: Callable[..., int]) -> str:
-    """Compare with torch's arithmetic on random data: odd lengths, every head size, with and without a mask."""
+def _self_test(kernels: Kernels) -> str:
+    """Compare with torch's arithmetic on random data: attention at odd lengths, every head size, with and
+    without a mask; LayerNorm at widths with and without a partial vector, in place and strided."""
+    fn = kernels.attention
     generator = torch.Generator().manual_seed(0)
     for s, heads, d in ((1, 1, 16), (13, 2, 32), (29, 3, 48), (45, 2, 64)):
         h = heads * d
@@ -341,4 +403,17 @@ def _self_test(fn: Callable[..., int]) -> str:
                 return f"differs from torch at S={s}, D={d}"
             if m is not None and bool((probs[..., s // 2 + 1 :] != 0).any()):
                 return "masked keys got weight"
+    for rows, h in ((1, 16), (7, 37), (5, 768)):
+        x = torch.randn(rows, h + 3, generator=generator)[:, :h] * 4 + 2  # rows h + 3 apart
+        weight, bias = torch.randn(h, generator=generator), torch.randn(h, generator=generator)
+        expected = torch.nn.functional.layer_norm(x, (h,), weight, bias, 1e-12)
+        out = torch.empty(rows, h)
+        inplace = x.clone()
+        for src, dst in ((x, out), (inplace, inplace)):
+            rc = kernels.layer_norm(src.data_ptr(), src.stride(0), weight.data_ptr(), bias.data_ptr(),
+                                    dst.data_ptr(), dst.stride(0), rows, h, 1e-12, 2)  # fmt: skip
+            if rc != 0:
+                return f"returned {rc} from its LayerNorm self-test"
+            if not torch.allclose(dst, expected, rtol=0, atol=1e-5):
+                return f"LayerNorm differs from torch at width {h}"
     return ""

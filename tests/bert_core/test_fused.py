@@ -66,6 +66,20 @@ def spy(monkeypatch):
     return answers
 
 
+@pytest.fixture
+def norm_spy(monkeypatch):
+    """Every fused.layer_norm call's answer (True: the kernel ran) while the test runs."""
+    answers: list[bool] = []
+    real = fused.layer_norm
+
+    def record(*args, **kwargs):
+        answers.append(real(*args, **kwargs))
+        return answers[-1]
+
+    monkeypatch.setattr(fused, "layer_norm", record)
+    return answers
+
+
 def _reference(q, k, v, mask, heads):
     """torch's arithmetic in float64: probabilities (N, S, S) and context (S, H)."""
     s, h = q.shape
@@ -208,6 +222,57 @@ def test_layouts_it_does_not_cover_are_declined_untouched(build):
     assert not fused.attention(q64, q64, q64, None, probs, torch.empty_like(q64), 2, 0.125, build=build)
 
 
+@needs_kernel
+@pytest.mark.parametrize("width", [1, 7, 16, 37, 768, 1024])
+def test_layer_norm_matches_torch_strided_and_in_place(build, width):
+    g = torch.Generator().manual_seed(width)
+    # rows 5 floats wider than the data, an offset mean and a spread as after a residual add
+    x = (torch.randn(9, width + 5, generator=g) * 3 + 5)[:, :width]
+    weight, bias = torch.randn(width, generator=g), torch.randn(width, generator=g)
+    want = torch.nn.functional.layer_norm(x, (width,), weight, bias, 1e-12)
+    out = torch.full((9, width), float("nan"))
+    assert fused.layer_norm(x, weight, bias, 1e-12, out, build=build)
+    torch.testing.assert_close(out, want, rtol=0, atol=2e-6)
+    inplace = x.clone()
+    assert fused.layer_norm(inplace, weight, bias, 1e-12, inplace, build=build)
+    assert torch.equal(inplace, out)
+    # one thread or two: the same bits (rows are independent)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        single = torch.empty(9, width)
+        assert fused.layer_norm(x, weight, bias, 1e-12, single, build=build)
+    finally:
+        torch.set_num_threads(previous)
+    assert torch.equal(single, out)
+
+
+@needs_kernel
+def test_layer_norm_of_a_constant_row_is_its_bias_as_in_torch(build):
+    # variance 0: only eps keeps the division finite, as in torch
+    x = torch.full((2, 24), 3.25)
+    weight, bias = torch.randn(24), torch.randn(24)
+    out = torch.empty(2, 24)
+    assert fused.layer_norm(x, weight, bias, 1e-12, out, build=build)
+    torch.testing.assert_close(out, torch.nn.functional.layer_norm(x, (24,), weight, bias, 1e-12))
+    torch.testing.assert_close(out, bias.expand(2, 24), rtol=0, atol=0)
+
+
+@needs_kernel
+def test_layer_norm_declines_layouts_it_does_not_cover_untouched(build):
+    x, weight, bias = torch.randn(4, 8), torch.randn(8), torch.randn(8)
+    out = torch.full((4, 8), float("nan"))
+    for args in (
+        (x.double(), weight.double(), bias.double(), out.double()),  # not fp32
+        (x.t().contiguous().t(), weight, bias, out),  # columns not contiguous
+        (x, weight[:4], bias, out),  # weight of the wrong width
+        (x, weight, bias, out[:2]),  # out of the wrong shape
+        (x[None], weight, bias, out[None]),  # not 2-D
+    ):
+        assert not fused.layer_norm(*args[:3], 1e-12, args[3], build=build)
+    assert bool(out.isnan().all())
+
+
 def test_switched_off_by_the_environment(monkeypatch):
     monkeypatch.setenv("BERTSCOPE_FUSED_ATTENTION", "0")
     fn, why, isa = fused._load()
@@ -307,7 +372,7 @@ def test_builds_unused_for_30_days_are_forgotten_recent_ones_kept(monkeypatch, t
 
 @pytest.mark.skipif(not packing_available(), reason="this torch build has no oneDNN")
 @needs_kernel
-def test_packed_model_runs_the_kernel_and_agrees_with_the_library_path(tmp_path, monkeypatch, spy):
+def test_packed_model_runs_the_kernels_and_agrees_with_the_library_path(tmp_path, monkeypatch, spy, norm_spy):
     checkpoint = make_checkpoint(
         tmp_path, "pretraining", seed=8, hidden_size=96, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=64,
@@ -316,7 +381,9 @@ def test_packed_model_runs_the_kernel_and_agrees_with_the_library_path(tmp_path,
     texts = ["the bank by the river", "we deposited cash at the bank today , and then we left"]
     fast = model.analyze_batch(texts)
     assert spy == [True] * (2 * 2)  # two layers x two sequences (the batch is padded: masks in use)
+    assert norm_spy == [True] * (2 * 2)  # two LayerNorms a layer, each over the whole batch
     monkeypatch.setattr(fused, "attention", lambda *a: False)
+    monkeypatch.setattr(fused, "layer_norm", lambda *a, **k: False)
     library = model.analyze_batch(texts)
     for a, b in zip(fast, library, strict=True):
         np.testing.assert_allclose(a.attentions, b.attentions, rtol=0, atol=1e-6)
@@ -324,7 +391,9 @@ def test_packed_model_runs_the_kernel_and_agrees_with_the_library_path(tmp_path,
 
 
 @pytest.mark.skipif(not packing_available(), reason="this torch build has no oneDNN")
-def test_every_build_keeps_a_padded_batch_within_1e5_of_transformers(build, tmp_path, monkeypatch, spy):
+def test_every_build_keeps_a_padded_batch_within_1e5_of_transformers(
+    build, tmp_path, monkeypatch, spy, norm_spy
+):
     import transformers
 
     checkpoint = make_checkpoint(
@@ -340,7 +409,8 @@ def test_every_build_keeps_a_padded_batch_within_1e5_of_transformers(build, tmp_
     model = bert_core.load_pretrained(checkpoint)
     texts = ["the bank by the river", "we deposited cash at the bank today , and then we left the bank"]
     results = model.analyze_batch(texts)
-    assert spy == [True] * (2 * 2)  # the kernel, not the library path, made these results
+    assert spy == [True] * (2 * 2)  # the kernels, not the library path, made these results
+    assert norm_spy == [True] * (2 * 2)
     hf = transformers.BertModel.from_pretrained(checkpoint, attn_implementation="eager").eval()
     longest = max(len(r.input_ids) for r in results)
     ids = torch.zeros(len(texts), longest, dtype=torch.long)
@@ -360,9 +430,10 @@ def test_every_build_keeps_a_padded_batch_within_1e5_of_transformers(build, tmp_
 
 def test_exact_mode_never_calls_it(tiny_checkpoint, monkeypatch):
     model = bert_core.load_pretrained(tiny_checkpoint, pack_weights=False)
-    monkeypatch.setattr(
-        fused, "attention", lambda *a: pytest.fail("exact mode must keep the reference's calls")
-    )
+    for name in ("attention", "layer_norm"):
+        monkeypatch.setattr(
+            fused, name, lambda *a, **k: pytest.fail("exact mode must keep the reference's calls")
+        )
     model.analyze("the bank by the river")
     assert bert_module.fused is fused
 
