@@ -54,6 +54,33 @@ static inline lanes first_lanes(long n) { return n >= W ? (lanes)0xFFFF : n <= 0
 static inline vec v_pow2_times(vec p, vec n) { return _mm512_scalef_ps(p, n); }
 #define v_round(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define EXP2_FLOOR -151.0f /* 2^-151 rounds to 0 in fp32 */
+/* dst (W, W), rows ld apart = the transpose of src (W, W), rows ls apart. Three rounds of shuffles: 2 x 2
+ * blocks of floats, then of float pairs (both within 128-bit lanes), then the lanes themselves. */
+static inline void v_transpose(const float *src, long ls, float *dst, long ld) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * ls);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    /* r[4g + j], 128-bit lane L: column 4L + j of rows 4g .. 4g + 3 */
+    for (int g = 0; g < 16; g += 4)
+        for (int j = 0; j < 2; j++) {
+            __m512d a = _mm512_castps_pd(t[g + j]), b = _mm512_castps_pd(t[g + j + 2]);
+            r[g + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            r[g + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    /* column 4L + j = lane L of r[j], r[4 + j], r[8 + j], r[12 + j] */
+    for (int j = 0; j < 4; j++) {
+        __m512 x0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), x1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
+        __m512 y0 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
+        __m512 y1 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
+        _mm512_storeu_ps(dst + j * ld, _mm512_shuffle_f32x4(x0, y0, 0x88));
+        _mm512_storeu_ps(dst + (4 + j) * ld, _mm512_shuffle_f32x4(x0, y0, 0xDD));
+        _mm512_storeu_ps(dst + (8 + j) * ld, _mm512_shuffle_f32x4(x1, y1, 0x88));
+        _mm512_storeu_ps(dst + (12 + j) * ld, _mm512_shuffle_f32x4(x1, y1, 0xDD));
+    }
+}
 
 #elif defined(BERTSCOPE_AVX2)
 #define W 8
@@ -99,6 +126,25 @@ static inline vec v_pow2_times(vec p, vec n) {
 }
 #define v_round(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define EXP2_FLOOR -126.0f
+/* dst (W, W), rows ld apart = the transpose of src (W, W), rows ls apart: as the AVX-512 one, two lanes. */
+static inline void v_transpose(const float *src, long ls, float *dst, long ld) {
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * ls);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 8; g += 4)
+        for (int j = 0; j < 2; j++) {
+            __m256d a = _mm256_castps_pd(t[g + j]), b = _mm256_castps_pd(t[g + j + 2]);
+            r[g + 2 * j] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, b));
+            r[g + 2 * j + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, b));
+        }
+    for (int j = 0; j < 4; j++) {
+        _mm256_storeu_ps(dst + j * ld, _mm256_permute2f128_ps(r[j], r[4 + j], 0x20));
+        _mm256_storeu_ps(dst + (4 + j) * ld, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
+    }
+}
 
 #else
 #error "build with -DBERTSCOPE_AVX512 or -DBERTSCOPE_AVX2"
@@ -282,7 +328,10 @@ static int run_items(const problem_t *p, long first, long last) {
         if (h != head) {
             head = h;
             const float *k = p->k + h * d;
-            for (long t = 0; t < s; t++)
+            long whole = s / W * W;
+            for (long t = 0; t < whole; t += W)
+                for (long dd = 0; dd < d; dd += W) v_transpose(k + t * p->ld + dd, p->ld, kt + dd * lds + t, lds);
+            for (long t = whole; t < s; t++)
                 for (long dd = 0; dd < d; dd++) kt[dd * lds + t] = k[t * p->ld + dd];
             for (long t = s; t < spad; t++)
                 for (long dd = 0; dd < d; dd++) kt[dd * lds + t] = 0.0f;
