@@ -61,15 +61,19 @@ def _project_act(layer: nn.Linear | PackedLinear, x: Tensor, act_name: str) -> T
     return ACTIVATIONS[act_name](_project(layer, x))
 
 
-def _layer_norm(norm: nn.LayerNorm, x: Tensor, fast: bool, out: Tensor | None = None) -> Tensor:
-    """norm(x) for x (M, H), into out when given; out=x asks for it in place where that is possible (the
-    result is then x, or a new tensor on the library path). With fast, the fused kernel (fused.py) does it
-    where it loads: faster than F.layer_norm right after a matmul, and it writes into out directly instead of
-    making a tensor to copy there. Otherwise F.layer_norm, the reference's own call."""
+def _layer_norm(
+    norm: nn.LayerNorm, x: Tensor, fast: bool, out: Tensor | None = None, residual: Tensor | None = None
+) -> Tensor:
+    """norm(x + residual) (residual (M, H) or None) for x (M, H), into out when given; out=x asks for it in
+    place where that is possible (the result is then x, or a new tensor on the library path). With fast, the
+    fused kernel (fused.py) does it where it loads, adding the residual as it reads and writing into out
+    directly. Otherwise the reference's own calls: add_, then F.layer_norm."""
     if fast:
         target = torch.empty_like(x) if out is None else out
-        if fused.layer_norm(x, norm.weight, norm.bias, norm.eps, target):
+        if fused.layer_norm(x, norm.weight, norm.bias, norm.eps, target, residual):
             return target
+    if residual is not None:
+        x = x + residual
     result = F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
     return result if out is None or out is x else out.copy_(result)
 
@@ -331,13 +335,19 @@ class BertLayer(nn.Module):
 
     def _after_attention(self, context: Tensor, hidden: Tensor, out: Tensor | None, fast: bool) -> Tensor:
         """Output projection, residual, LayerNorm and the feed-forward block: context, hidden (B * S, H); the
-        result goes into out (B * S, H) when given. fast: LayerNorm by the fused kernel where it loads."""
+        result goes into out (B * S, H) when given. fast: the fused LayerNorm where it loads, which also does
+        the residual adds (then not fused into the matmuls, where they cost more)."""
         so = self.attention.output
-        attended = _project(so.dense, context, hidden)
-        attended = _layer_norm(so.LayerNorm, attended, fast, out=attended)
+        in_norm = fast and fused.kernel() is not None
+        attended = _project(so.dense, context, None if in_norm else hidden)
+        attended = _layer_norm(
+            so.LayerNorm, attended, fast, out=attended, residual=hidden if in_norm else None
+        )
         inner = _project_act(self.intermediate.dense, attended, self.intermediate.act_name)  # (B * S, I)
-        result = _project(self.output.dense, inner, attended)
-        return _layer_norm(self.output.LayerNorm, result, fast, out=out)
+        result = _project(self.output.dense, inner, None if in_norm else attended)
+        return _layer_norm(
+            self.output.LayerNorm, result, fast, out=out, residual=attended if in_norm else None
+        )
 
 
 class BertEncoder(nn.Module):

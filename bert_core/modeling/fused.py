@@ -47,7 +47,7 @@ _ISAS = {
     "avx2": (("avx2", "fma"), ("-mavx2", "-mfma", "-DBERTSCOPE_AVX2"), 8),
 }
 _ISA_NAMES = {"avx512": "AVX-512", "avx2": "AVX2"}
-_ABI = 3
+_ABI = 4
 _HEAD_SIZES = frozenset({16, 32, 48, 64})
 _OPENMP_LIBRARIES = ("libgomp", "libiomp", "libomp")
 
@@ -170,30 +170,37 @@ def attention(
 
 
 def layer_norm(
-    x: Tensor, weight: Tensor, bias: Tensor, eps: float, out: Tensor, build: Kernels | None = None
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor,
+    eps: float,
+    out: Tensor,
+    residual: Tensor | None = None,
+    build: Kernels | None = None,
 ) -> bool:
-    """out (M, H) = LayerNorm(x) over H with weight and bias (H,); out may be x itself (in place) but must not
-    otherwise overlap it. Rows may be strided, columns contiguous. Returns False, writing nothing, when the
-    kernels are unavailable or the layout does not fit; the caller then uses F.layer_norm."""
+    """out (M, H) = LayerNorm(x + residual) over H (residual (M, H) or None) with weight and bias (H,). out may
+    be x or residual itself (in place) but must not otherwise overlap them. Rows may be strided, columns must be
+    contiguous. Returns False, writing nothing, when the kernels are unavailable or the layout does not fit."""
     kernels = build or kernel()
     if kernels is None:
         return False
+    rows = [x, out] + ([] if residual is None else [residual])
     if (
         x.dim() != 2
-        or out.shape != x.shape
+        or x.numel() == 0
+        or any(t.shape != x.shape or t.stride(1) != 1 for t in rows)
         or weight.shape != (x.shape[1],)
         or bias.shape != (x.shape[1],)
-        or any(t.device.type != "cpu" or t.dtype != torch.float32 for t in (x, weight, bias, out))
-        or x.stride(1) != 1
-        or out.stride(1) != 1
+        or any(t.device.type != "cpu" or t.dtype != torch.float32 for t in (*rows, weight, bias))
         or not weight.is_contiguous()
         or not bias.is_contiguous()
-        or x.numel() == 0
     ):
         return False
     rc = kernels.layer_norm(
         x.data_ptr(),
         x.stride(0),
+        None if residual is None else residual.data_ptr(),
+        0 if residual is None else residual.stride(0),
         weight.data_ptr(),
         bias.data_ptr(),
         out.data_ptr(),
@@ -272,9 +279,9 @@ def _load_built(library: Path, isa: str) -> tuple[Kernels | None, str]:
         kernels.attention.argtypes = (
             [ctypes.c_void_p] * 6 + [ctypes.c_long] * 5 + [ctypes.c_float, ctypes.c_int]
         )
-        # x, ldx, gamma, beta, out, ldo, rows, h, eps, threads
+        # x, ldx, residual, ldr, gamma, beta, out, ldo, rows, h, eps, threads
         kernels.layer_norm.argtypes = (
-            [ctypes.c_void_p, ctypes.c_long]
+            [ctypes.c_void_p, ctypes.c_long] * 2
             + [ctypes.c_void_p] * 3
             + [ctypes.c_long] * 3
             + [ctypes.c_float, ctypes.c_int]
@@ -405,15 +412,17 @@ def _self_test(kernels: Kernels) -> str:
                 return "masked keys got weight"
     for rows, h in ((1, 16), (7, 37), (5, 768)):
         x = torch.randn(rows, h + 3, generator=generator)[:, :h] * 4 + 2  # rows h + 3 apart
+        residual = torch.randn(rows, h, generator=generator)
         weight, bias = torch.randn(h, generator=generator), torch.randn(h, generator=generator)
-        expected = torch.nn.functional.layer_norm(x, (h,), weight, bias, 1e-12)
-        out = torch.empty(rows, h)
-        inplace = x.clone()
-        for src, dst in ((x, out), (inplace, inplace)):
-            rc = kernels.layer_norm(src.data_ptr(), src.stride(0), weight.data_ptr(), bias.data_ptr(),
-                                    dst.data_ptr(), dst.stride(0), rows, h, 1e-12, 2)  # fmt: skip
-            if rc != 0:
-                return f"returned {rc} from its LayerNorm self-test"
-            if not torch.allclose(dst, expected, rtol=0, atol=1e-5):
-                return f"LayerNorm differs from torch at width {h}"
+        for r in (None, residual):
+            expected = torch.nn.functional.layer_norm(x if r is None else x + r, (h,), weight, bias, 1e-12)
+            out, inplace = torch.empty(rows, h), x.clone()
+            for src, dst in ((x, out), (inplace, inplace)):
+                rc = kernels.layer_norm(src.data_ptr(), src.stride(0), None if r is None else r.data_ptr(), h,
+                                        weight.data_ptr(), bias.data_ptr(), dst.data_ptr(), dst.stride(0), rows,
+                                        h, 1e-12, 2)  # fmt: skip
+                if rc != 0:
+                    return f"returned {rc} from its LayerNorm self-test"
+                if not torch.allclose(dst, expected, rtol=0, atol=1e-5):
+                    return f"LayerNorm differs from torch at width {h}"
     return ""

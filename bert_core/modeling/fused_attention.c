@@ -347,64 +347,83 @@ static int run_items(const problem_t *p, long first, long last) {
     return 1;
 }
 
-/* ---- LayerNorm: x, out (rows, h) with row strides ldx, ldo; gamma, beta (h) ----
- * Why not torch's: inside the forward, right after a oneDNN matmul, torch's took ~180 us a call at (512, 768)
- * against ~40 us for this one, and its result is a fresh tensor that then had to be copied into the caller's
- * hidden-state stack; this one writes there directly, or in place (out == x). Two passes for the variance,
- * (x - mean)^2 rather than E[x^2] - mean^2, so no cancellation; within ~1 ulp of torch's output. */
-static void layer_norm_row(const float *x, const float *gamma, const float *beta, float *out, long h, float eps) {
+/* ---- LayerNorm: out = LayerNorm(x + residual) ----
+ * x, residual, out (rows, h) with row strides ldx, ldr, ldo; gamma, beta (h); residual may be NULL.
+ * Why: in the packed forward, the residual add inside oneDNN's matmul (a binary post-op) and torch's LayerNorm
+ * with its copy into the hidden-state stack cost more than this one pass, which adds the residual as it reads,
+ * and writes in place or straight into the stack (bench/attention.py, forward rows). The sum is rounded as
+ * the reference rounds it (x + r, then the normalisation). Two passes for the variance, (v - mean)^2 rather
+ * than E[v^2] - mean^2, so no cancellation; within ~1 ulp of torch's output. */
+static inline __attribute__((always_inline)) vec sum_at(const float *x, const float *r, long j) {
+    return r ? v_add(v_loadu(x + j), v_loadu(r + j)) : v_loadu(x + j);
+}
+
+static inline __attribute__((always_inline)) vec sum_lanes(lanes m, const float *x, const float *r, long j) {
+    return r ? v_add(v_load_lanes(m, x + j), v_load_lanes(m, r + j)) : v_load_lanes(m, x + j);
+}
+
+/* One row; r is NULL or not at each call site, so each gets its own code without a test in the loops. */
+static inline __attribute__((always_inline)) void layer_norm_row(const float *x, const float *r,
+                                                                 const float *gamma, const float *beta,
+                                                                 float *out, long h, float eps) {
     vec s0 = v_zero(), s1 = v_zero(); /* two accumulators: the adds need not wait for each other */
     long j = 0;
     for (; j + 2 * W <= h; j += 2 * W) {
-        s0 = v_add(s0, v_loadu(x + j));
-        s1 = v_add(s1, v_loadu(x + j + W));
+        s0 = v_add(s0, sum_at(x, r, j));
+        s1 = v_add(s1, sum_at(x, r, j + W));
     }
-    for (; j + W <= h; j += W) s0 = v_add(s0, v_loadu(x + j));
+    for (; j + W <= h; j += W) s0 = v_add(s0, sum_at(x, r, j));
     long body = j;
     lanes tail = first_lanes(h - body);
-    if (body < h) s0 = v_add(s0, v_load_lanes(tail, x + body));
+    if (body < h) s0 = v_add(s0, sum_lanes(tail, x, r, body));
     vec mean = v_set(v_hsum(v_add(s0, s1)) / (float)h);
     s0 = v_zero();
     s1 = v_zero();
     for (j = 0; j + 2 * W <= h; j += 2 * W) {
-        vec d0 = v_sub(v_loadu(x + j), mean), d1 = v_sub(v_loadu(x + j + W), mean);
+        vec d0 = v_sub(sum_at(x, r, j), mean), d1 = v_sub(sum_at(x, r, j + W), mean);
         s0 = v_fmadd(d0, d0, s0);
         s1 = v_fmadd(d1, d1, s1);
     }
     for (; j + W <= h; j += W) {
-        vec d0 = v_sub(v_loadu(x + j), mean);
+        vec d0 = v_sub(sum_at(x, r, j), mean);
         s0 = v_fmadd(d0, d0, s0);
     }
     if (body < h) {
-        vec d0 = v_keep(tail, v_sub(v_load_lanes(tail, x + body), mean));
+        vec d0 = v_keep(tail, v_sub(sum_lanes(tail, x, r, body), mean));
         s0 = v_fmadd(d0, d0, s0);
     }
     float var = v_hsum(v_add(s0, s1)) / (float)h;
     vec rstd = v_set(1.0f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(var + eps)))); /* sqrtss: no libm, no errno */
     for (j = 0; j < body; j += W) {
-        vec y = v_mul(v_sub(v_loadu(x + j), mean), rstd);
+        vec y = v_mul(v_sub(sum_at(x, r, j), mean), rstd);
         v_storeu(out + j, v_fmadd(y, v_loadu(gamma + j), v_loadu(beta + j)));
     }
     if (body < h) {
-        vec y = v_mul(v_sub(v_load_lanes(tail, x + body), mean), rstd);
+        vec y = v_mul(v_sub(sum_lanes(tail, x, r, body), mean), rstd);
         v_store_lanes(tail, out + body, v_fmadd(y, v_load_lanes(tail, gamma + body), v_load_lanes(tail, beta + body)));
     }
 }
 
 /* Returns 0 on success, 1 for an unsupported shape. Each row is read whole before it is written, so out == x
- * (in place) is safe; other overlaps are not. */
-int bertscope_layer_norm(const float *x, long ldx, const float *gamma, const float *beta, float *out, long ldo,
-                         long rows, long h, float eps, int threads) {
-    if (rows < 1 || h < 1 || ldx < h || ldo < h) return 1;
+ * or out == residual (in place) is safe; other overlaps are not. */
+int bertscope_layer_norm(const float *x, long ldx, const float *residual, long ldr, const float *gamma,
+                         const float *beta, float *out, long ldo, long rows, long h, float eps, int threads) {
+    if (rows < 1 || h < 1 || ldx < h || ldo < h || (residual && ldr < h)) return 1;
     if (threads < 1) threads = 1;
     if (threads > rows) threads = (int)rows;
+    if (residual) {
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (long r = 0; r < rows; r++) layer_norm_row(x + r * ldx, gamma, beta, out + r * ldo, h, eps);
+        for (long i = 0; i < rows; i++)
+            layer_norm_row(x + i * ldx, residual + i * ldr, gamma, beta, out + i * ldo, h, eps);
+    } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (long i = 0; i < rows; i++) layer_norm_row(x + i * ldx, NULL, gamma, beta, out + i * ldo, h, eps);
+    }
     return 0;
 }
 
 /* Bumped whenever a signature or the meaning of an argument changes; fused.py checks it. */
-int bertscope_attention_abi(void) { return 3; }
+int bertscope_attention_abi(void) { return 4; }
 
 /* The lane count this library was built for (16: AVX-512, 8: AVX2). */
 int bertscope_attention_lanes(void) { return W; }

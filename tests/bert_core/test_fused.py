@@ -248,6 +248,28 @@ def test_layer_norm_matches_torch_strided_and_in_place(build, width):
 
 
 @needs_kernel
+@pytest.mark.parametrize("width", [7, 768])
+def test_layer_norm_adds_the_residual_as_the_reference_rounds_it(build, width):
+    g = torch.Generator().manual_seed(width + 1)
+    x = torch.randn(6, width, generator=g) * 3
+    residual = (torch.randn(6, width + 2, generator=g) + 1)[:, :width]  # strided rows
+    weight, bias = torch.randn(width, generator=g), torch.randn(width, generator=g)
+    summed = x + residual  # the reference: the projection plus the residual, rounded, then the norm
+    out = torch.empty(6, width)
+    assert fused.layer_norm(x, weight, bias, 1e-12, out, residual, build=build)
+    without = torch.empty(6, width)
+    assert fused.layer_norm(summed, weight, bias, 1e-12, without, build=build)
+    assert torch.equal(out, without)  # adding while reading rounds exactly as adding first
+    torch.testing.assert_close(
+        out, torch.nn.functional.layer_norm(summed, (width,), weight, bias, 1e-12), rtol=0, atol=2e-6
+    )
+    inplace = residual.clone()
+    assert fused.layer_norm(x, weight, bias, 1e-12, inplace, inplace, build=build)  # out is the residual
+    assert torch.equal(inplace, out)
+    assert not fused.layer_norm(x, weight, bias, 1e-12, out, residual[:3], build=build)  # wrong shape
+
+
+@needs_kernel
 def test_layer_norm_of_a_constant_row_is_its_bias_as_in_torch(build):
     # variance 0: only eps keeps the division finite, as in torch
     x = torch.full((2, 24), 3.25)
