@@ -1,12 +1,14 @@
 # ruff: noqa: B023  (closures are timed inside the loop iteration that defines them)
-"""The fused attention kernel vs the library path it replaces, on bert-base's own shapes, in one run.
+"""The fused kernels vs the library calls they replace, on bert-base's own shapes, in one run.
 
   attention: one layer's scores + softmax + context for one sequence (12 heads of 64), probabilities written
              into a kept (N, S, S) buffer: BertLayer.fused_attention (bert_core/modeling/fused_attention.c)
              vs BertLayer.library_attention (torch.baddbmm, softmax, bmm; what runs without the kernel)
-  forward:   the whole packed forward (every attention map and hidden state) with and without the kernel
-Both alternate round by round; "max |diff|" compares the two paths' probabilities and context (attention rows)
-or every attention map and hidden state (forward rows).
+  layernorm: LayerNorm(x + residual) on (S, 768), in place: fused.layer_norm vs torch's add and F.layer_norm
+  forward:   the whole packed forward (every attention map and hidden state) with the kernels and without
+             them (the library path: what runs where they cannot be built)
+All alternate round by round; "max |diff|" compares the two paths' outputs (every attention map and hidden
+state for the forward rows).
 """
 
 from __future__ import annotations
@@ -16,19 +18,20 @@ import contextlib
 
 import _common as c
 import torch
+import torch.nn.functional as F
 
 
 @contextlib.contextmanager
 def library_only():
-    """The packed path without the kernel: fused.attention declines, as it does where the kernel cannot run."""
+    """The packed path without the kernels: both decline, as they do where they cannot be built."""
     from bert_core.modeling import fused
 
-    real = fused.attention
-    fused.attention = lambda *args, **kwargs: False
+    real = fused.attention, fused.layer_norm
+    fused.attention = fused.layer_norm = lambda *args, **kwargs: False
     try:
         yield
     finally:
-        fused.attention = real
+        fused.attention, fused.layer_norm = real
 
 
 def main() -> None:
@@ -73,6 +76,32 @@ def main() -> None:
         rows.append(row + [c.paired_ratio(t["fused"], t["library"]), diff])
         rows[-1].insert(5, min(t["fused"]) / min(t["library"]))
 
+        norm = layer.output.LayerNorm
+        x, residual = torch.randn(n, model.config.hidden_size, generator=g), q.clone()
+        outs = {name: torch.empty_like(x) for name in ("fused", "library")}
+
+        def library_norm():
+            summed = torch.add(x, residual, out=outs["library"])
+            return outs["library"].copy_(
+                F.layer_norm(summed, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+            )
+
+        with torch.inference_mode():
+            t = c.alternate(
+                {
+                    "fused": lambda: fused.layer_norm(
+                        x, norm.weight, norm.bias, norm.eps, outs["fused"], residual
+                    ),
+                    "library": library_norm,
+                },
+                repeats * 5,
+            )
+        diff = float((outs["fused"] - outs["library"]).abs().max())
+        rows.append(
+            ["layernorm + residual", n, min(t["fused"]) * 1e3, min(t["library"]) * 1e3]
+            + [c.paired_ratio(t["fused"], t["library"]), min(t["fused"]) / min(t["library"]), diff]
+        )
+
         enc = model.encode(c.text_of_tokens(n))
 
         def library_forward():
@@ -92,7 +121,7 @@ def main() -> None:
         print(f"  {n} tokens done", flush=True)
     print()
     print(
-        f"kernel: {fused.status()}; bert-base shapes (12 heads of 64); times are the best round, ratio paired"
+        f"kernels: {fused.status()}; bert-base shapes (12 heads of 64); times are the best round, ratio paired"
     )
     print(c.machine() + "; " + c.load_average())
     print(
