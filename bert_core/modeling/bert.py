@@ -65,9 +65,9 @@ def _layer_norm(
     norm: nn.LayerNorm, x: Tensor, fast: bool, out: Tensor | None = None, residual: Tensor | None = None
 ) -> Tensor:
     """norm(x + residual) (residual (M, H) or None) for x (M, H), into out when given; out=x asks for it in
-    place where that is possible (the result is then x, or a new tensor on the library path). With fast, the
-    fused kernel (fused.py) does it where it loads, adding the residual as it reads and writing into out
-    directly. Otherwise the reference's own calls: add_, then F.layer_norm."""
+    place where that is possible (without a residual the library path returns a new tensor instead). Callers
+    use the returned tensor. With fast, the fused kernel (fused.py) does it where it loads, adding the residual
+    as it reads and writing into out directly. Otherwise the reference's own calls: add, then F.layer_norm."""
     if fast:
         target = torch.empty_like(x) if out is None else out
         if fused.layer_norm(x, norm.weight, norm.bias, norm.eps, target, residual):

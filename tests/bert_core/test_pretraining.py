@@ -543,10 +543,7 @@ def test_checkpoint_loads_in_transformers_with_the_same_outputs(trained):
     enc = result.tokenizer.encode("The dog began to bark.", "It was late.")
     ids = torch.from_numpy(np.array(enc.input_ids))[None]
     types = torch.from_numpy(np.array(enc.token_type_ids))[None]
-    # The loaded model runs packed (oneDNN matmuls, the fused LayerNorm): so must the one compared with it, for
-    # the round trip to be checked to the bit.
-    network = copy.deepcopy(result.network)
-    network.pack_for_inference()
+    network = result.network
     with torch.inference_mode():
         theirs = hf(input_ids=ids, token_type_ids=types)
         ours = network(ids, types)
