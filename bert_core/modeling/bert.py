@@ -250,7 +250,8 @@ class BertLayer(nn.Module):
         Same arithmetic as `forward` (dropout is the identity in eval mode).
         """
         sa = self.attention.self
-        # A fused (3H, H) QKV matmul was measured and gained nothing on CPU (docs/benchmarks.md): three it is.
+        # A fused (3H, H) QKV matmul was measured at ~0.4 % of the forward, not worth a second copy of the
+        # weights or one shared between three modules (docs/benchmarks.md): three it is.
         q, k, v = (_project(m, hidden) for m in (sa.query, sa.key, sa.value))  # each (B * S, H)
         context = None
         # The fused kernels serve the packed path only: exact mode keeps the reference's own calls.
@@ -336,7 +337,7 @@ class BertLayer(nn.Module):
     def _after_attention(self, context: Tensor, hidden: Tensor, out: Tensor | None, fast: bool) -> Tensor:
         """Output projection, residual, LayerNorm and the feed-forward block: context, hidden (B * S, H); the
         result goes into out (B * S, H) when given. fast: the fused LayerNorm where it loads, which also does
-        the residual adds (then not fused into the matmuls, where they cost more)."""
+        the residual adds (then not fused into the matmuls, where they cost a little more)."""
         so = self.attention.output
         in_norm = fast and fused.kernel() is not None
         attended = _project(so.dense, context, None if in_norm else hidden)

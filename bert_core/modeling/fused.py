@@ -226,10 +226,10 @@ def best_isa() -> str | None:
 def _load(isa: str | None = None) -> tuple[Kernels | None, str, str]:
     """(kernels, "in use (...)", ISA name) or (None, why not, ""); `isa` forces one build (the tests use it)."""
     try:
-        fn, why, name = _try_load(isa)
+        kernels, why, name = _try_load(isa)
     except Exception as exc:  # noqa: BLE001 - an optional speed-up must never stop a model from loading
         return None, f"could not be set up: {type(exc).__name__}: {exc}", ""
-    return fn, why, name
+    return kernels, why, name
 
 
 def _try_load(isa: str | None) -> tuple[Kernels | None, str, str]:
@@ -255,8 +255,8 @@ def _try_load(isa: str | None) -> tuple[Kernels | None, str, str]:
         except (OSError, subprocess.SubprocessError) as exc:
             reasons.append(f"{_ISA_NAMES[candidate]}: {exc}")
             continue
-        fn, why = _load_built(library, candidate)
-        return fn, why, _ISA_NAMES[candidate] if fn is not None else ""
+        kernels, why = _load_built(library, candidate)
+        return kernels, why, _ISA_NAMES[candidate] if kernels is not None else ""
     return None, "could not be built: " + "; ".join(reasons), ""
 
 
