@@ -7,6 +7,7 @@ Nothing here downloads anything; every checkpoint is built from random weights w
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,26 @@ def tiny_model(tiny_checkpoint):
     import bert_core
 
     return bert_core.load_pretrained(tiny_checkpoint)
+
+
+def analyze_concurrently(model, texts: list[str], rounds: int = 3) -> dict:
+    """Two threads per text, each calling model.analyze(text) `rounds` times at once with all the others;
+    returns the last result per text. Fails the test if any call raised."""
+    results: dict = {}
+    errors: list[BaseException] = []
+
+    def work(text):
+        try:
+            for _ in range(rounds):
+                results[text] = model.analyze(text)
+        except BaseException as exc:  # noqa: BLE001 - surfaced by the assert below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in texts * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads), "an analysis did not finish within 60 s"
+    return results

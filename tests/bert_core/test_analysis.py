@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import threading
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ import transformers
 
 import bert_core
 from bert_core import InputError
-from tests.conftest import make_checkpoint
+from tests.conftest import analyze_concurrently, make_checkpoint
 
 
 def test_analysis_shapes_and_invariants(tiny_model):
@@ -133,22 +132,7 @@ def test_concurrent_calls_equal_serial_calls(tiny_model):
         f"the {w} sat on the bank" for w in ("cat", "dog", "river", "money", "water", "cash", "she", "he")
     ]
     serial = {t: tiny_model.analyze(t) for t in texts}
-    results: dict[str, bert_core.Analysis] = {}
-    errors: list[BaseException] = []
-
-    def work(text):
-        try:
-            for _ in range(3):
-                results[text] = tiny_model.analyze(text)
-        except BaseException as exc:  # noqa: BLE001 - surfaced by the assert below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(t,)) for t in texts * 2]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert not errors
+    results = analyze_concurrently(tiny_model, texts)
     for text in texts:
         np.testing.assert_array_equal(results[text].hidden_states, serial[text].hidden_states)
         np.testing.assert_array_equal(results[text].attentions, serial[text].attentions)

@@ -15,7 +15,7 @@ import bert_core
 from bert_core.modeling import bert as bert_module
 from bert_core.modeling import fused
 from bert_core.modeling.packed import packing_available
-from tests.conftest import make_checkpoint
+from tests.conftest import analyze_concurrently, make_checkpoint
 
 NEG = torch.finfo(torch.float32).min
 
@@ -469,8 +469,6 @@ def test_without_the_kernels_the_packed_path_stays_within_1e5_of_transformers(
 @pytest.mark.skipif(not packing_available(), reason="this torch build has no oneDNN")
 @needs_kernel
 def test_concurrent_calls_through_the_kernels_equal_serial_calls(tmp_path, spy, norm_spy):
-    import threading
-
     checkpoint = make_checkpoint(
         tmp_path,
         "pretraining",
@@ -484,21 +482,8 @@ def test_concurrent_calls_through_the_kernels_equal_serial_calls(tmp_path, spy, 
     texts = [f"the {w} sat on the bank of the river" * (1 + i % 3) for i, w in enumerate("abcdefgh")]
     serial = {t: model.analyze(t) for t in texts}
     assert spy and all(spy) and norm_spy and all(norm_spy)
-    results, errors = {}, []
-
-    def work(text):
-        try:
-            for _ in range(3):
-                results[text] = model.analyze(text)
-        except BaseException as exc:  # noqa: BLE001 - surfaced by the assert below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(t,)) for t in texts * 2]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert not errors and all(spy) and all(norm_spy)
+    results = analyze_concurrently(model, texts)
+    assert all(spy) and all(norm_spy)
     for text in texts:
         np.testing.assert_array_equal(results[text].attentions, serial[text].attentions)
         np.testing.assert_array_equal(results[text].hidden_states, serial[text].hidden_states)
