@@ -67,7 +67,6 @@ class BertScopeModel:
     @property
     def info(self) -> ModelInfo:
         c = self.config
-        kernel_status = self._attention_kernel_status()
         return ModelInfo(
             source=self.source,
             directory=str(self.directory or ""),
@@ -78,14 +77,12 @@ class BertScopeModel:
             vocab_size=c.vocab_size,
             max_positions=c.max_position_embeddings,
             num_parameters=self.network.num_parameters(),
+            architecture=c.model_type,
             has_pooler=self.has_pooler,
-            has_mlm_head=self.has_mlm_head,
-            has_nsp_head=self.has_nsp_head,
+            heads=tuple(name for name, present in (("mlm", self.has_mlm_head), ("nsp", self.has_nsp_head)) if present),
             device=str(self.device),
             ignored_weights=self.ignored_weights,
             packed_weights=self.network.is_packed,
-            attention_kernel=fused.isa_in_use() if kernel_status.startswith("in use") else "",
-            attention_kernel_status=kernel_status,
             trained_length=self.trained_length,
         )
 
@@ -181,9 +178,9 @@ class BertScopeModel:
             else:
                 hidden = torch.stack([h[row, :s] for h in out.hidden_states])  # (L + 1, S, H)
         return Analysis(
-            **_encoding_fields(enc, text, text_pair),
-            token_type_ids=enc.token_type_ids,
-            position_ids=enc.position_ids,
+            text=text,
+            text_pair=text_pair,
+            encoding=enc,
             embeddings=EmbeddingComponents(
                 word=self._numpy(e.word[row, :s]),
                 segment=self._numpy(e.segment[row, :s]),
@@ -269,7 +266,9 @@ class BertScopeModel:
                 enc, (a, b) = encodings[i], items[i]
                 s = len(enc.tokens)
                 results[i] = Vectors(
-                    **_encoding_fields(enc, a, b),
+                    text=a,
+                    text_pair=b,
+                    encoding=enc,
                     hidden_states=self._numpy(hidden[row, :, :s]).copy(),
                     pooled=None if out.pooled is None else self._numpy(out.pooled[row]).copy(),
                 )
@@ -415,18 +414,3 @@ class BertScopeModel:
             probs = torch.softmax(self.network.nsp_logits(out.pooled), dim=-1)
         return float(probs[0, 0])
 
-
-def _encoding_fields(enc: Encoding, text: str, text_pair: str | None) -> dict:
-    """The fields every result type copies from its encoding (lists copied so results never alias it)."""
-    return dict(
-        text=text,
-        text_pair=text_pair,
-        tokens=list(enc.tokens),
-        input_ids=enc.input_ids,
-        offsets=enc.offsets,
-        sequence_ids=list(enc.sequence_ids),
-        word_ids=list(enc.word_ids),
-        special_tokens_mask=enc.special_tokens_mask,
-        truncated=enc.truncated,
-        num_tokens_before_truncation=enc.num_tokens_before_truncation,
-    )

@@ -1,47 +1,59 @@
 """Torch-free result types: plain numpy dataclasses, picklable so Streamlit can cache them.
 
-Dimensions: S = sequence length (with [CLS]/[SEP]), H = hidden size, L = layers, N = heads per layer.
+Dimensions: S = sequence length (with the added specials), H = hidden size, E = embedding size (H for BERT),
+L = layers, N = heads per layer.
+
+`Analysis` and `Vectors` carry the `Encoding` they were computed from instead of copies of its fields; its
+fields read through the result as well (`r.tokens` is `r.encoding.tokens`), so a field added to `Encoding`
+is added once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import operator
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from .pieces import WORDPIECE, PieceStyle
+from .tokenizer import Encoding
+
+
+class _ReadsEncoding:
+    """Every field of `self.encoding` as a read-only attribute of the result."""
+
+    encoding: Encoding
+
+    def __len__(self) -> int:
+        return len(self.encoding)
+
+
+for _field in dataclasses.fields(Encoding):
+    setattr(_ReadsEncoding, _field.name, property(operator.attrgetter(f"encoding.{_field.name}")))
 
 
 @dataclass(frozen=True)
 class EmbeddingComponents:
-    """The input embedding, taken apart. Each array is (S, H) float32."""
+    """The input embedding, taken apart. Each array is (S, E) float32."""
 
     word: np.ndarray
-    segment: np.ndarray
+    segment: np.ndarray | None  # None where the architecture has no segment (token type) embeddings
     position: np.ndarray
     summed: np.ndarray  # word + segment + position, before LayerNorm
-    normalized: np.ndarray  # LayerNorm(summed): what layer 0 receives
+    normalized: np.ndarray  # LayerNorm(summed): what layer 0 receives (before any projection to H)
 
 
 @dataclass(frozen=True)
-class Analysis:
+class Analysis(_ReadsEncoding):
     """Everything one forward pass computed for one text (or text pair)."""
 
     text: str
     text_pair: str | None
-    tokens: list[str]  # S pieces, with [CLS]/[SEP]
-    input_ids: np.ndarray  # (S,) int64
-    token_type_ids: np.ndarray  # (S,) int64, 0 = sentence A, 1 = sentence B
-    position_ids: np.ndarray  # (S,) int64
-    offsets: (
-        np.ndarray
-    )  # (S, 2) int64 character [start, end) into the token's own sentence; (0, 0) for specials
-    sequence_ids: list[int | None]  # per token: 0 = A, 1 = B, None = special token
-    word_ids: list[int | None]  # per token: index of the word within its sentence, None for specials
-    special_tokens_mask: np.ndarray  # (S,) bool
-    truncated: bool  # True when the text was cut to the model's max positions
-    num_tokens_before_truncation: int
+    encoding: Encoding  # tokens, ids, segments, positions, offsets, word ids, specials, truncation
     embeddings: EmbeddingComponents
     attentions: np.ndarray  # (L, N, S, S) float32; each row sums to 1
-    hidden_states: np.ndarray  # (L + 1, S, H) float32; [0] is the embedding output
+    hidden_states: np.ndarray  # (L + 1, S, H) float32; [0] is what the first layer receives
     pooled: np.ndarray | None  # (H,) float32, or None when the checkpoint has no pooler
     head_mask: np.ndarray | None = None  # (L, N) float32 as applied, or None when no head was switched off
 
@@ -53,24 +65,14 @@ class Analysis:
     def num_heads(self) -> int:
         return int(self.attentions.shape[1])
 
-    def __len__(self) -> int:
-        return len(self.tokens)
-
 
 @dataclass(frozen=True)
-class Vectors:
+class Vectors(_ReadsEncoding):
     """One text's token vectors without attention maps: what pages comparing many sentences need."""
 
     text: str
     text_pair: str | None
-    tokens: list[str]
-    input_ids: np.ndarray  # (S,) int64
-    offsets: np.ndarray  # (S, 2) as in Analysis
-    sequence_ids: list[int | None]
-    word_ids: list[int | None]
-    special_tokens_mask: np.ndarray  # (S,) bool
-    truncated: bool
-    num_tokens_before_truncation: int
+    encoding: Encoding
     hidden_states: np.ndarray  # (L + 1, S, H) float32
     pooled: np.ndarray | None  # (H,) float32, or None without a pooler
 
@@ -107,6 +109,7 @@ class ModelInfo:
 
     source: str
     directory: str
+    architecture: str  # the checkpoint's model_type: "bert", ...
     num_layers: int
     hidden_size: int
     num_heads: int
@@ -115,18 +118,20 @@ class ModelInfo:
     max_positions: int
     num_parameters: int
     has_pooler: bool
-    has_mlm_head: bool
-    has_nsp_head: bool
+    heads: tuple[str, ...]  # the prediction heads the checkpoint has, by name ("mlm", "nsp"), in table order
     device: str
     ignored_weights: tuple[str, ...] = ()  # fine-tuning heads present in the checkpoint but not used
     # True: Linear weights pre-packed for oneDNN (faster; within 1e-5 of transformers, not bit-identical)
     packed_weights: bool = False
-    # The fused attention kernel's instruction set ("AVX-512", "AVX2") where it serves this model; "" where the
-    # library path does (exact mode, GPU, an unsupported head size, no compiler: `fused.status()` says why).
-    # Analyses with a head mask always take the library path.
-    attention_kernel: str = ""
-    # Why the kernel does or does not serve this model, in words (for a tooltip: "no C compiler found", ...).
-    attention_kernel_status: str = ""
-    # The longest input (pieces, with [CLS]/[SEP]) the model saw in pre-training, when its checkpoint records it
+    # The longest input (pieces, with specials) the model saw in pre-training, when its checkpoint records it
     # (BERTScope's own pretraining.json); positions past it were never trained. None: not recorded.
     trained_length: int | None = None
+    piece_style: PieceStyle = field(default=WORDPIECE)
+
+    @property
+    def has_mlm_head(self) -> bool:
+        return "mlm" in self.heads
+
+    @property
+    def has_nsp_head(self) -> bool:
+        return "nsp" in self.heads
