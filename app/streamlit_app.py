@@ -84,25 +84,18 @@ def model_picker() -> state.ActiveModel | None:
         st.warning(ui.md_escape(active.notice))
     info = active.model.info
     st.caption(ui.md_escape(state.describe_source(active.source)))
-    heads = " · ".join(
-        f"{name} {'✓' if present else '✗'}"
-        for name, present in (
-            ("MLM", info.has_mlm_head),
-            ("NSP", info.has_nsp_head),
-            ("pooler", info.has_pooler),
-        )
-    )
-    kernel = f", fused attention ({info.attention_kernel})" if info.attention_kernel else ""
+    # The pooler is not a prediction head, but whether there is one decides the Sentence vector page's choices.
+    pooler = f"pooler {'✓' if info.has_pooler else '✗'}"
+    heads = " · ".join([*(f"{name.upper()} ✓" for name in info.heads), pooler])
     arithmetic = (
-        f"fast (pre-packed weights{kernel}, within 1e-5 of transformers)"
+        "fast (pre-packed weights, within 1e-5 of transformers)"
         if info.packed_weights
         else "exact (bit-identical to transformers on CPU)"
     )
     st.caption(
-        f"{info.num_layers} layers · hidden {info.hidden_size} · {info.num_heads} heads · "
-        f"{_count(info.num_parameters)} parameters  \nheads: {heads}  \narithmetic: {arithmetic}",
-        help="Set BERTSCOPE_EXACT=1 (or start with `bertscope --exact`) for the reference's own arithmetic. "
-        f"Fused attention kernel: {info.attention_kernel_status}.",
+        f"{ui.md_escape(info.architecture)} · {info.num_layers} layers · hidden {info.hidden_size} · {info.num_heads} heads · "
+        f"{_count(info.num_parameters)} parameters  \nprediction heads: {heads}  \narithmetic: {arithmetic}",
+        help="Set BERTSCOPE_EXACT=1 (or start with `bertscope --exact`) for the reference's own arithmetic.",
     )
     return active
 

@@ -10,7 +10,6 @@ import streamlit as st
 
 import bert_core
 from app import state
-from bert_core.modeling import fused
 from tests.conftest import make_checkpoint
 
 
@@ -136,15 +135,10 @@ def test_sidebar_says_which_arithmetic_and_exact_mode_loads_unpacked(make_app, a
     assert ("arithmetic: fast" in captions) == (not exact)
     info = state.ModelStore().load(str(app_env)).info
     assert info.packed_weights == (not exact)
-    # the fused attention kernel is named where it serves the model, and only there
-    served = fused.kernel() is not None and fused.supports(info.hidden_size // info.num_heads)
-    assert bool(info.attention_kernel) == (not exact and served)
-    assert ("fused attention" in captions) == bool(info.attention_kernel)
-    helps = " ".join(c.help or "" for c in at.sidebar.caption)
-    assert f"Fused attention kernel: {info.attention_kernel_status}." in helps
-    assert info.attention_kernel_status.startswith(
-        "not used in exact mode" if exact else ("in use", "not built")
-    )
+    assert "fused" not in captions and "kernel" not in captions
+    # the card names the architecture and the checkpoint's prediction heads as ModelInfo lists them
+    assert info.architecture == "bert" and info.heads == ("mlm", "nsp")
+    assert "bert · 2 layers" in captions and "prediction heads: MLM ✓ · NSP ✓ · pooler ✓" in captions
 
 
 def test_a_model_still_in_use_is_adopted_back_not_loaded_twice(tmp_path, load_calls):
