@@ -1,7 +1,7 @@
 """BERTScope's entry: page config, the sidebar (model picker, sentences, display options), navigation.
 
 Run with `bertscope` or `streamlit run app/streamlit_app.py`. Every page reads the model and the sentences
-chosen here through `app.state`; the chosen values live in the URL, so a link reproduces the view.
+chosen here through `app.models` and `app.inputs`; the chosen values live in the URL, so a link reproduces the view.
 """
 
 from __future__ import annotations
@@ -16,63 +16,63 @@ if str(APP_DIR.parent) not in sys.path:  # `streamlit run app/streamlit_app.py` 
 import streamlit as st  # noqa: E402
 
 import bert_core  # noqa: E402
-from app import state, ui  # noqa: E402
+from app import inputs, models, ui  # noqa: E402
 from app.registry import PAGES  # noqa: E402
 
 KEY_EXAMPLE = "example"
 
 
 def _use_model(source: str) -> None:
-    st.session_state[state.KEY_MODEL] = source
+    st.session_state[inputs.KEY_MODEL] = source
 
 
-def _load_example(examples: list[state.Example]) -> None:
+def _load_example(examples: list[inputs.Example]) -> None:
     chosen = next((e for e in examples if e.label == st.session_state.get(KEY_EXAMPLE)), None)
     if chosen is not None:
-        st.session_state[state.KEY_TEXT_A] = chosen.text_a
-        st.session_state[state.KEY_TEXT_B] = chosen.text_b
+        st.session_state[inputs.KEY_TEXT_A] = chosen.text_a
+        st.session_state[inputs.KEY_TEXT_B] = chosen.text_b
     st.session_state[KEY_EXAMPLE] = None  # back to the placeholder, ready for the next one
 
 
 def _retry(key: str) -> None:
-    state.model_store().forget_failure(key)
+    models.model_store().forget_failure(key)
 
 
 def _count(n: int) -> str:
     return f"{n / 1e6:,.1f} M" if n >= 1e6 else f"{n:,}"
 
 
-def model_picker() -> state.ActiveModel | None:
+def model_picker() -> models.ActiveModel | None:
     """The model selectbox (pick a listed model or type a hub id / directory), loading, and the model card."""
-    current = st.session_state.get(state.KEY_MODEL) or st.query_params.get(state.KEY_MODEL)
-    options = state.model_options(current)
+    current = st.session_state.get(inputs.KEY_MODEL) or st.query_params.get(inputs.KEY_MODEL)
+    options = models.model_options(current)
     source = st.selectbox(
         "Model",
         options,
-        key=state.KEY_MODEL,
+        key=inputs.KEY_MODEL,
         bind="query-params",
         accept_new_options=True,
         help="Pick a listed model, or type a hub id (e.g. bert-base-cased) or a local checkpoint directory "
         "and press Enter. `@demo` is the bundled demo model.",
     )
-    source = (source or "").strip() or state.default_model_source()
-    store = state.model_store()
-    key = state.model_key(source)
+    source = (source or "").strip() or models.default_model_source()
+    store = models.model_store()
+    key = models.model_key(source)
     try:
-        if store.loaded(state.loaded_key(source)) is not None or store.recent_failure(key):
-            active = state.load_model(source)  # nothing slow to show: loaded, or failed a moment ago
+        if store.loaded(models.loaded_key(source)) is not None or store.recent_failure(key):
+            active = models.load_model(source)  # nothing slow to show: loaded, or failed a moment ago
         else:
             with st.status(f"Loading {ui.md_escape(source[-60:])}…", expanded=True) as status:
                 line = st.empty()
                 try:
-                    active = state.load_model(source, progress=lambda msg: line.text(msg))
-                except state.ModelUnavailable:
+                    active = models.load_model(source, progress=lambda msg: line.text(msg))
+                except models.ModelUnavailable:
                     status.update(label="Not loaded", state="error", expanded=False)
                     raise
                 status.update(label="Model loaded", state="complete", expanded=False)
-    except state.ModelUnavailable as exc:
+    except models.ModelUnavailable as exc:
         st.error("This model can't be loaded: " + ui.md_escape(exc.reason))
-        alternatives = state.loadable_alternatives(source)
+        alternatives = models.loadable_alternatives(source)
         if alternatives:
             st.caption("Models that can be loaded here:")
             for i, alt in enumerate(alternatives):
@@ -83,7 +83,7 @@ def model_picker() -> state.ActiveModel | None:
     if active.notice:
         st.warning(ui.md_escape(active.notice))
     info = active.model.info
-    st.caption(ui.md_escape(state.describe_source(active.source)))
+    st.caption(ui.md_escape(models.describe_source(active.source)))
     # The pooler is not a prediction head, but whether there is one decides the Sentence vector page's choices.
     pooler = f"pooler {'✓' if info.has_pooler else '✗'}"
     heads = " · ".join([*(f"{name.upper()} ✓" for name in info.heads), pooler])
@@ -102,8 +102,8 @@ def model_picker() -> state.ActiveModel | None:
 
 def sidebar() -> None:
     with st.sidebar:
-        st.session_state["_active_model"] = model_picker()
-        examples = state.examples()
+        st.session_state[models.KEY_ACTIVE_MODEL] = model_picker()
+        examples = inputs.examples()
         if examples:
             st.selectbox(
                 "Examples",
@@ -118,11 +118,11 @@ def sidebar() -> None:
             )
         # The starting sentence goes through session state, not value=: examples write this key too, and a
         # widget given both makes Streamlit warn. A link's ?a= wins over it.
-        if state.KEY_TEXT_A not in st.session_state and state.KEY_TEXT_A not in st.query_params:
-            st.session_state[state.KEY_TEXT_A] = state.DEFAULT_TEXT_A
+        if inputs.KEY_TEXT_A not in st.session_state and inputs.KEY_TEXT_A not in st.query_params:
+            st.session_state[inputs.KEY_TEXT_A] = inputs.DEFAULT_TEXT_A
         st.text_area(
             "Sentence A",
-            key=state.KEY_TEXT_A,
+            key=inputs.KEY_TEXT_A,
             bind="query-params",
             height=100,
             help="Press Ctrl+Enter (or click outside) to analyse.",
@@ -130,7 +130,7 @@ def sidebar() -> None:
         st.text_input(
             "Sentence B (optional)",
             value="",
-            key=state.KEY_TEXT_B,
+            key=inputs.KEY_TEXT_B,
             bind="query-params",
             help="A second sentence makes a pair: [CLS] A [SEP] B [SEP] (segment ids 0 and 1).",
         )

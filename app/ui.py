@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import state
+from app import cache, inputs, models
 
 KEY_LARGE = "large"
 KEY_IMAGE_FORMAT = "img_format"
@@ -109,23 +109,23 @@ def show_figure(
         )
 
 
-def page_model(need_text: bool = True) -> tuple[state.ActiveModel, state.Inputs]:
+def page_model(need_text: bool = True) -> tuple[models.ActiveModel, inputs.Inputs]:
     """The model and inputs for a page, or an inline message and `st.stop()` when either is missing."""
-    active = state.active_model()
+    active = models.active_model()
     if active is None:
         st.info("No model is loaded: pick one that loads in the sidebar (the message there says why).")
         st.stop()
-    inputs = state.current_inputs()
-    for note in inputs.notes:
+    given = inputs.current_inputs()
+    for note in given.notes:
         st.warning(note)
-    if need_text and inputs.text_a is None:
+    if need_text and given.text_a is None:
         st.info("Type a sentence in the sidebar (Sentence A) to analyse it.")
         st.stop()
-    return active, inputs
+    return active, given
 
 
 def analysis_or_stop(
-    active: state.ActiveModel, text: str, pair: str | None = None, *, stop: bool = True, notes: bool = True
+    active: models.ActiveModel, text: str, pair: str | None = None, *, stop: bool = True, notes: bool = True
 ):
     """The cached analysis, or the core's reason shown inline (never a traceback) and the page stopped
     (stop=False: None returned instead, for a page whose other sections do not need this text). notes=False
@@ -133,7 +133,7 @@ def analysis_or_stop(
     import bert_core
 
     try:
-        result = state.analyze(active, text, pair)
+        result = cache.analyze(active, text, pair)
     except bert_core.BertScopeError as exc:
         st.error(user_message(exc))
         if not stop:
@@ -144,7 +144,7 @@ def analysis_or_stop(
     return result
 
 
-def length_notes(active: state.ActiveModel, enc) -> None:
+def length_notes(active: models.ActiveModel, enc) -> None:
     """The truncation and untrained-position warnings for an Encoding or an Analysis."""
     if enc.truncated:
         st.warning(
@@ -154,7 +154,7 @@ def length_notes(active: state.ActiveModel, enc) -> None:
     untrained_positions_note(active, len(enc.tokens))
 
 
-def untrained_positions_note(active: state.ActiveModel, length: int, *, what: str = "This input") -> None:
+def untrained_positions_note(active: models.ActiveModel, length: int, *, what: str = "This input") -> None:
     """Warn when an input reaches positions the model never saw in pre-training (recorded for models
     BERTScope trained, such as the demo model): what it computes there is not what it learned."""
     trained = active.model.info.trained_length

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import charts, state, transforms, ui
+from app import charts, transforms, ui
+from app.inputs import KEY_HEAD, KEY_LAYER
 
 HEATMAP, HEAD_VIEW, MODEL_VIEW = "Heatmap", "Head view", "Model view"
 HOVER_LABEL_LIMIT = 128  # above this many rows, heatmap cells carry no per-cell hover labels
@@ -25,18 +26,18 @@ n_layers, n_heads = result.num_layers, result.num_heads
 
 def _clamp_state() -> None:
     """Keep layer/head valid when the model (and so the number of layers/heads) changed."""
-    layer = st.session_state.get(state.KEY_LAYER)
+    layer = st.session_state.get(KEY_LAYER)
     if layer is None:
         # A shared link's layer the slider would reject (layer=9 on a 4-layer model) is clamped, not dropped.
         try:
-            layer = int(st.query_params.get(state.KEY_LAYER, ""))
+            layer = int(st.query_params.get(KEY_LAYER, ""))
         except ValueError:
             layer = None
     if isinstance(layer, int) and not 1 <= layer <= n_layers:
-        st.session_state[state.KEY_LAYER] = min(max(layer, 1), n_layers)
-    head = st.session_state.get(state.KEY_HEAD)
+        st.session_state[KEY_LAYER] = min(max(layer, 1), n_layers)
+    head = st.session_state.get(KEY_HEAD)
     if head not in (None, "mean") and not (isinstance(head, int) and 1 <= head <= n_heads):
-        st.session_state[state.KEY_HEAD] = "mean"
+        st.session_state[KEY_HEAD] = "mean"
 
 
 def _open_from_model_view() -> None:
@@ -45,8 +46,8 @@ def _open_from_model_view() -> None:
     for point in points:
         data = point.get("customdata")
         if data is not None and len(data) == 2:
-            st.session_state[state.KEY_LAYER] = int(data[0])
-            st.session_state[state.KEY_HEAD] = int(data[1])
+            st.session_state[KEY_LAYER] = int(data[0])
+            st.session_state[KEY_HEAD] = int(data[1])
             st.session_state["att_view"] = HEATMAP
             return
 
@@ -56,7 +57,7 @@ c1, c2, c3 = st.columns([3, 2, 3])
 if n_layers > 1:
     # No value=: the slider starts at its minimum, layer 1, and a value= beside the clamping above would make
     # Streamlit warn about a default set twice.
-    layer = c1.slider("Layer", 1, n_layers, key=state.KEY_LAYER, bind="query-params")
+    layer = c1.slider("Layer", 1, n_layers, key=KEY_LAYER, bind="query-params")
 else:  # a slider needs two values to choose from
     layer = 1
     c1.caption("Layer 1 (this model has a single layer)")
@@ -65,7 +66,7 @@ every_head = st.session_state.get("att_view") == HEAD_VIEW and bool(st.session_s
 head = c2.selectbox(
     "Head",
     ["mean", *range(1, n_heads + 1)],
-    key=state.KEY_HEAD,
+    key=KEY_HEAD,
     bind="query-params",
     disabled=every_head,
     help="mean = average of the heads"

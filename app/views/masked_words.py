@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from app import charts, state, transforms, ui
+from app import cache, charts, transforms, ui
 
 MAX_CHARTS = 12  # masks beyond this are listed in one table, not charted one by one
 
@@ -74,12 +74,12 @@ else:
     if b_note:
         st.caption(b_note.strip())
 
-ui.start_value("mask_topk", 5, lambda v: isinstance(v, int) and 1 <= v <= state.MAX_TOP_K)
+ui.start_value("mask_topk", 5, lambda v: isinstance(v, int) and 1 <= v <= cache.MAX_TOP_K)
 top_k = st.number_input(
-    "Predictions per mask (top k)", 1, state.MAX_TOP_K, key="mask_topk", persist_state="session"
+    "Predictions per mask (top k)", 1, cache.MAX_TOP_K, key="mask_topk", persist_state="session"
 )
 try:
-    predictions = state.predict_masks(active, masked, inputs.text_b, int(top_k))
+    predictions = cache.predict_masks(active, masked, inputs.text_b, int(top_k))
 except bert_core.BertScopeError as exc:
     st.error(ui.user_message(exc))
     st.stop()

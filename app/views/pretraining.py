@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from app import ui
+from app import cache, ui
 from bert_core.pretraining.corpus import generate_document
 from bert_core.pretraining.masking import (
     MaskAction,
@@ -29,21 +29,6 @@ ACTION_TEXT = {
 
 def _redraw() -> None:
     st.session_state[KEY_DRAW] = int(st.session_state.get(KEY_DRAW, 0)) + 1
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _scores(
-    key: str, ids: tuple[int, ...], types: tuple[int, ...], positions: tuple[int, ...], labels: tuple[int, ...],
-    _model: bert_core.BertScopeModel,
-) -> bert_core.MlmScores:  # fmt: skip
-    return _model.predict_at(
-        list(ids), list(positions), token_type_ids=list(types), labels=list(labels), top_k=5
-    )
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _is_next(key: str, a: str, b: str, _model: bert_core.BertScopeModel) -> float | None:
-    return _model.next_sentence(a, b)
 
 
 st.header("Pre-training")
@@ -107,13 +92,12 @@ positions = [int(p) for p in masked.positions]
 if not positions:
     st.info("No piece was chosen this time (a short text often draws none): press Re-draw.")
 else:
-    scores = _scores(
-        active.key,
-        tuple(int(i) for i in masked.input_ids),
-        tuple(int(t) for t in enc.token_type_ids),
-        tuple(positions),
-        tuple(int(ids[p]) for p in positions),
-        model,
+    scores = cache.mlm_scores(
+        active,
+        [int(i) for i in masked.input_ids],
+        [int(t) for t in enc.token_type_ids],
+        positions,
+        [int(ids[p]) for p in positions],
     )
     st.metric("MLM loss at the chosen positions (mean cross-entropy, nats)", f"{scores.mean_loss:.3f}")
     table = pd.DataFrame(
@@ -158,7 +142,7 @@ else:
         with col:
             st.markdown(f"**{task} example this draw — {ui.md_escape(label)}**")
             st.text(f"[CLS] {first} [SEP] {second} [SEP]")
-            st.metric("model's P(IsNext)", f"{_is_next(active.key, first, second, model):.3f}")
+            st.metric("model's P(IsNext)", f"{cache.next_sentence(active, first, second):.3f}")
     st.dataframe(
         pd.DataFrame(
             [
@@ -169,7 +153,7 @@ else:
                     "sentence 2": second,
                     "label": 0 if label.startswith(("IsNext", "in order")) else 1,
                     "drawn": chosen,
-                    "model's P(IsNext)": _is_next(active.key, first, second, model),
+                    "model's P(IsNext)": cache.next_sentence(active, first, second),
                 }
                 for task, label, first, second, chosen in examples
             ]

@@ -7,9 +7,10 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from app import charts, state, ui
+from app import cache, charts, ui
+from app.inputs import EXAMPLES_DIR, MAX_LINE_CHARS, MAX_LINES
 
-PRESET_FILE = state.REPO_ROOT / "assets" / "examples" / "sentences.txt"
+PRESET_FILE = EXAMPLES_DIR / "sentences.txt"
 FALLBACK = "The cat sat on the mat.\nA kitten was sleeping on the rug.\nThe stock market fell sharply today."
 POOLED, CLS, MEAN = "pooled [CLS] (pooler output)", "[CLS], last layer", "mean of the pieces, last layer"
 
@@ -76,28 +77,26 @@ raw = st.text_area(
     key="sv_sentences",
     persist_state="session",
     height=150,
-    help=f"At most {state.MAX_LINES} sentences of {state.MAX_LINE_CHARS:,} characters each are used.",
+    help=f"At most {MAX_LINES} sentences of {MAX_LINE_CHARS:,} characters each are used.",
 )
 lines = [line.strip() for line in raw.splitlines() if line.strip()]
-if len(lines) > state.MAX_LINES:
-    st.warning(
-        f"{len(lines)} sentences: only the first {state.MAX_LINES} are used (your text is kept as typed)."
-    )
-    lines = lines[: state.MAX_LINES]
-long_lines = [n for n, line in enumerate(lines) if len(line) > state.MAX_LINE_CHARS]
+if len(lines) > MAX_LINES:
+    st.warning(f"{len(lines)} sentences: only the first {MAX_LINES} are used (your text is kept as typed).")
+    lines = lines[:MAX_LINES]
+long_lines = [n for n, line in enumerate(lines) if len(line) > MAX_LINE_CHARS]
 if long_lines:
     st.warning(
-        f"Only the first {state.MAX_LINE_CHARS:,} characters of a sentence are used: "
+        f"Only the first {MAX_LINE_CHARS:,} characters of a sentence are used: "
         + ", ".join(f"sentence {n + 1}" for n in long_lines)
         + " is cut."
     )
-lines = [line[: state.MAX_LINE_CHARS] for line in lines]
+lines = [line[:MAX_LINE_CHARS] for line in lines]
 batch = None
 if len(lines) < 2:
     st.info("Type at least two sentences to compare.")
 else:
     try:
-        batch = state.analyze_lines(active, lines)
+        batch = cache.analyze_lines(active, lines)
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc, text_name="a sentence"))
     else:
@@ -144,7 +143,7 @@ elif inputs.text_a is None or inputs.text_b is None:
     st.info("Type sentences A and B in the sidebar: the NSP head says how likely B is to follow A.")
 else:
     try:
-        p = state.next_sentence(active, inputs.text_a, inputs.text_b)
+        p = cache.next_sentence(active, inputs.text_a, inputs.text_b)
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
     else:

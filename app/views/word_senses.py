@@ -7,9 +7,9 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from app import charts, state, transforms, ui
+from app import cache, charts, inputs, transforms, ui
 
-PRESET_FILE = state.REPO_ROOT / "assets" / "examples" / "word_senses_bank.txt"
+PRESET_FILE = inputs.EXAMPLES_DIR / "word_senses_bank.txt"
 FALLBACK_PRESET = """We sat on the bank of the river and watched the water. | river
 The boat drifted slowly toward the muddy bank. | river
 Fishermen lined the bank, waiting for the tide. | river
@@ -56,7 +56,7 @@ raw = c1.text_area(
     persist_state="session",
     height=200,
     help="The sense after | colours the points and decides which pairs count as same-sense. "
-    f"At most {state.MAX_LINES} lines of {state.MAX_LINE_CHARS:,} characters each are used.",
+    f"At most {inputs.MAX_LINES} lines of {inputs.MAX_LINE_CHARS:,} characters each are used.",
 )
 typed_target = c2.text_input(
     "Target word",
@@ -109,26 +109,26 @@ if len(target_pieces) > 1:
     )
 
 items = parse(raw)
-if len(items) > state.MAX_LINES:
+if len(items) > inputs.MAX_LINES:
     st.warning(
-        f"{len(items)} sentences: only the first {state.MAX_LINES} are used (your text is kept as typed)."
+        f"{len(items)} sentences: only the first {inputs.MAX_LINES} are used (your text is kept as typed)."
     )
-    items = items[: state.MAX_LINES]
-long_lines = [n for n, (s, _) in enumerate(items) if len(s) > state.MAX_LINE_CHARS]
+    items = items[: inputs.MAX_LINES]
+long_lines = [n for n, (s, _) in enumerate(items) if len(s) > inputs.MAX_LINE_CHARS]
 if long_lines:
     st.warning(
         "Only the first "
-        f"{state.MAX_LINE_CHARS:,} characters of a sentence are used: "
+        f"{inputs.MAX_LINE_CHARS:,} characters of a sentence are used: "
         + ", ".join(f"sentence {n + 1}" for n in long_lines)
         + " is cut."
     )
 if len(items) < (1 if which == "each" else 2):
     st.info("Type at least two sentences (one per line).")
     st.stop()
-sentences = [s[: state.MAX_LINE_CHARS] for s, _ in items]
+sentences = [s[: inputs.MAX_LINE_CHARS] for s, _ in items]
 
 try:
-    batch = state.analyze_lines(active, sentences)
+    batch = cache.analyze_lines(active, sentences)
 except bert_core.BertScopeError as exc:
     st.error(ui.user_message(exc, text_name="a sentence"))
     st.stop()

@@ -77,12 +77,12 @@ def test_a_link_reproduces_text_and_pair(make_app):
 def test_default_hub_model_falls_back_to_the_demo_model(app_env, monkeypatch, tmp_path):
     from streamlit.testing.v1 import AppTest
 
-    from app import state
+    from app import models
     from tests.app.conftest import APP, TIMEOUT
 
     monkeypatch.delenv("BERTSCOPE_MODEL")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))  # bert-base-uncased is not cached
-    monkeypatch.setattr(state, "DEMO_MODEL_DIR", app_env)  # the tiny checkpoint plays the demo model
+    monkeypatch.setattr(models, "DEMO_MODEL_DIR", app_env)  # the tiny checkpoint plays the demo model
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     assert not at.exception
     assert at.sidebar.selectbox(key="model").value == "bert-base-uncased"
@@ -107,12 +107,12 @@ def test_the_bundled_demo_model_is_what_the_fallback_loads(app_env, monkeypatch,
     """No substitute this time: the real assets/demo-model, as a machine with no network would see it."""
     from streamlit.testing.v1 import AppTest
 
-    from app import state
+    from app import models
     from tests.app.conftest import APP, TIMEOUT
 
     monkeypatch.delenv("BERTSCOPE_MODEL")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
-    assert (state.DEMO_MODEL_DIR / "model.safetensors").is_file()
+    assert (models.DEMO_MODEL_DIR / "model.safetensors").is_file()
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.query_params["a"] = "we sat on the bank of the river ."
     at.run()

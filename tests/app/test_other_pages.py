@@ -75,10 +75,10 @@ def test_sentence_b_is_named_in_error_messages(make_app):
 
 
 def test_sentence_vector_list_skips_bad_lines_and_runs_in_chunks(make_app, tiny_checkpoint, monkeypatch):
-    from app import state
+    from app import cache
 
     m = bert_core.load_pretrained(tiny_checkpoint)
-    monkeypatch.setattr(state, "BATCH_TOKEN_BUDGET", 12)  # padded tokens per pass: forces several passes
+    monkeypatch.setattr(cache, "BATCH_TOKEN_BUDGET", 12)  # padded tokens per pass: forces several passes
     at = make_app("views/sentence_vector.py", a="the cat")
     passes = at.session_state["forward_passes"]
     lines = ["the cat sat on the mat", "\x00", "the dog", "my bank is by the river", "a cat"]

@@ -105,11 +105,11 @@ def test_a_bad_line_is_left_out_not_fatal(senses):
 
 
 def test_too_many_lines_are_capped(senses):
-    from app import state
+    from app import inputs
 
-    at = senses([f"the bank {i}" for i in range(state.MAX_LINES + 3)])
-    assert f"only the first {state.MAX_LINES}" in text_of(at.warning)
-    assert z(at, "senses_matrix").shape == (state.MAX_LINES, state.MAX_LINES)
+    at = senses([f"the bank {i}" for i in range(inputs.MAX_LINES + 3)])
+    assert f"only the first {inputs.MAX_LINES}" in text_of(at.warning)
+    assert z(at, "senses_matrix").shape == (inputs.MAX_LINES, inputs.MAX_LINES)
 
 
 @pytest.mark.parametrize("which", ["last", "each"])

@@ -2,33 +2,33 @@
 
 from __future__ import annotations
 
-from app import state
+from app import inputs
 
 
 def test_parse_examples_skips_comments_and_incomplete_lines():
     text = "# a comment\n\nRiver | the bank of the river |\nPair | a | b\nno sentence |\n | no label\nBare line\n"
-    assert state.parse_examples(text) == [
-        state.Example("River", "the bank of the river", ""),
-        state.Example("Pair", "a", "b"),
+    assert inputs.parse_examples(text) == [
+        inputs.Example("River", "the bank of the river", ""),
+        inputs.Example("Pair", "a", "b"),
     ]
 
 
 def test_the_shipped_examples_parse():
-    found = state.examples()
+    found = inputs.examples()
     assert len(found) >= 6
     assert any("[MASK]" in e.text_a for e in found) and any(e.text_b for e in found)
 
 
 def test_choosing_an_example_fills_both_sentences_and_keeps_them(make_app, state_api_warnings):
     at = make_app("views/attention.py", a="my own sentence")
-    pair = next(e for e in state.examples() if e.text_b)
+    pair = next(e for e in inputs.examples() if e.text_b)
     at.selectbox(key="example").set_value(pair.label).run()
     assert not at.exception and not at.error
     assert state_api_warnings == []
     assert at.text_area(key="a").value == pair.text_a and at.text_input(key="b").value == pair.text_b
     assert at.query_params["a"] in (pair.text_a, [pair.text_a])  # the link follows
     assert at.selectbox(key="example").value is None  # ready for the next one
-    single = next(e for e in state.examples() if not e.text_b)
+    single = next(e for e in inputs.examples() if not e.text_b)
     at.selectbox(key="example").set_value(single.label).run()
     assert at.text_area(key="a").value == single.text_a and at.text_input(key="b").value == ""
     at.switch_page("views/tokens.py").run()

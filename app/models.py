@@ -1,32 +1,25 @@
-"""Process-wide caches (models, analyses) and per-session / URL state for the app.
+"""Where the app's models come from and how they are kept: the model-source policy (the bundled demo model,
+the default, hub ids, allowed directories, refusals), the process-wide model store, and the model a page uses.
 
-Nothing mutable lives at module level: the model store is made once per process by `st.cache_resource`,
-analyses are cached by (model key, text, pair), and everything a user chose lives in `st.session_state`
-(mirrored into the URL by widgets bound with `bind="query-params"`).
+The store is made once per process by `st.cache_resource`; nothing mutable lives at module level.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import streamlit as st
 
 import bert_core
 
-log = logging.getLogger(__name__)
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEMO_MODEL_DIR = REPO_ROOT / "assets" / "demo-model"
-EXAMPLES_FILE = REPO_ROOT / "assets" / "examples" / "presets.txt"
+DEMO_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "demo-model"
 DEMO_SOURCE = "@demo"  # the model picker's name for the bundled demo model (not a valid hub id or path)
 DEFAULT_HUB_MODEL = "bert-base-uncased"
 ENV_MODEL = "BERTSCOPE_MODEL"
@@ -34,22 +27,7 @@ ENV_MODEL = "BERTSCOPE_MODEL"
 ENV_ALLOW_HUB = "BERTSCOPE_ALLOW_HUB"  # "0" = no hub downloads; models already in the HF cache still load
 ENV_EXACT = "BERTSCOPE_EXACT"  # "1" = the reference's own matmuls: bit-identical to transformers, slower
 ENV_MODEL_ROOTS = "BERTSCOPE_MODEL_ROOTS"  # "/a:/b" = open local checkpoints only under these directories
-
-DEFAULT_TEXT_A = "The boat drifted toward the bank of the river."
-MAX_CHARS = 5_000  # longer text is cut here before tokenising (the model takes at most ~512 pieces anyway)
-MAX_LINES = 12  # sentences per list on the Word senses and Sentence vector pages
-MAX_LINE_CHARS = 1_000  # characters per sentence of such a list
-MAX_TOP_K = 30  # masked words are predicted once with this many guesses; the page slices what it shows
-ANALYSIS_CACHE_ENTRIES = 8  # analyses cached per process (a 512-token bert-base analysis is ~170 MB)
-BATCH_TOKEN_BUDGET = 2048  # padded tokens (texts × longest) per forward pass on the many-sentence pages
-FORWARD_PASSES = "forward_passes"  # session-state counter of analyses actually computed (tests read it)
-
-# Session-state keys of the widgets; bound ones are also the URL's query-parameter names.
-KEY_MODEL = "model"
-KEY_TEXT_A = "a"
-KEY_TEXT_B = "b"
-KEY_LAYER = "layer"
-KEY_HEAD = "head"
+KEY_ACTIVE_MODEL = "_active_model"  # session state: the ActiveModel the sidebar loaded for this run
 
 
 # -- model sources --------------------------------------------------------------------------------------
@@ -364,248 +342,6 @@ def loadable_alternatives(failed: str) -> list[str]:
     return [o for o in dict.fromkeys(out) if o != failed]
 
 
-# -- analyses -------------------------------------------------------------------------------------------
-
-
-def _freeze(analysis: bert_core.Analysis) -> bert_core.Analysis:
-    """Analyses are shared by all sessions (cache_resource): make in-place edits fail loudly."""
-    arrays = [
-        analysis.input_ids,
-        analysis.token_type_ids,
-        analysis.position_ids,
-        analysis.offsets,
-        analysis.special_tokens_mask,
-        analysis.attentions,
-        analysis.hidden_states,
-        analysis.embeddings.word,
-        analysis.embeddings.segment,
-        analysis.embeddings.position,
-        analysis.embeddings.summed,
-        analysis.embeddings.normalized,
-    ]
-    if analysis.pooled is not None:
-        arrays.append(analysis.pooled)
-    for array in arrays:
-        if isinstance(array, np.ndarray):
-            array.flags.writeable = False
-    return analysis
-
-
-def _count_forward_pass() -> None:
-    st.session_state[FORWARD_PASSES] = st.session_state.get(FORWARD_PASSES, 0) + 1
-
-
-# cache_resource rather than cache_data: a 512-token analysis of bert-base holds ~170 MB of attention and
-# hidden states, and cache_data would unpickle a fresh copy on every rerun. The result is frozen above.
-@st.cache_resource(max_entries=ANALYSIS_CACHE_ENTRIES, ttl=3600, show_spinner=False)
-def _analysis(key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel) -> bert_core.Analysis:
-    _count_forward_pass()
-    return _freeze(_model.analyze(text, pair))
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _masks(
-    key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel
-) -> list[bert_core.MaskPrediction]:
-    _count_forward_pass()
-    return _model.predict_masks(text, pair, top_k=MAX_TOP_K)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _nsp(key: str, a: str, b: str, _model: bert_core.BertScopeModel) -> float | None:
-    _count_forward_pass()
-    return _model.next_sentence(a, b)
-
-
-def analyze(active: ActiveModel, text: str, pair: str | None = None) -> bert_core.Analysis:
-    """The cached analysis of (model, text, pair); raises bert_core.InputError for unusable text."""
-    with st.spinner("Running the model…"):
-        return _analysis(active.key, text, pair, active.model)
-
-
-def predict_masks(
-    active: ActiveModel, text: str, pair: str | None, top_k: int
-) -> list[bert_core.MaskPrediction]:
-    """The `top_k` best guesses per [MASK], sliced from one cached prediction of the top MAX_TOP_K, so a new k
-    never reruns the model."""
-    with st.spinner("Predicting…"):
-        full = _masks(active.key, text, pair, active.model)
-    k = max(1, int(top_k))
-    return [
-        replace(p, tokens=p.tokens[:k], token_ids=p.token_ids[:k], probabilities=p.probabilities[:k])
-        for p in full
-    ]
-
-
-def next_sentence(active: ActiveModel, a: str, b: str) -> float | None:
-    return _nsp(active.key, a, b, active.model)
-
-
-# -- many short texts (Word senses, Sentence vector) ----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LineVectors:
-    """What the many-sentence pages need of one line: its pieces and hidden states, no attention.
-
-    Duck-compatible with `bert_core.Analysis` for `app.transforms` (text, offsets, sequence/word ids).
-    """
-
-    text: str
-    tokens: list[str]
-    offsets: np.ndarray  # (S, 2)
-    sequence_ids: list[int | None]
-    word_ids: list[int | None]
-    special_tokens_mask: np.ndarray  # (S,) bool
-    truncated: bool
-    num_tokens_before_truncation: int
-    hidden_states: np.ndarray  # (L + 1, S, H)
-    pooled: np.ndarray | None  # (H,)
-
-    text_pair = None
-
-
-@dataclass(frozen=True)
-class Lines:
-    """The usable lines' vectors, and the lines that could not be used (with the reason)."""
-
-    results: list[LineVectors]  # one per usable line, in input order
-    used: list[int]  # results[k] is lines[used[k]]
-    rejected: list[tuple[int, str]]  # (index into lines, reason)
-
-
-def _line_vectors(result, text: str) -> LineVectors:
-    """Keep only what the pages use of a core result (an Analysis, or a lighter result with the same names)."""
-    pooled = getattr(result, "pooled", None)
-    out = LineVectors(
-        text=text,
-        tokens=list(result.tokens),
-        offsets=np.asarray(result.offsets),
-        sequence_ids=list(result.sequence_ids),
-        word_ids=list(result.word_ids),
-        special_tokens_mask=np.asarray(result.special_tokens_mask, dtype=bool),
-        truncated=bool(result.truncated),
-        num_tokens_before_truncation=int(result.num_tokens_before_truncation),
-        hidden_states=np.asarray(result.hidden_states),
-        pooled=None if pooled is None else np.asarray(pooled),
-    )
-    for array in (out.offsets, out.special_tokens_mask, out.hidden_states, out.pooled):
-        if isinstance(array, np.ndarray):
-            array.flags.writeable = False
-    return out
-
-
-def token_chunks(lengths: list[int], budget: int = BATCH_TOKEN_BUDGET) -> list[list[int]]:
-    """Indices of `lengths` grouped so that each padded batch (count × longest) stays within `budget` tokens
-    (a single text longer than the budget is a batch of its own). Similar lengths are batched together."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    chunks: list[list[int]] = []
-    longest = 0
-    for i in order:
-        if chunks and (len(chunks[-1]) + 1) * max(longest, lengths[i]) <= budget:
-            chunks[-1].append(i)
-            longest = max(longest, lengths[i])
-        else:
-            chunks.append([i])
-            longest = lengths[i]
-    return chunks
-
-
-@st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
-def _lines(key: str, texts: tuple[str, ...], _model: bert_core.BertScopeModel) -> Lines:
-    used: list[int] = []
-    lengths: list[int] = []
-    rejected: list[tuple[int, str]] = []
-    for n, text in enumerate(texts):
-        try:
-            lengths.append(len(_model.encode(text)))
-        except bert_core.InputError as exc:
-            rejected.append((n, str(exc)))
-        else:
-            used.append(n)
-    results: list[LineVectors | None] = [None] * len(used)
-    # vectors_batch keeps no attention maps: these pages never draw them, and at 512 tokens they dominate memory.
-    run = _model.vectors_batch
-    for chunk in token_chunks(lengths, BATCH_TOKEN_BUDGET):
-        _count_forward_pass()
-        batch = run([texts[used[k]] for k in chunk])
-        for k, result in zip(chunk, batch, strict=True):
-            results[k] = _line_vectors(result, texts[used[k]])
-    return Lines([r for r in results if r is not None], used, rejected)
-
-
-def analyze_lines(active: ActiveModel, texts: list[str]) -> Lines:
-    """Hidden states of many short texts, run in padded chunks of at most BATCH_TOKEN_BUDGET tokens so that
-    memory stays bounded; lines the tokenizer rejects are listed in `rejected` instead of failing the rest."""
-    with st.spinner("Running the model…"):
-        return _lines(active.key, tuple(texts), active.model)
-
-
-# -- text from the user ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """Sentence A and B as the model will see them, with notes on what was changed."""
-
-    text_a: str | None  # None when there is nothing to analyse
-    text_b: str | None
-    notes: tuple[str, ...] = ()
-
-    @property
-    def pair(self) -> str | None:
-        return self.text_b
-
-
-def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
-    """(text to analyse or None, notes). The widget keeps what was typed; only the copy is cut."""
-    notes: list[str] = []
-    if raw is None or not raw.strip():
-        return None, notes
-    text = raw
-    if len(text) > MAX_CHARS:
-        notes.append(
-            f"{name} has {len(text):,} characters; only the first {MAX_CHARS:,} are analysed "
-            "(BERT reads at most 512 pieces anyway)."
-        )
-        text = text[:MAX_CHARS]
-    return text, notes
-
-
-@dataclass(frozen=True)
-class Example:
-    label: str
-    text_a: str
-    text_b: str  # "" when the example is a single sentence
-
-
-def parse_examples(text: str) -> list[Example]:
-    """Lines 'label | sentence A | sentence B (optional)'; '#' lines and blank lines are skipped, and so is a
-    line without a label and a sentence A."""
-    out = []
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        parts = [p.strip() for p in line.split("|")]
-        if len(parts) < 2 or not parts[0] or not parts[1]:
-            continue
-        out.append(Example(parts[0], parts[1], parts[2] if len(parts) > 2 else ""))
-    return out
-
-
-def examples() -> list[Example]:
-    try:
-        return parse_examples(EXAMPLES_FILE.read_text(encoding="utf-8"))
-    except OSError:
-        return []  # a stripped install without assets: the sidebar simply has no examples
-
-
-def current_inputs() -> Inputs:
-    a, notes_a = prepare_text(st.session_state.get(KEY_TEXT_A), "Sentence A")
-    b, notes_b = prepare_text(st.session_state.get(KEY_TEXT_B), "Sentence B")
-    return Inputs(a, b, tuple(notes_a + notes_b))
-
-
 def active_model() -> ActiveModel | None:
     """The model the sidebar loaded for this run (None when it couldn't be loaded)."""
-    return st.session_state.get("_active_model")
+    return st.session_state.get(KEY_ACTIVE_MODEL)

@@ -1,0 +1,85 @@
+"""The text a user gave, as the pages read it: sentences A and B (cut to a sane length, with notes), the
+example sentences, and the session-state keys of the sidebar's widgets (bound ones are also the URL's
+query-parameter names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "assets" / "examples"
+EXAMPLES_FILE = EXAMPLES_DIR / "presets.txt"
+DEFAULT_TEXT_A = "The boat drifted toward the bank of the river."
+MAX_CHARS = 5_000  # longer text is cut here before tokenising (the model takes at most ~512 pieces anyway)
+MAX_LINES = 12  # sentences per list on the Word senses and Sentence vector pages
+MAX_LINE_CHARS = 1_000  # characters per sentence of such a list
+
+KEY_MODEL = "model"
+KEY_TEXT_A = "a"
+KEY_TEXT_B = "b"
+KEY_LAYER = "layer"
+KEY_HEAD = "head"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Sentence A and B as the model will see them, with notes on what was changed."""
+
+    text_a: str | None  # None when there is nothing to analyse
+    text_b: str | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def pair(self) -> str | None:
+        return self.text_b
+
+
+def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
+    """(text to analyse or None, notes). The widget keeps what was typed; only the copy is cut."""
+    notes: list[str] = []
+    if raw is None or not raw.strip():
+        return None, notes
+    text = raw
+    if len(text) > MAX_CHARS:
+        notes.append(
+            f"{name} has {len(text):,} characters; only the first {MAX_CHARS:,} are analysed "
+            "(BERT reads at most 512 pieces anyway)."
+        )
+        text = text[:MAX_CHARS]
+    return text, notes
+
+
+@dataclass(frozen=True)
+class Example:
+    label: str
+    text_a: str
+    text_b: str  # "" when the example is a single sentence
+
+
+def parse_examples(text: str) -> list[Example]:
+    """Lines 'label | sentence A | sentence B (optional)'; '#' lines and blank lines are skipped, and so is a
+    line without a label and a sentence A."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) < 2 or not parts[0] or not parts[1]:
+            continue
+        out.append(Example(parts[0], parts[1], parts[2] if len(parts) > 2 else ""))
+    return out
+
+
+def examples() -> list[Example]:
+    try:
+        return parse_examples(EXAMPLES_FILE.read_text(encoding="utf-8"))
+    except OSError:
+        return []  # a stripped install without assets: the sidebar simply has no examples
+
+
+def current_inputs() -> Inputs:
+    a, notes_a = prepare_text(st.session_state.get(KEY_TEXT_A), "Sentence A")
+    b, notes_b = prepare_text(st.session_state.get(KEY_TEXT_B), "Sentence B")
+    return Inputs(a, b, tuple(notes_a + notes_b))
