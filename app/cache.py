@@ -1,12 +1,14 @@
 """Process-wide caches of what the model computed: analyses, mask predictions, NSP, many-line vectors.
 
-Results are cached by (model key, text, pair) and shared by every session, so they are frozen; each one
-actually computed adds one to the session's forward-pass counter, which the tests read to check that a
-rerun over the same text runs nothing.
+Results are cached by (model key, text, pair) and shared by every session, so they are frozen. Each call that
+misses its cache adds one to the session's forward-pass counter (a list of lines counts once, however many
+padded batches the core runs it in), which the tests read to check that a rerun over the same text runs
+nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -18,31 +20,19 @@ from app.models import ActiveModel
 MAX_TOP_K = 30  # masked words are predicted once with this many guesses; the page slices what it shows
 ANALYSIS_CACHE_ENTRIES = 8  # analyses cached per process (a 512-token bert-base analysis is ~170 MB)
 BATCH_TOKEN_BUDGET = 2048  # padded tokens (texts × longest) per forward pass on the many-sentence pages
-FORWARD_PASSES = "forward_passes"  # session-state counter of analyses actually computed (tests read it)
+FORWARD_PASSES = "forward_passes"  # session-state count of model calls that missed the cache (tests read it)
 
 
-def _freeze(analysis: bert_core.Analysis) -> bert_core.Analysis:
-    """Analyses are shared by all sessions (cache_resource): make in-place edits fail loudly."""
-    arrays = [
-        analysis.input_ids,
-        analysis.token_type_ids,
-        analysis.position_ids,
-        analysis.offsets,
-        analysis.special_tokens_mask,
-        analysis.attentions,
-        analysis.hidden_states,
-        analysis.embeddings.word,
-        analysis.embeddings.segment,
-        analysis.embeddings.position,
-        analysis.embeddings.summed,
-        analysis.embeddings.normalized,
-    ]
-    if analysis.pooled is not None:
-        arrays.append(analysis.pooled)
-    for array in arrays:
-        if isinstance(array, np.ndarray):
-            array.flags.writeable = False
-    return analysis
+def _freeze(result):
+    """Results are shared by all sessions (cache_resource): make in-place edits of their arrays fail loudly.
+    Walks the result's dataclass fields, so an Analysis, Vectors or a field added to either is covered."""
+    for f in dataclasses.fields(result):
+        value = getattr(result, f.name)
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        elif dataclasses.is_dataclass(value):
+            _freeze(value)
+    return result
 
 
 def _count_forward_pass() -> None:
@@ -118,93 +108,33 @@ def mlm_scores(
 
 
 @dataclass(frozen=True)
-class LineVectors:
-    """What the many-sentence pages need of one line: its pieces and hidden states, no attention.
-
-    Duck-compatible with `bert_core.Analysis` for `app.transforms` (text, offsets, sequence/word ids).
-    """
-
-    text: str
-    tokens: list[str]
-    offsets: np.ndarray  # (S, 2)
-    sequence_ids: list[int | None]
-    word_ids: list[int | None]
-    special_tokens_mask: np.ndarray  # (S,) bool
-    truncated: bool
-    num_tokens_before_truncation: int
-    hidden_states: np.ndarray  # (L + 1, S, H)
-    pooled: np.ndarray | None  # (H,)
-
-    text_pair = None
-
-
-@dataclass(frozen=True)
 class Lines:
     """The usable lines' vectors, and the lines that could not be used (with the reason)."""
 
-    results: list[LineVectors]  # one per usable line, in input order
+    results: list[bert_core.Vectors]  # one per usable line, in input order
     used: list[int]  # results[k] is lines[used[k]]
     rejected: list[tuple[int, str]]  # (index into lines, reason)
-
-
-def _line_vectors(result, text: str) -> LineVectors:
-    """Keep only what the pages use of a core result (an Analysis, or a lighter result with the same names)."""
-    pooled = getattr(result, "pooled", None)
-    out = LineVectors(
-        text=text,
-        tokens=list(result.tokens),
-        offsets=np.asarray(result.offsets),
-        sequence_ids=list(result.sequence_ids),
-        word_ids=list(result.word_ids),
-        special_tokens_mask=np.asarray(result.special_tokens_mask, dtype=bool),
-        truncated=bool(result.truncated),
-        num_tokens_before_truncation=int(result.num_tokens_before_truncation),
-        hidden_states=np.asarray(result.hidden_states),
-        pooled=None if pooled is None else np.asarray(pooled),
-    )
-    for array in (out.offsets, out.special_tokens_mask, out.hidden_states, out.pooled):
-        if isinstance(array, np.ndarray):
-            array.flags.writeable = False
-    return out
-
-
-def token_chunks(lengths: list[int], budget: int = BATCH_TOKEN_BUDGET) -> list[list[int]]:
-    """Indices of `lengths` grouped so that each padded batch (count × longest) stays within `budget` tokens
-    (a single text longer than the budget is a batch of its own). Similar lengths are batched together."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    chunks: list[list[int]] = []
-    longest = 0
-    for i in order:
-        if chunks and (len(chunks[-1]) + 1) * max(longest, lengths[i]) <= budget:
-            chunks[-1].append(i)
-            longest = max(longest, lengths[i])
-        else:
-            chunks.append([i])
-            longest = lengths[i]
-    return chunks
 
 
 @st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
 def _lines(key: str, texts: tuple[str, ...], _model: bert_core.BertScopeModel) -> Lines:
     used: list[int] = []
-    lengths: list[int] = []
     rejected: list[tuple[int, str]] = []
+    # Encoded up front so that an unusable line is left out and named; vectors_batch stops at the first one.
     for n, text in enumerate(texts):
         try:
-            lengths.append(len(_model.encode(text)))
+            _model.encode(text)
         except bert_core.InputError as exc:
             rejected.append((n, str(exc)))
         else:
             used.append(n)
-    results: list[LineVectors | None] = [None] * len(used)
-    # vectors_batch keeps no attention maps: these pages never draw them, and at 512 tokens they dominate memory.
-    run = _model.vectors_batch
-    for chunk in token_chunks(lengths, BATCH_TOKEN_BUDGET):
-        _count_forward_pass()
-        batch = run([texts[used[k]] for k in chunk])
-        for k, result in zip(chunk, batch, strict=True):
-            results[k] = _line_vectors(result, texts[used[k]])
-    return Lines([r for r in results if r is not None], used, rejected)
+    if not used:
+        return Lines([], used, rejected)
+    _count_forward_pass()
+    # vectors_batch keeps no attention maps (these pages never draw them, and at 512 tokens they dominate
+    # memory) and runs the lines in padded batches within the token budget, so memory stays bounded.
+    results = _model.vectors_batch([texts[n] for n in used], max_batch_tokens=BATCH_TOKEN_BUDGET)
+    return Lines([_freeze(r) for r in results], used, rejected)
 
 
 def analyze_lines(active: ActiveModel, texts: list[str]) -> Lines:

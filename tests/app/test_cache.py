@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-import numpy as np
 import pytest
 import streamlit as st
 
@@ -21,45 +18,29 @@ def clean_caches():
     st.cache_data.clear()
 
 
-def test_token_chunks_keep_each_padded_batch_within_budget():
-    lengths = [5, 300, 7, 512, 6, 40, 40, 8]
-    chunks = cache.token_chunks(lengths, budget=600)
-    assert sorted(i for c in chunks for i in c) == list(range(len(lengths)))
-    for chunk in chunks:
-        assert len(chunk) == 1 or len(chunk) * max(lengths[i] for i in chunk) <= 600
-    assert cache.token_chunks([700], budget=600) == [[0]]  # one long text is a batch of its own
-    assert cache.token_chunks([], budget=600) == []
+def test_lines_leave_bad_lines_out_and_run_the_rest_in_one_attention_free_call(
+    clean_caches, tiny_model, monkeypatch
+):
+    calls = []
+    real = tiny_model.vectors_batch
 
+    def spy(texts, **kwargs):
+        calls.append((list(texts), kwargs))
+        return real(texts, **kwargs)
 
-def test_lines_use_a_lighter_core_call_when_there_is_one(clean_caches):
-    class Fake:
-        calls: list[list[str]] = []
+    def analyze_batch(texts):
+        raise AssertionError("the attention-free call should have been used")
 
-        def encode(self, text):
-            if not text.strip("\x00"):
-                raise bert_core.InputError("text is empty once control and zero-width characters are removed")
-            return ["[CLS]", *text.split(), "[SEP]"]
-
-        def vectors_batch(self, texts):
-            self.calls.append(list(texts))
-            return [
-                SimpleNamespace(
-                    tokens=["[CLS]", t, "[SEP]"],
-                    offsets=np.zeros((3, 2), dtype=np.int64),
-                    sequence_ids=[None, 0, None],
-                    word_ids=[None, 0, None],
-                    special_tokens_mask=np.array([True, False, True]),
-                    truncated=False,
-                    num_tokens_before_truncation=3,
-                    hidden_states=np.ones((2, 3, 4), dtype=np.float32),
-                )
-                for t in texts
-            ]
-
-        def analyze_batch(self, texts):
-            raise AssertionError("the attention-free call should have been used")
-
-    lines = cache._lines("fake", ("a", "\x00", "b"), Fake())
+    monkeypatch.setattr(tiny_model, "vectors_batch", spy)
+    monkeypatch.setattr(tiny_model, "analyze_batch", analyze_batch)
+    lines = cache._lines("tiny", ("the cat", "\x00", "the bank"), tiny_model)
     assert lines.used == [0, 2] and [n for n, _ in lines.rejected] == [1]
-    assert [r.text for r in lines.results] == ["a", "b"] and lines.results[0].pooled is None
-    assert Fake.calls == [["a", "b"]]
+    assert calls == [(["the cat", "the bank"], {"max_batch_tokens": cache.BATCH_TOKEN_BUDGET})]
+    assert [r.text for r in lines.results] == ["the cat", "the bank"]
+    assert all(isinstance(r, bert_core.Vectors) for r in lines.results)
+    with pytest.raises(ValueError, match="read-only"):  # shared by every session
+        lines.results[0].hidden_states[0, 0, 0] = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        lines.results[0].pooled[0] = 1.0
+    assert cache._lines("tiny", ("\x00",), tiny_model) == cache.Lines([], [], [(0, lines.rejected[0][1])])
+    assert len(calls) == 1  # nothing usable: no model call

@@ -74,18 +74,28 @@ def test_sentence_b_is_named_in_error_messages(make_app):
     assert "Sentence B is empty" in errors and "text_pair" not in errors
 
 
-def test_sentence_vector_list_skips_bad_lines_and_runs_in_chunks(make_app, tiny_checkpoint, monkeypatch):
+def test_sentence_vector_list_skips_bad_lines_and_runs_within_the_token_budget(
+    make_app, tiny_checkpoint, monkeypatch
+):
     from app import cache
 
     m = bert_core.load_pretrained(tiny_checkpoint)
-    monkeypatch.setattr(cache, "BATCH_TOKEN_BUDGET", 12)  # padded tokens per pass: forces several passes
+    budgets = []
+    real = bert_core.BertScopeModel.vectors_batch
+
+    def spy(self, texts, **kwargs):
+        budgets.append(kwargs.get("max_batch_tokens"))
+        return real(self, texts, **kwargs)
+
+    monkeypatch.setattr(bert_core.BertScopeModel, "vectors_batch", spy)
+    monkeypatch.setattr(cache, "BATCH_TOKEN_BUDGET", 12)  # padded tokens per pass: the core runs several
     at = make_app("views/sentence_vector.py", a="the cat")
     passes = at.session_state["forward_passes"]
     lines = ["the cat sat on the mat", "\x00", "the dog", "my bank is by the river", "a cat"]
     at.text_area(key="sv_sentences").set_value("\n".join(lines)).run()
     assert not at.exception and not at.error
     assert any("sentence 2" in w.value and "empty" in w.value for w in at.warning)
-    assert at.session_state["forward_passes"] - passes >= 3
+    assert budgets[-1] == 12 and at.session_state["forward_passes"] - passes == 1
     pooled = np.stack([m.analyze(t).pooled for t in lines if t != "\x00"])
     unit = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
     np.testing.assert_allclose(z(at, "sv_similarity"), unit @ unit.T, atol=1e-5)
