@@ -1,4 +1,5 @@
-"""Pure plotly figure builders: numpy/pandas in, `go.Figure` out. No Streamlit here, so tests call them directly.
+"""Pure plotly figure builders: numpy/pandas in, `go.Figure` out. No Streamlit here, so tests call them directly;
+the numbers they draw are worked out in `app.transforms`.
 
 User text reaches figures only through `label()`, which escapes what plotly would otherwise read as markup
 (plotly renders a few HTML tags and `$…$` LaTeX in text; escaped, they show as typed).
@@ -632,67 +633,3 @@ def scatter_2d(
         legend={"orientation": "v"},
     )
     return _layout(fig, title, 460, font_size)
-
-
-# -- numeric helpers (pure) -----------------------------------------------------------------------------
-
-
-def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
-    """(P, H) -> (P, P) cosine similarities; zero vectors give 0."""
-    v = np.asarray(vectors, dtype=np.float64)
-    norms = np.linalg.norm(v, axis=-1, keepdims=True)
-    unit = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
-    return (unit @ unit.T).astype(np.float32)
-
-
-def pca_2d(vectors: np.ndarray) -> np.ndarray:
-    """(P, H) -> (P, 2) projection on the first two principal components (zeros where undefined)."""
-    v = np.asarray(vectors, dtype=np.float64)
-    if v.shape[0] == 0:
-        return np.zeros((0, 2), dtype=np.float32)
-    centered = v - v.mean(axis=0, keepdims=True)
-    if v.shape[0] < 2 or not np.any(centered):
-        return np.zeros((v.shape[0], 2), dtype=np.float32)
-    _, _, vt = np.linalg.svd(centered, full_matrices=False)
-    comps = vt[:2]
-    out = centered @ comps.T
-    if out.shape[1] < 2:
-        out = np.pad(out, ((0, 0), (0, 2 - out.shape[1])))
-    # Fix each component's sign (largest |loading| positive) so the plot doesn't flip between layers.
-    signs = np.sign(comps[np.arange(comps.shape[0]), np.argmax(np.abs(comps), axis=1)])
-    signs[signs == 0] = 1
-    out[:, : comps.shape[0]] *= signs
-    return out.astype(np.float32)
-
-
-def pca_variance_share(vectors: np.ndarray) -> np.ndarray:
-    """(P, H) -> (2,): the fraction of the total variance the first two principal components hold (0 where
-    there is none), so a reader knows how much of the picture a 2-D projection shows."""
-    v = np.asarray(vectors, dtype=np.float64)
-    out = np.zeros(2)
-    if v.shape[0] < 2:
-        return out
-    centered = v - v.mean(axis=0, keepdims=True)
-    s = np.linalg.svd(centered, compute_uv=False)
-    total = float((s**2).sum())
-    if total > 0:
-        share = s[:2] ** 2 / total
-        out[: len(share)] = share
-    return out
-
-
-def block_mean(matrix: np.ndarray, side: int) -> np.ndarray:
-    """Average-pool a (..., R, C) array down to (..., min(R, side), min(C, side)) in near-equal blocks."""
-    m = np.asarray(matrix, dtype=np.float32)
-
-    def pool(a: np.ndarray, axis: int) -> np.ndarray:
-        n = a.shape[axis]
-        if n <= side:
-            return a
-        edges = np.linspace(0, n, side + 1).round().astype(int)
-        counts = np.diff(edges).astype(np.float32)
-        shape = [1] * a.ndim
-        shape[axis] = side
-        return np.add.reduceat(a, edges[:-1], axis=axis) / counts.reshape(shape)
-
-    return pool(pool(m, -1), -2)

@@ -143,7 +143,7 @@ if merge:
 if view == MODEL_VIEW:
     full = transform(result.attentions)  # (L, N, R, C)
     reduced = max(full.shape[-2:]) > THUMB_SIDE
-    pooled = charts.block_mean(full, THUMB_SIDE) if reduced else full  # (L, N, Tr, Tc)
+    pooled = transforms.block_mean(full, THUMB_SIDE) if reduced else full  # (L, N, Tr, Tc)
     # Each map scaled to its own maximum, so a head's pattern shows even when its weights are spread thin.
     peaks = pooled.max(axis=(-2, -1), keepdims=True)
     thumbs = np.divide(pooled, peaks, out=np.zeros_like(pooled), where=peaks > 0)

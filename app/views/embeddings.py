@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app import charts, ui
+from app import charts, transforms, ui
 
 COMPONENTS = {
     "word": "word (token) embedding",
@@ -84,10 +84,10 @@ if hasattr(active.model, "position_embedding_table"):
     else:  # a slider needs two values to choose from
         count = max_p
         st.caption(f"This model has {max_p} position(s); all are compared.")
-    sims = charts.cosine_matrix(table[:count])
+    sims = transforms.cosine_matrix(table[:count])
 else:  # an older core: only the positions of this text are known
     count = len(result.tokens)
-    sims = charts.cosine_matrix(emb.position)
+    sims = transforms.cosine_matrix(emb.position)
     st.caption("Showing only the positions used by this text.")
 pos_labels = [str(p) for p in range(count)]
 pos_fig = charts.heatmap(
@@ -118,7 +118,7 @@ else:
         [emb.segment[result.token_type_ids == t][0] for t in sorted(set(result.token_type_ids.tolist()))]
     )
 if len(seg) >= 2:
-    cos = float(charts.cosine_matrix(seg[:2])[0, 1])
+    cos = float(transforms.cosine_matrix(seg[:2])[0, 1])
     c1, c2, c3 = st.columns(3)
     c1.metric("|segment A|", f"{np.linalg.norm(seg[0]):.3f}")
     c2.metric("|segment B|", f"{np.linalg.norm(seg[1]):.3f}")

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from app import cache, charts, ui
+from app import cache, charts, transforms, ui
 from app.inputs import EXAMPLES_DIR, MAX_LINE_CHARS, MAX_LINES
 
 PRESET_FILE = EXAMPLES_DIR / "sentences.txt"
@@ -114,7 +114,7 @@ if batch is not None:
     lines = [lines[n] for n in batch.used]
     numbers = [n + 1 for n in batch.used]
     vectors = np.stack([sentence_vector(r, kind) for r in batch.results])
-    sims = charts.cosine_matrix(vectors)
+    sims = transforms.cosine_matrix(vectors)
     names = [f"{n}. {line[:40]}" for n, line in zip(numbers, lines, strict=True)]
     fig = charts.heatmap(
         sims,

@@ -213,7 +213,9 @@ sense_groups = [sense_names.index(s or NO_SENSE) for s in senses]
 
 ui.start_value("senses_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
 layer = st.slider("Layer (0 = embeddings)", 0, n_layers, key="senses_layer", persist_state="session")
-sims = np.stack([charts.cosine_matrix(vectors[:, layer_]) for layer_ in range(n_layers + 1)])  # (L + 1, K, K)
+sims = np.stack(
+    [transforms.cosine_matrix(vectors[:, layer_]) for layer_ in range(n_layers + 1)]
+)  # (L + 1, K, K)
 
 stretch = st.toggle(
     "Stretch the colours to these values",
@@ -262,8 +264,8 @@ with m1:
     )
 
 with m2:
-    points = charts.pca_2d(vectors[:, layer])
-    share = charts.pca_variance_share(vectors[:, layer])
+    points = transforms.pca_2d(vectors[:, layer])
+    share = transforms.pca_variance_share(vectors[:, layer])
     scatter = charts.scatter_2d(
         points,
         sense_groups,

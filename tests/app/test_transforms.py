@@ -1,0 +1,50 @@
+"""The pure numpy helpers behind the views (no Streamlit)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app import transforms
+
+
+def test_cosine_pca_and_block_mean():
+    v = np.array([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]])
+    np.testing.assert_allclose(transforms.cosine_matrix(v), [[1, 0, 0], [0, 1, 0], [0, 0, 0]])
+    points = transforms.pca_2d(np.random.default_rng(0).normal(size=(5, 8)))
+    assert points.shape == (5, 2) and np.allclose(points.mean(axis=0), 0, atol=1e-5)
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    np.testing.assert_allclose(transforms.block_mean(a, 2), [[2.5, 4.5], [10.5, 12.5]])
+    assert transforms.block_mean(np.ones((2, 3, 10, 7)), 4).shape == (2, 3, 4, 4)
+
+
+def test_merge_words_keeps_rows_summing_to_one():
+    att = np.random.default_rng(0).random((5, 5)).astype(np.float32)
+    att /= att.sum(axis=1, keepdims=True)
+    merged = transforms.merge_words(att, [[0], [1, 2], [3], [4]])
+    assert merged.shape == (4, 4)
+    np.testing.assert_allclose(merged.sum(axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(merged[1, 0], (att[1, 0] + att[2, 0]) / 2, atol=1e-6)
+
+
+def test_pca_variance_share():
+    rng = np.random.default_rng(0)
+    # Points on a line: the first component holds all the variance.
+    line = np.outer(rng.normal(size=6), rng.normal(size=5))
+    np.testing.assert_allclose(transforms.pca_variance_share(line), [1.0, 0.0], atol=1e-9)
+    cloud = rng.normal(size=(20, 8))
+    share = transforms.pca_variance_share(cloud)
+    assert 0 < share[1] <= share[0] < 1 and share.sum() < 1
+    centered = cloud - cloud.mean(axis=0)
+    points = transforms.pca_2d(cloud).astype(np.float64)
+    np.testing.assert_allclose((points**2).sum(axis=0) / (centered**2).sum(), share, rtol=1e-5)
+    np.testing.assert_array_equal(transforms.pca_variance_share(np.ones((3, 4))), [0.0, 0.0])
+
+
+def test_fill_mask_text_joins_a_continuation_piece(tiny_model):
+    enc = tiny_model.encode("the [MASK] sat", "on [MASK] here")
+    first, second = [i for i, t in enumerate(enc.tokens) if t == "[MASK]"]
+    texts = ("the [MASK] sat", "on [MASK] here")
+    assert transforms.fill_mask_text(texts, enc, first, "cat") == "the cat sat"
+    assert transforms.fill_mask_text(texts, enc, first, "##s") == "thes sat"
+    assert transforms.fill_mask_text(texts, enc, second, "the") == "on the here"
+    assert transforms.fill_mask_text(texts, enc, 0, "x") == ""  # [CLS] belongs to no sentence
