@@ -1,5 +1,6 @@
-"""Pure numpy for the views: word groups, merged sub-words, token subsets of an `Analysis`, and the numbers
-the charts draw (cosine similarities, PCA, pooled attention maps). No Streamlit and no plotly here.
+"""Pure numpy for the views: word groups, merged sub-words, token subsets of an `Analysis`, the numbers the
+charts draw (cosine similarities, PCA, pooled attention maps) and their tables for the CSV downloads. No
+Streamlit and no plotly here.
 
 Dimensions: S = tokens, W = words (groups of pieces), L = layers, N = heads, P = points, H = hidden size.
 """
@@ -10,6 +11,7 @@ import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 import bert_core
 
@@ -178,3 +180,24 @@ def block_mean(matrix: np.ndarray, side: int) -> np.ndarray:
         return np.add.reduceat(a, edges[:-1], axis=axis) / counts.reshape(shape)
 
     return pool(pool(m, -1), -2)
+
+
+def grid_table(
+    values: np.ndarray, axes: Sequence[Sequence[tuple[str, Sequence]]], value_name: str
+) -> pd.DataFrame:
+    """One row per cell of an N-d array, in C order: for each axis the columns that name a position on it
+    ((column, one label per position) pairs, e.g. [("from_index", [0, 2]), ("from", ["the", "cat"])]), then
+    the cell's value in column `value_name`."""
+    values = np.asarray(values)
+    if len(axes) != values.ndim:
+        raise ValueError(f"{values.ndim} axes to name, got {len(axes)}")
+    grid = np.meshgrid(*(np.arange(n) for n in values.shape), indexing="ij")
+    columns = {}
+    for index, named in zip(grid, axes, strict=True):
+        for column, position_labels in named:
+            labels = np.asarray(position_labels)
+            if labels.dtype.kind == "U":  # one pointer per cell, not the longest label's width in every cell
+                labels = labels.astype(object)
+            columns[column] = labels[index.ravel()]
+    columns[value_name] = values.ravel()
+    return pd.DataFrame(columns)

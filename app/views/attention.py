@@ -168,15 +168,15 @@ if view == MODEL_VIEW:
         ]
 
     def model_view_table() -> pd.DataFrame:
-        ll, hh, rr, cc = np.meshgrid(*(np.arange(n) for n in pooled.shape), indexing="ij")
-        return pd.DataFrame(
-            {
-                "layer": ll.ravel() + 1,
-                "head": hh.ravel() + 1,
-                "from": np.array(block_names(row_names, pooled.shape[-2]), dtype=object)[rr.ravel()],
-                "to": np.array(block_names(col_names, pooled.shape[-1]), dtype=object)[cc.ravel()],
-                "weight": pooled.ravel(),
-            }
+        return transforms.grid_table(
+            pooled,
+            [
+                [("layer", range(1, n_layers + 1))],
+                [("head", range(1, n_heads + 1))],
+                [("from", block_names(row_names, pooled.shape[-2]))],
+                [("to", block_names(col_names, pooled.shape[-1]))],
+            ],
+            "weight",
         )
 
     ui.show_figure(
@@ -196,17 +196,13 @@ matrix = layer_att.mean(axis=0) if head == "mean" else layer_att[int(head) - 1]
 matrix = transform(matrix)  # (R, C)
 
 
+# The CSV's token columns: positions on this view's axes, and the names shown there.
+from_axis = [("from_index", rows), ("from", row_names)]
+to_axis = [("to_index", cols), ("to", col_names)]
+
+
 def table() -> pd.DataFrame:
-    rr, cc = np.meshgrid(np.arange(len(rows)), np.arange(len(cols)), indexing="ij")
-    return pd.DataFrame(
-        {
-            "from_index": np.array(rows)[rr.ravel()],
-            "from": np.array(row_names, dtype=object)[rr.ravel()],
-            "to_index": np.array(cols)[cc.ravel()],
-            "to": np.array(col_names, dtype=object)[cc.ravel()],
-            "weight": matrix.ravel(),
-        }
-    )
+    return transforms.grid_table(matrix, [from_axis, to_axis], "weight")
 
 
 slug = f"attention_L{layer}_{'mean' if head == 'mean' else f'H{head}'}"
@@ -320,22 +316,7 @@ else:
         )
 
     def heads_table() -> pd.DataFrame:
-        frames = []
-        for h, head_matrix in zip(shown_heads, weights, strict=True):
-            rr, cc = np.meshgrid(np.arange(len(rows)), np.arange(len(cols)), indexing="ij")
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "head": h,
-                        "from_index": np.array(rows)[rr.ravel()],
-                        "from": np.array(row_names, dtype=object)[rr.ravel()],
-                        "to_index": np.array(cols)[cc.ravel()],
-                        "to": np.array(col_names, dtype=object)[cc.ravel()],
-                        "weight": head_matrix.ravel(),
-                    }
-                )
-            )
-        return pd.concat(frames, ignore_index=True)
+        return transforms.grid_table(weights, [[("head", shown_heads)], from_axis, to_axis], "weight")
 
     ui.show_figure(
         fig,

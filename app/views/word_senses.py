@@ -245,14 +245,10 @@ with m1:
     fig.update_traces(texttemplate="%{z:.2f}", textfont={"size": fs if not large else round(fs * 0.8)})
 
     def matrix_table() -> pd.DataFrame:
-        ll, ii, jj = np.meshgrid(*(np.arange(n) for n in sims.shape), indexing="ij")
-        return pd.DataFrame(
-            {
-                "layer": ll.ravel(),
-                "sentence_i": np.array(names, dtype=object)[ii.ravel()],
-                "sentence_j": np.array(names, dtype=object)[jj.ravel()],
-                "cosine": sims.ravel(),
-            }
+        return transforms.grid_table(
+            sims,
+            [[("layer", range(n_layers + 1))], [("sentence_i", names)], [("sentence_j", names)]],
+            "cosine",
         )
 
     ui.show_figure(

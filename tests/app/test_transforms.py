@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from app import transforms
 
@@ -48,3 +49,18 @@ def test_fill_mask_text_joins_a_continuation_piece(tiny_model):
     assert transforms.fill_mask_text(texts, enc, first, "##s") == "thes sat"
     assert transforms.fill_mask_text(texts, enc, second, "the") == "on the here"
     assert transforms.fill_mask_text(texts, enc, 0, "x") == ""  # [CLS] belongs to no sentence
+
+
+def test_grid_table_names_every_cell_in_order():
+    values = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
+    table = transforms.grid_table(
+        values,
+        [[("head", [1, 3])], [("from_index", [0, 2]), ("from", ["the", "cat"])], [("to", ["a", "b", "c"])]],
+        "weight",
+    )
+    assert list(table.columns) == ["head", "from_index", "from", "to", "weight"]
+    assert len(table) == 12 and table["weight"].tolist() == list(range(12))
+    assert table.iloc[7].tolist() == [3, 0, "the", "b", 7.0]  # head 3, row 0, column 1
+    assert table["head"].dtype.kind == "i"
+    with pytest.raises(ValueError):
+        transforms.grid_table(values, [[("head", [1, 3])]], "weight")
