@@ -31,10 +31,6 @@ class Inputs:
     text_b: str | None
     notes: tuple[str, ...] = ()
 
-    @property
-    def pair(self) -> str | None:
-        return self.text_b
-
 
 def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
     """(text to analyse or None, notes). The widget keeps what was typed; only the copy is cut."""

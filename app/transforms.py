@@ -86,12 +86,6 @@ def target_occurrences(analysis, target: str, normalize, text: str | None = None
     return found
 
 
-def token_word_indices(analysis: bert_core.Analysis, target: str, normalize) -> list[int]:
-    """Token indices of the first word in sentence A whose normalised text equals `normalize(target)`."""
-    found = target_occurrences(analysis, target, normalize)
-    return found[0] if found else []
-
-
 def clean_target(raw: str) -> str:
     """A typed target word without the spaces and punctuation around it: ' bank. ' -> 'bank'.
 
