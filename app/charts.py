@@ -11,14 +11,18 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
 
+if TYPE_CHECKING:  # only a type here: building figures needs nothing of bert_core
+    from bert_core.pieces import PieceStyle
+
 TOKEN_COLORS = {
     "special": "#7b61ff",  # [CLS], [SEP], [PAD], [MASK]
-    "unk": "#e4572e",  # [UNK]
-    "continuation": "#f2a541",  # ##piece
+    "unk": "#e4572e",  # the vocabulary's unknown token
+    "continuation": "#f2a541",  # a piece that continues the word before it
     "word": "#4c9be8",  # a word or a word's first piece
 }
 # Twelve distinguishable colours for heads drawn together (bert-base has 12 heads).
@@ -95,12 +99,13 @@ def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> g
 # -- tokens ---------------------------------------------------------------------------------------------
 
 
-def token_kind(token: str, special: bool, unk_token: str = "[UNK]") -> str:
-    if token == unk_token:
+def token_kind(token: str, special: bool, style: PieceStyle) -> str:
+    """The chip colour of a piece: "unk", "special", "continuation" (of the word before it) or "word"."""
+    if token == style.unk_token:
         return "unk"
     if special or (token.startswith("[") and token.endswith("]")):
         return "special"
-    if token.startswith("##"):
+    if style.is_continuation(token):
         return "continuation"
     return "word"
 
@@ -110,10 +115,12 @@ def token_chips(
     kinds: Sequence[str],
     hovers: Sequence[str] | None = None,
     *,
+    style: PieceStyle,
     row_width: float = 60.0,
     font_size: int = BASE_FONT,
 ) -> go.Figure:
-    """WordPiece pieces as coloured chips wrapped into rows, one horizontal bar per piece.
+    """Pieces as coloured chips wrapped into rows, one horizontal bar per piece; `kinds` from `token_kind`,
+    named in the legend in `style`'s terms.
 
     Chips are bars (not HTML), so a token can never become markup. One trace per kind gives a legend.
     """
@@ -128,11 +135,12 @@ def token_chips(
         starts.append(x)
         rows.append(row)
         x += w + 0.6
+    marker = style.continuation_prefix
     names = {
         "word": "word / first piece",
-        "continuation": "## continuation",
+        "continuation": f"{marker} continuation" if marker else "continuation",
         "special": "special",
-        "unk": "[UNK]",
+        "unk": style.unk_token,
     }
     fig = go.Figure()
     for kind in ("word", "continuation", "special", "unk"):
@@ -141,7 +149,7 @@ def token_chips(
             continue
         fig.add_trace(
             go.Bar(
-                name=names[kind],
+                name=label(names[kind]),  # a vocabulary's unknown token may look like markup ("<unk>")
                 orientation="h",
                 base=[starts[i] for i in idx],
                 x=[widths[i] for i in idx],

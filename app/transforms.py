@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 import bert_core
+from bert_core.pieces import PieceStyle
 
 
 def word_groups(analysis: bert_core.Analysis) -> list[list[int]]:
@@ -33,10 +34,9 @@ def word_groups(analysis: bert_core.Analysis) -> list[list[int]]:
     return groups
 
 
-def group_label(tokens: Sequence[str], group: Sequence[int]) -> str:
-    """'play', '##ing' -> 'playing'."""
-    parts = [tokens[i] for i in group]
-    return parts[0] + "".join(p[2:] if p.startswith("##") else p for p in parts[1:])
+def group_label(tokens: Sequence[str], group: Sequence[int], style: PieceStyle) -> str:
+    """The word a group of pieces spells, without `style`'s markers: 'play', '##ing' -> 'playing'."""
+    return style.word([tokens[i] for i in group])
 
 
 def merge_words(attention: np.ndarray, groups: Sequence[Sequence[int]]) -> np.ndarray:
@@ -99,17 +99,18 @@ def clean_target(raw: str) -> str:
     return "".join(chars)
 
 
-def fill_mask_text(texts: tuple[str, str | None], enc: bert_core.Encoding, position: int, token: str) -> str:
+def fill_mask_text(
+    texts: tuple[str, str | None], enc: bert_core.Encoding, position: int, token: str, style: PieceStyle
+) -> str:
     """The typed sentence (A or B) holding the [MASK] at piece `position`, with that mask replaced by `token`
-    (a "##" continuation joins the word before it); other masks stay as typed."""
+    without `style`'s marker (a continuation piece joins the word before it); other masks stay as typed."""
     seq = enc.sequence_ids[position]
     if seq is None:
         return ""
     text = texts[seq] or ""
     start, end = (int(x) for x in enc.offsets[position])
-    if token.startswith("##"):
-        return text[:start].rstrip() + token[2:] + text[end:]
-    return text[:start] + token + text[end:]
+    before = text[:start].rstrip() if style.is_continuation(token) else text[:start]
+    return before + style.strip(token) + text[end:]
 
 
 # -- numbers for the charts -------------------------------------------------------------------------------

@@ -96,7 +96,8 @@ if result.text_pair is not None:
 # -- the token axes after the options --------------------------------------------------------------------
 if merge:
     groups = transforms.word_groups(result)
-    names = [transforms.group_label(result.tokens, g) for g in groups]
+    style = active.model.info.piece_style
+    names = [transforms.group_label(result.tokens, g, style) for g in groups]
     seqs = [result.sequence_ids[g[0]] for g in groups]
     special = [bool(result.special_tokens_mask[g[0]]) for g in groups]
 else:

@@ -99,6 +99,7 @@ if enc.truncated:
         )
 
 texts = (masked, inputs.text_b)
+style = active.model.info.piece_style
 rows = [
     {
         "mask": m + 1,
@@ -106,7 +107,7 @@ rows = [
         "rank": r + 1,
         "token": tok,
         "probability": prob,
-        "sentence with this guess": transforms.fill_mask_text(texts, enc, p.position, tok),
+        "sentence with this guess": transforms.fill_mask_text(texts, enc, p.position, tok, style),
     }
     for m, p in enumerate(predictions)
     for r, (tok, prob) in enumerate(p.as_pairs())
@@ -139,7 +140,7 @@ for m, p in enumerate(predictions[:MAX_CHARTS]):
         )
         if p.tokens:
             # The best guess read in place: escaped Markdown (never markup), a heading in large text.
-            best = "→ " + transforms.fill_mask_text(texts, enc, p.position, p.tokens[0])
+            best = "→ " + transforms.fill_mask_text(texts, enc, p.position, p.tokens[0], style)
             st.markdown(("#### " if large else "") + ui.md_escape(best))
 st.dataframe(table, hide_index=True)
 if len(predictions) > 1:

@@ -1,4 +1,4 @@
-"""Tokens: WordPiece pieces as chips, their ids / segments / positions / offsets, and how a word was split."""
+"""Tokens: the tokenizer's pieces as chips, their ids / segments / positions / offsets, and how a word was split."""
 
 from __future__ import annotations
 
@@ -9,16 +9,20 @@ import bert_core
 from app import charts, transforms, ui
 
 st.header("Tokens")
-st.caption(
-    "BERT never sees words: it sees WordPiece pieces. A piece starting with ## continues the previous one; "
-    "[CLS] and [SEP] are added around the text; a word that cannot be spelt from the vocabulary becomes [UNK]."
-)
 active, inputs = ui.page_model()
+# How this model's tokenizer marks word boundaries, and its unknown piece: the page's words follow it.
+style = active.model.info.piece_style
+unk = style.unk_token
+st.caption(
+    ui.md_escape(
+        f"BERT never sees words: it sees {style.name} pieces. {style.marker_help} [CLS] and [SEP] are added "
+        f"around the text; a word that cannot be spelt from the vocabulary becomes {unk}."
+    )
+)
 result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
-unk = "[UNK]"
 
 kinds = [
-    charts.token_kind(t, bool(s), unk)
+    charts.token_kind(t, bool(s), style)
     for t, s in zip(result.tokens, result.special_tokens_mask.tolist(), strict=True)
 ]
 rows = []
@@ -50,12 +54,18 @@ hovers = [
 n_unk = sum(k == "unk" for k in kinds)
 c1, c2, c3 = st.columns(3)
 c1.metric("Pieces", len(result.tokens))
-c2.metric("Continuations (##)", sum(k == "continuation" for k in kinds))
-c3.metric("[UNK]", n_unk)
+marker = f" ({style.continuation_prefix})" if style.continuation_prefix else ""
+c2.metric(
+    ui.md_escape(f"Continuations{marker}"), sum(k == "continuation" for k in kinds), help=style.marker_help
+)
+c3.metric(ui.md_escape(unk), n_unk)
 if n_unk:
-    st.warning(f"{n_unk} word(s) could not be spelt from the vocabulary and became [UNK] (red chips).")
+    st.warning(
+        ui.md_escape(f"{n_unk} word(s) could not be spelt from the vocabulary and became {unk}")
+        + " (red chips)."
+    )
 
-fig = charts.token_chips(result.tokens, kinds, hovers, font_size=ui.font_size())
+fig = charts.token_chips(result.tokens, kinds, hovers, style=style, font_size=ui.font_size())
 ui.show_figure(fig, key="tokens_chips", data=table, filename="tokens")
 
 st.subheader("Table")
@@ -63,8 +73,10 @@ st.dataframe(table, hide_index=True, key="tokens_table")
 
 st.subheader("How a word was split")
 st.caption(
-    "WordPiece is greedy: at each point it takes the longest piece in the vocabulary that matches, "
-    "then continues after it with a ##piece."
+    ui.md_escape(
+        f"{style.name} is greedy: at each point it takes the longest piece in the vocabulary that matches, "
+        f"then continues after it with a {style.continuation_prefix or ''}piece."
+    )
 )
 words = []
 for seq in (0, 1) if result.text_pair is not None else (0,):
@@ -87,7 +99,7 @@ else:
                 "step": n + 1,
                 "at character": step.start,
                 "candidates tried (longest first)": " → ".join(step.tried) if step.tried else "—",
-                "matched": step.matched if step.matched is not None else "(none: the word becomes [UNK])",
+                "matched": step.matched if step.matched is not None else f"(none: the word becomes {unk})",
             }
             for n, step in enumerate(steps)
         ]

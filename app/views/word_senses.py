@@ -82,6 +82,7 @@ if len(target.split()) > 1:
     st.info("Type a single word as the target (its pieces are averaged into one vector per sentence).")
     st.stop()
 tokenizer = active.model.tokenizer
+style = active.model.info.piece_style
 try:
     target_enc = tokenizer.encode(target)
 except bert_core.InputError:
@@ -104,7 +105,7 @@ if target != typed_target:
     )
 if len(target_pieces) > 1:
     st.caption(
-        ui.md_escape(f"'{target}' is split into {' '.join(target_pieces)}")
+        ui.md_escape(f"'{target}' is split into {' '.join(style.display(p) for p in target_pieces)}")
         + ": its vector in each sentence is the mean of its pieces' vectors."
     )
 

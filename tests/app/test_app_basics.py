@@ -97,7 +97,7 @@ def test_unknown_and_special_pieces_are_marked(make_app):
     traces = {t["name"]: t["text"] for t in figure(at, "tokens_chips")["data"]}
     assert traces["[UNK]"] == ["[UNK]"]
     assert traces["special"] == ["[CLS]", "[SEP]", "[SEP]"]
-    assert any("[UNK]" in w.value for w in at.warning)
+    assert any("[UNK]" in w.value.replace("\\", "") for w in at.warning)  # Markdown-escaped on the page
     table = table_with(at, "piece")
     unk = table[table["piece"] == "[UNK]"].iloc[0]
     assert unk["typed text"] == "€" and (unk["start"], unk["end"]) == (4, 5)

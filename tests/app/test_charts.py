@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from app import charts
+from bert_core.pieces import WORDPIECE, PieceStyle
 
 
 def test_label_escapes_markup_and_latex():
@@ -100,7 +101,7 @@ def test_thinned_heatmap_ticks_carry_their_position():
 
 def test_token_chips_have_no_empty_band_above_them():
     tokens = ["[CLS]"] + ["word"] * 300 + ["[SEP]"]
-    fig = charts.token_chips(tokens, ["special"] + ["word"] * 300 + ["special"], None)
+    fig = charts.token_chips(tokens, ["special"] + ["word"] * 300 + ["special"], None, style=WORDPIECE)
     rows = max(y for t in fig.data for y in t.y)
     assert tuple(fig.layout.yaxis.range) == (rows + 0.5, -0.5)
 
@@ -132,3 +133,18 @@ def test_a_long_legend_gets_room_for_its_rows():
     one_row = charts.head_view(list("abc"), list("abc"), w[:2])
     many = charts.head_view(list("abc"), list("abc"), w, font_size=22)
     assert many.layout.margin.t > one_row.layout.margin.t + 22  # 12 heads at 22 px wrap onto two rows
+
+
+def test_token_kinds_and_chip_legend_follow_the_piece_style():
+    kinds = [
+        charts.token_kind(t, s, WORDPIECE)
+        for t, s in [("[CLS]", True), ("play", False), ("##ing", False), ("[UNK]", False)]
+    ]
+    assert kinds == ["special", "word", "continuation", "unk"]
+    fig = charts.token_chips(["[CLS]", "play", "##ing", "[UNK]"], kinds, None, style=WORDPIECE)
+    assert [t.name for t in fig.data] == ["word / first piece", "## continuation", "special", "[UNK]"]
+    bpe = PieceStyle(continuation_prefix=None, word_start_marker="Ġ", unk_token="<unk>", name="BPE")
+    kinds = [charts.token_kind(t, False, bpe) for t in ["Ġplay", "ing", "<unk>"]]
+    assert kinds == ["word", "continuation", "unk"]
+    fig = charts.token_chips(["Ġplay", "ing", "<unk>"], kinds, None, style=bpe)
+    assert [t.name for t in fig.data] == ["word / first piece", "continuation", "&lt;unk&gt;"]

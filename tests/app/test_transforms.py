@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from app import transforms
+from bert_core.pieces import WORDPIECE, PieceStyle
 
 
 def test_cosine_pca_and_block_mean():
@@ -45,10 +46,15 @@ def test_fill_mask_text_joins_a_continuation_piece(tiny_model):
     enc = tiny_model.encode("the [MASK] sat", "on [MASK] here")
     first, second = [i for i, t in enumerate(enc.tokens) if t == "[MASK]"]
     texts = ("the [MASK] sat", "on [MASK] here")
-    assert transforms.fill_mask_text(texts, enc, first, "cat") == "the cat sat"
-    assert transforms.fill_mask_text(texts, enc, first, "##s") == "thes sat"
-    assert transforms.fill_mask_text(texts, enc, second, "the") == "on the here"
-    assert transforms.fill_mask_text(texts, enc, 0, "x") == ""  # [CLS] belongs to no sentence
+    style = tiny_model.info.piece_style
+    assert transforms.fill_mask_text(texts, enc, first, "cat", style) == "the cat sat"
+    assert transforms.fill_mask_text(texts, enc, first, "##s", style) == "thes sat"
+    assert transforms.fill_mask_text(texts, enc, second, "the", style) == "on the here"
+    assert transforms.fill_mask_text(texts, enc, 0, "x", style) == ""  # [CLS] belongs to no sentence
+    # a style that marks word starts instead: a piece without the marker continues the word before it
+    bpe = PieceStyle(continuation_prefix=None, word_start_marker="Ġ", unk_token="<unk>", name="BPE")
+    assert transforms.fill_mask_text(texts, enc, first, "Ġcat", bpe) == "the cat sat"
+    assert transforms.fill_mask_text(texts, enc, first, "s", bpe) == "thes sat"
 
 
 def test_grid_table_names_every_cell_in_order():
@@ -64,3 +70,11 @@ def test_grid_table_names_every_cell_in_order():
     assert table["head"].dtype.kind == "i"
     with pytest.raises(ValueError):
         transforms.grid_table(values, [[("head", [1, 3])]], "weight")
+
+
+def test_group_label_spells_the_word_in_the_style_of_its_pieces():
+    tokens = ["[CLS]", "play", "##ing", "[SEP]"]
+    assert transforms.group_label(tokens, [1, 2], WORDPIECE) == "playing"
+    assert transforms.group_label(tokens, [0], WORDPIECE) == "[CLS]"
+    bpe = PieceStyle(continuation_prefix=None, word_start_marker="Ġ", unk_token="<unk>", name="BPE")
+    assert transforms.group_label(["Ġplay", "ing"], [0, 1], bpe) == "playing"
