@@ -16,7 +16,7 @@ st.caption(
     "or pick words of the sentence to hide."
 )
 active, inputs = ui.page_model()
-if not active.model.has_mlm_head:
+if not active.model.info.has_mlm_head:
     st.info(
         "This model has no MLM head (its checkpoint has no cls.predictions weights), so it cannot guess masked "
         "words. Load a BertForMaskedLM or BertForPreTraining checkpoint, e.g. bert-base-uncased or the demo model."

@@ -40,7 +40,7 @@ st.caption(
 )
 active, inputs = ui.page_model()
 model = active.model
-if not model.has_mlm_head:
+if not model.info.has_mlm_head:
     st.info("This model has no MLM head (cls.predictions), so it cannot show the masked-word exercise.")
     st.stop()
 tokenizer = model.tokenizer
@@ -120,7 +120,7 @@ else:
     )
 
 st.subheader("Next sentence and sentence order")
-if not model.has_nsp_head:
+if not model.info.has_nsp_head:
     st.info("This model has no NSP head (cls.seq_relationship), so it cannot judge sentence pairs.")
 elif inputs.text_b is None:
     st.info("Type a sentence B in the sidebar: the examples are built from your two sentences.")

@@ -39,8 +39,8 @@ st.caption(
 # Only the first and last sections need sentence A; the comparison of typed sentences stands on its own.
 active, inputs = ui.page_model(need_text=False)
 fs = ui.font_size()
-kinds = [POOLED, CLS, MEAN] if active.model.has_pooler else [CLS, MEAN]
-if not active.model.has_pooler:
+kinds = [POOLED, CLS, MEAN] if active.model.info.has_pooler else [CLS, MEAN]
+if not active.model.info.has_pooler:
     st.info("This model has no pooler, so there is no pooled vector; the raw [CLS] vector is used instead.")
 ui.start_value("sv_kind", kinds[0], lambda v: v in kinds)  # a kept choice may be another model's pooler
 kind = st.radio("Sentence vector", kinds, key="sv_kind", persist_state="session", horizontal=True)
@@ -137,7 +137,7 @@ if batch is not None:
     )
 
 st.subheader("Next-sentence prediction")
-if not active.model.has_nsp_head:
+if not active.model.info.has_nsp_head:
     st.info("This model has no NSP head (cls.seq_relationship), so it cannot say whether B follows A.")
 elif inputs.text_a is None or inputs.text_b is None:
     st.info("Type sentences A and B in the sidebar: the NSP head says how likely B is to follow A.")
