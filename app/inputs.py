@@ -47,6 +47,24 @@ def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
     return text, notes
 
 
+def prepare_lines(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(the lines a list page uses: the first MAX_LINES, each cut to MAX_LINE_CHARS; notes on what was cut)."""
+    notes: list[str] = []
+    if len(lines) > MAX_LINES:
+        notes.append(
+            f"{len(lines)} sentences: only the first {MAX_LINES} are used (your text is kept as typed)."
+        )
+        lines = lines[:MAX_LINES]
+    long_lines = [n for n, line in enumerate(lines) if len(line) > MAX_LINE_CHARS]
+    if long_lines:
+        notes.append(
+            f"Only the first {MAX_LINE_CHARS:,} characters of a sentence are used: "
+            + ", ".join(f"sentence {n + 1}" for n in long_lines)
+            + " is cut."
+        )
+    return [line[:MAX_LINE_CHARS] for line in lines], notes
+
+
 @dataclass(frozen=True)
 class Example:
     label: str

@@ -144,6 +144,26 @@ def analysis_or_stop(
     return result
 
 
+def lines_analysis(active: models.ActiveModel, lines: list[str]) -> cache.Lines | None:
+    """The vectors of a list page's lines, with the lines left out and the untrained-position note shown;
+    None, after an inline error, when the run failed."""
+    import bert_core
+
+    try:
+        batch = cache.analyze_lines(active, lines)
+    except bert_core.BertScopeError as exc:
+        st.error(user_message(exc, text_name="a sentence"))
+        return None
+    if batch.rejected:
+        left_out = [f"sentence {n + 1} ({user_message(r, text_name='it')})" for n, r in batch.rejected]
+        st.warning("Left out, nothing to analyse: " + "; ".join(left_out))
+    if batch.results:
+        untrained_positions_note(
+            active, max(len(r.tokens) for r in batch.results), what="The longest sentence"
+        )
+    return batch
+
+
 def length_notes(active: models.ActiveModel, enc) -> None:
     """The truncation and untrained-position warnings for an Encoding or an Analysis."""
     if enc.truncated:

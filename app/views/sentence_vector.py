@@ -8,7 +8,7 @@ import streamlit as st
 
 import bert_core
 from app import cache, charts, transforms, ui
-from app.inputs import EXAMPLES_DIR, MAX_LINE_CHARS, MAX_LINES
+from app.inputs import EXAMPLES_DIR, MAX_LINE_CHARS, MAX_LINES, prepare_lines
 
 PRESET_FILE = EXAMPLES_DIR / "sentences.txt"
 FALLBACK = "The cat sat on the mat.\nA kitten was sleeping on the rug.\nThe stock market fell sharply today."
@@ -79,37 +79,17 @@ raw = st.text_area(
     height=150,
     help=f"At most {MAX_LINES} sentences of {MAX_LINE_CHARS:,} characters each are used.",
 )
-lines = [line.strip() for line in raw.splitlines() if line.strip()]
-if len(lines) > MAX_LINES:
-    st.warning(f"{len(lines)} sentences: only the first {MAX_LINES} are used (your text is kept as typed).")
-    lines = lines[:MAX_LINES]
-long_lines = [n for n, line in enumerate(lines) if len(line) > MAX_LINE_CHARS]
-if long_lines:
-    st.warning(
-        f"Only the first {MAX_LINE_CHARS:,} characters of a sentence are used: "
-        + ", ".join(f"sentence {n + 1}" for n in long_lines)
-        + " is cut."
-    )
-lines = [line[:MAX_LINE_CHARS] for line in lines]
+lines, notes = prepare_lines([line.strip() for line in raw.splitlines() if line.strip()])
+for note in notes:
+    st.warning(note)
 batch = None
 if len(lines) < 2:
     st.info("Type at least two sentences to compare.")
 else:
-    try:
-        batch = cache.analyze_lines(active, lines)
-    except bert_core.BertScopeError as exc:
-        st.error(ui.user_message(exc, text_name="a sentence"))
-    else:
-        if batch.rejected:
-            left_out = [f"sentence {n + 1} ({ui.user_message(r, text_name='it')})" for n, r in batch.rejected]
-            st.warning("Left out, nothing to analyse: " + "; ".join(left_out))
-        if batch.results:
-            ui.untrained_positions_note(
-                active, max(len(r.tokens) for r in batch.results), what="The longest sentence"
-            )
-        if len(batch.results) < 2:
-            st.info("At least two of the sentences must have something to analyse.")
-            batch = None
+    batch = ui.lines_analysis(active, lines)
+    if batch is not None and len(batch.results) < 2:
+        st.info("At least two of the sentences must have something to analyse.")
+        batch = None
 if batch is not None:
     lines = [lines[n] for n in batch.used]
     numbers = [n + 1 for n in batch.used]

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from app import cache, charts, inputs, transforms, ui
+from app import charts, inputs, transforms, ui
 
 PRESET_FILE = inputs.EXAMPLES_DIR / "word_senses_bank.txt"
 FALLBACK_PRESET = """We sat on the bank of the river and watched the water. | river
@@ -110,36 +110,17 @@ if len(target_pieces) > 1:
     )
 
 items = parse(raw)
-if len(items) > inputs.MAX_LINES:
-    st.warning(
-        f"{len(items)} sentences: only the first {inputs.MAX_LINES} are used (your text is kept as typed)."
-    )
-    items = items[: inputs.MAX_LINES]
-long_lines = [n for n, (s, _) in enumerate(items) if len(s) > inputs.MAX_LINE_CHARS]
-if long_lines:
-    st.warning(
-        "Only the first "
-        f"{inputs.MAX_LINE_CHARS:,} characters of a sentence are used: "
-        + ", ".join(f"sentence {n + 1}" for n in long_lines)
-        + " is cut."
-    )
+sentences, notes = inputs.prepare_lines([s for s, _ in items])
+items = items[: len(sentences)]
+for note in notes:
+    st.warning(note)
 if len(items) < (1 if which == "each" else 2):
     st.info("Type at least two sentences (one per line).")
     st.stop()
-sentences = [s[: inputs.MAX_LINE_CHARS] for s, _ in items]
 
-try:
-    batch = cache.analyze_lines(active, sentences)
-except bert_core.BertScopeError as exc:
-    st.error(ui.user_message(exc, text_name="a sentence"))
+batch = ui.lines_analysis(active, sentences)
+if batch is None:
     st.stop()
-if batch.rejected:
-    left_out = [f"sentence {n + 1} ({ui.user_message(r, text_name='it')})" for n, r in batch.rejected]
-    st.warning("Left out, nothing to analyse: " + "; ".join(left_out))
-if batch.results:
-    ui.untrained_positions_note(
-        active, max(len(r.tokens) for r in batch.results), what="The longest sentence"
-    )
 
 normalize = tokenizer.normalize
 # found: (sentence number, token indices of one occurrence, label suffix naming the occurrence or "")

@@ -33,3 +33,12 @@ def test_choosing_an_example_fills_both_sentences_and_keeps_them(make_app, state
     assert at.text_area(key="a").value == single.text_a and at.text_input(key="b").value == ""
     at.switch_page("views/tokens.py").run()
     assert at.text_area(key="a").value == single.text_a
+
+
+def test_prepare_lines_keeps_the_first_lines_and_cuts_long_ones():
+    lines = [f"line {n}" for n in range(inputs.MAX_LINES + 2)]
+    lines[1] = "x" * (inputs.MAX_LINE_CHARS + 5)
+    used, notes = inputs.prepare_lines(lines)
+    assert len(used) == inputs.MAX_LINES and used[0] == "line 0" and len(used[1]) == inputs.MAX_LINE_CHARS
+    assert f"only the first {inputs.MAX_LINES}" in notes[0] and "sentence 2 is cut" in notes[1]
+    assert inputs.prepare_lines(["a", "b"]) == (["a", "b"], [])
