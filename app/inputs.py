@@ -1,5 +1,5 @@
-"""The text a user gave, as the pages read it: sentences A and B (cut to a sane length, with notes), the
-example sentences, and the session-state keys of the sidebar's widgets (bound ones are also the URL's
+"""The text a user gave, as the pages read it: sentences A and B and the list pages' lines (cut to a sane
+length, with notes), the example sentences, and the session-state keys of the sidebar's widgets (bound ones are also the URL's
 query-parameter names)."""
 
 from __future__ import annotations

@@ -86,7 +86,9 @@ def model_picker() -> models.ActiveModel | None:
     st.caption(ui.md_escape(models.describe_source(active.source)))
     # The pooler is not a prediction head, but whether there is one decides the Sentence vector page's choices.
     pooler = f"pooler {'✓' if info.has_pooler else '✗'}"
-    heads = " · ".join([*(f"{name.upper()} ✓" for name in info.heads), pooler])
+    heads = " · ".join(
+        [*(f"{name.upper()} ✓" for name in info.heads), pooler] if info.heads else ["none", pooler]
+    )
     arithmetic = (
         "fast (pre-packed weights, within 1e-5 of transformers)"
         if info.packed_weights

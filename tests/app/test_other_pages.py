@@ -116,6 +116,7 @@ def test_masked_words_without_mlm_head(make_app, tmp_path):
     ckpt = make_checkpoint_without_mlm(tmp_path / "bare")
     at = make_app("views/masked_words.py", model=str(ckpt))
     assert any("no MLM head" in i.value for i in at.info)
+    assert "prediction heads: none · pooler ✓" in " ".join(c.value for c in at.sidebar.caption)
 
 
 def test_word_senses_page(make_app, tiny_checkpoint):
