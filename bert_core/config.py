@@ -156,20 +156,7 @@ class BertConfig:
 
     @classmethod
     def from_json(cls, path: str | Path) -> BertConfig:
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError as exc:
-            raise ModelLoadError(f"no config.json in {path.parent}") from exc
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ModelLoadError(f"cannot read {path}: {exc}") from exc
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ModelLoadError(
-                f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
-            ) from exc
-        return cls.from_dict(data)
+        return cls.from_dict(read_json(path))
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -178,3 +165,20 @@ class BertConfig:
 
     def to_json(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+def read_json(path: str | Path) -> Any:
+    """A config.json's content; ModelLoadError naming the file when it is missing, unreadable or not JSON."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ModelLoadError(f"no config.json in {path.parent}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelLoadError(f"cannot read {path}: {exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelLoadError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+        ) from exc
