@@ -101,9 +101,6 @@ def main() -> None:
     print(
         "ours: " + ("exact mode (plain Linear weights, MKL)" if args.exact else "pre-packed oneDNN weights")
     )
-    from bert_core.modeling import fused
-
-    print(f"fused attention kernel: {fused.status() if not args.exact else 'not used in exact mode'}")
     print(c.machine() + "; " + c.load_average())
     print(
         c.table(
