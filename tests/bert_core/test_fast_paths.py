@@ -98,3 +98,23 @@ def test_results_do_not_alias_the_callers_head_mask(model):
     r = model.analyze("the cat sat", head_mask=head_mask)
     head_mask[:] = 7.0
     assert r.head_mask[0, 1] == 0.0 and r.head_mask.max() == 1.0
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_one_layers_details_come_from_the_same_attention(model, grad):
+    """details_layer returns that layer's queries, keys, values and raw scores, computed by the same call that
+    made its probabilities: softmax(scores + mask) reproduces them, and the scores are q.k / sqrt(D)."""
+    ids, types, mask = _inputs()
+    with torch.inference_mode(not grad), torch.set_grad_enabled(grad):
+        out = model.network(ids, types, attention_mask=mask, details_layer=1)
+    d = out.details
+    assert d.queries.shape == d.keys.shape == d.values.shape == (3, 4, 9, 16)  # (B, N, S, D)
+    assert d.scores.shape == (3, 4, 9, 9)
+    additive = (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+    torch.testing.assert_close(
+        torch.softmax(d.scores + additive, -1).detach(), out.attentions[1].detach(), atol=1e-6, rtol=0
+    )
+    torch.testing.assert_close(
+        d.scores.detach(), (d.queries @ d.keys.transpose(-1, -2)).detach() / 4.0, atol=1e-5, rtol=0
+    )
+    assert out.details is not None and model.network(ids, types).details is None
