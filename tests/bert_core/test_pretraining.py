@@ -368,7 +368,7 @@ def test_checkpoint_round_trips_through_load_pretrained(trained):
     enc = model.tokenizer.encode(text, pair)
     ids = torch.from_numpy(np.array(enc.input_ids))[None]
     types = torch.from_numpy(np.array(enc.token_type_ids))[None]
-    # The loaded model runs packed (oneDNN matmuls, the fused LayerNorm): so must the one compared with it, for
+    # The loaded model runs packed (oneDNN matmuls): so must the one compared with it, for
     # the round trip to be checked to the bit.
     network = copy.deepcopy(result.network)
     network.pack_weights()
