@@ -1,16 +1,17 @@
-"""The BERT encoder, read top to bottom: embeddings -> L x (self-attention, feed-forward) -> pooler.
+"""The encoder, read top to bottom: embeddings -> (projection) -> L x (self-attention, feed-forward) -> pooler.
 
 Module attribute names are the Hugging Face checkpoint keys (`embeddings.word_embeddings`,
 `encoder.layer.N.attention.self.query`, `pooler.dense`, ...), so a checkpoint loads with a strict
 `load_state_dict` after its architecture's short rename table (`bert_core.checkpoints`). Every intermediate
 comes back in the returned `EncoderOutput`; nothing is kept on the modules.
 
-One forward serves training (autograd, dropout), analysis with gradients (saliency) and plain inference. The
-only speed choice is made once, at load time: `pack_weights()` holds the Linear weights pre-packed for oneDNN
-(`packed.py`); the arithmetic below is the same either way.
+One forward (`Encoder.forward`) and one layer (`transformer_layer`) serve every architecture, training
+(autograd, dropout), analysis with gradients (saliency) and plain inference. BERT's module layout is here;
+what the variants change in it is in `variants.py`. The only speed choice is made once, at load time: the
+Linear weights pre-packed for oneDNN (`packed.py`); the arithmetic below is the same either way.
 
-Dimensions: B = batch, S = sequence length, H = hidden size, N = heads, D = head size (H / N),
-L = layers, I = intermediate size, V = vocabulary size.
+Dimensions: B = batch, S = sequence length, H = hidden size, E = embedding size (H unless factorised),
+N = heads, D = head size (H / N), L = layers, I = intermediate size, V = vocabulary size.
 """
 
 from __future__ import annotations
@@ -39,18 +40,18 @@ def _result_buffer(shape: tuple[int, ...], like: Tensor) -> Tensor:
 
 
 class EmbeddingOutput(NamedTuple):
-    """The input embedding taken apart; each (B, S, H)."""
+    """The input embedding taken apart; each (B, S, E)."""
 
     word: Tensor
-    segment: Tensor
+    segment: Tensor | None  # None where the architecture has no segment (token type) embeddings
     position: Tensor
     summed: Tensor
-    normalized: Tensor  # LayerNorm(summed), before dropout: what layer 0 receives in eval mode
+    normalized: Tensor  # LayerNorm(summed), before dropout (and before any projection to H)
 
 
 class EncoderOutput(NamedTuple):
     embeddings: EmbeddingOutput
-    hidden_states: Tensor  # (L + 1, B, S, H); [0] is what the first layer receives
+    hidden_states: Tensor  # (L + 1, B, S, H); [0] is what the first layer receives (after any projection)
     attentions: Tensor | None  # (L, B, N, S, S) softmax probabilities; None when not kept
     pooled: Tensor | None  # (B, H), or None when the checkpoint has no pooler
     # The one layer asked for with `details_layer`: its queries, keys, values and raw scores.
@@ -62,23 +63,99 @@ class EncoderOutput(NamedTuple):
 
 
 class BertEmbeddings(nn.Module):
+    """word + segment + position, then LayerNorm; E wide. (DistilBERT: no segment table.)"""
+
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
-        self.word_embeddings = nn.Embedding(
-            config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id
-        )
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        e = config.embedding_dim
+        self.word_embeddings = nn.Embedding(config.vocab_size, e, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, e)
+        if config.type_vocab_size:
+            self.token_type_embeddings = nn.Embedding(config.type_vocab_size, e)
+        else:
+            self.token_type_embeddings = None
+        self.LayerNorm = nn.LayerNorm(e, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> EmbeddingOutput:
         word = self.word_embeddings(input_ids)
-        segment = self.token_type_embeddings(token_type_ids)
         position = self.position_embeddings(position_ids)
-        # HF adds (word + segment) first, then position; same order keeps the sum bit-identical.
-        summed = word + segment + position
+        if self.token_type_embeddings is None:
+            segment = None
+            summed = word + position
+        else:
+            segment = self.token_type_embeddings(token_type_ids)
+            # HF adds (word + segment) first, then position; same order keeps the sum bit-identical.
+            summed = word + segment + position
         return EmbeddingOutput(word, segment, position, summed, self.LayerNorm(summed))
+
+
+class LayerParts(NamedTuple):
+    """The modules one transformer layer computes with, whatever the checkpoint calls them."""
+
+    query: nn.Module
+    key: nn.Module
+    value: nn.Module
+    num_heads: int
+    probs_dropout: nn.Dropout | None  # on the attention probabilities (training only)
+    attention_output: nn.Module  # the output projection of the heads' concatenated contexts
+    attention_dropout: nn.Dropout | None
+    attention_norm: nn.LayerNorm
+    ffn_in: nn.Module  # H -> I
+    activation: str  # a config hidden_act name
+    ffn_out: nn.Module  # I -> H
+    ffn_dropout: nn.Dropout | None
+    output_norm: nn.LayerNorm
+
+
+def _project_add_norm(
+    dense: nn.Module, dropout: nn.Dropout | None, norm: nn.LayerNorm, x: Tensor, residual: Tensor
+) -> Tensor:
+    """LayerNorm(dropout(dense(x)) + residual) for x (M, in), residual (M, H). Without dropout the residual
+    add rides in the matmul call (fused by oneDNN on packed weights; addmm then add_ otherwise, the
+    reference's own rounding)."""
+    if dropout is not None and dropout.training and dropout.p > 0:
+        summed = dropout(linear(dense, x)) + residual
+    else:
+        summed = linear(dense, x, residual=residual)
+    return F.layer_norm(summed, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+
+
+def transformer_layer(
+    parts: LayerParts,
+    hidden: Tensor,
+    additive_mask: Tensor | None,
+    head_mask: Tensor | None = None,
+    *,
+    head_major_keys: bool = False,
+    probs_out: Tensor | None = None,
+    details: bool = False,
+) -> tuple[Tensor, AttentionOutput]:
+    """One post-LN layer: self-attention, then the feed-forward block, each with a residual and LayerNorm.
+    hidden (B, S, H) -> (B, S, H), and the attention's output (see `attention`)."""
+    b, s, h = hidden.shape
+    x = hidden.reshape(b * s, h)  # (B, S, H) -> (B * S, H): one matmul per projection, as nn.Linear does
+    q, k, v = (linear(m, x).view(b, s, h) for m in (parts.query, parts.key, parts.value))  # each (B, S, H)
+    dropout = parts.probs_dropout
+    att = attention(
+        q,
+        k,
+        v,
+        parts.num_heads,
+        additive_mask,
+        head_mask,
+        head_major_keys=head_major_keys,
+        dropout=dropout if dropout is not None and dropout.training else None,
+        probs_out=probs_out,
+        details=details,
+    )
+    context = att.context.view(b * s, h)  # (B, S, H) -> (B * S, H)
+    attended = _project_add_norm(
+        parts.attention_output, parts.attention_dropout, parts.attention_norm, context, x
+    )  # (B * S, H)
+    inner = linear(parts.ffn_in, attended, activation=parts.activation)  # (B * S, I)
+    out = _project_add_norm(parts.ffn_out, parts.ffn_dropout, parts.output_norm, inner, attended)
+    return out.view(b, s, h), att
 
 
 class BertSelfAttention(nn.Module):
@@ -120,20 +197,7 @@ class BertOutput(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
 
-def _project_add_norm(dense: nn.Module, dropout: nn.Dropout, norm: nn.LayerNorm, x: Tensor, residual: Tensor):
-    """LayerNorm(dropout(dense(x)) + residual) for x (M, in), residual (M, H). Without dropout the residual
-    add rides in the matmul call (fused by oneDNN on packed weights; addmm then add_ otherwise, the
-    reference's own rounding)."""
-    if dropout.training and dropout.p > 0:
-        summed = dropout(linear(dense, x)) + residual
-    else:
-        summed = linear(dense, x, residual=residual)
-    return F.layer_norm(summed, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-
-
 class BertLayer(nn.Module):
-    """Self-attention, then the feed-forward block, each with a residual connection and LayerNorm (post-LN)."""
-
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
         self.attention = BertAttention(config)
@@ -141,40 +205,24 @@ class BertLayer(nn.Module):
         self.output = BertOutput(config)
         self.activation = config.hidden_act
 
-    def forward(
-        self,
-        hidden: Tensor,
-        additive_mask: Tensor | None,
-        head_mask: Tensor | None = None,
-        *,
-        head_major_keys: bool = False,
-        probs_out: Tensor | None = None,
-        details: bool = False,
-    ) -> tuple[Tensor, AttentionOutput]:
-        """hidden (B, S, H) -> (B, S, H) and the attention's output (see `attention`)."""
-        b, s, h = hidden.shape
-        x = hidden.reshape(b * s, h)  # (B, S, H) -> (B * S, H): one matmul per projection, as nn.Linear does
-        sa = self.attention.self
-        q, k, v = (linear(m, x).view(b, s, h) for m in (sa.query, sa.key, sa.value))  # each (B, S, H)
-        att = attention(
-            q,
-            k,
-            v,
+    @property
+    def parts(self) -> LayerParts:
+        sa, so = self.attention.self, self.attention.output
+        return LayerParts(
+            sa.query,
+            sa.key,
+            sa.value,
             sa.num_heads,
-            additive_mask,
-            head_mask,
-            head_major_keys=head_major_keys,
-            dropout=sa.dropout if sa.dropout.training else None,
-            probs_out=probs_out,
-            details=details,
+            sa.dropout,
+            so.dense,
+            so.dropout,
+            so.LayerNorm,
+            self.intermediate.dense,
+            self.activation,
+            self.output.dense,
+            self.output.dropout,
+            self.output.LayerNorm,
         )
-        so = self.attention.output
-        context = att.context.view(b * s, h)  # (B, S, H) -> (B * S, H)
-        attended = _project_add_norm(so.dense, so.dropout, so.LayerNorm, context, x)  # (B * S, H)
-        inner = linear(self.intermediate.dense, attended, activation=self.activation)  # (B * S, I)
-        out = self.output
-        result = _project_add_norm(out.dense, out.dropout, out.LayerNorm, inner, attended)
-        return result.view(b, s, h), att
 
 
 class BertEncoder(nn.Module):
@@ -201,18 +249,30 @@ def additive_mask(attention_mask: Tensor | None) -> Tensor | None:
     return (1.0 - keep) * torch.finfo(torch.float32).min
 
 
-class BertModel(nn.Module):
-    """Embeddings + encoder (+ pooler). Checkpoint prefix: `bert.`."""
+class Encoder(nn.Module):
+    """The one forward of every architecture. A subclass lays out the modules under the checkpoint's names
+    and says, through `layer_parts`, `project` and `pool`, which module does what."""
 
-    def __init__(self, config: BertConfig, *, add_pooler: bool = True) -> None:
+    embeddings: nn.Module  # (input_ids, token_type_ids, position_ids) -> EmbeddingOutput
+
+    def __init__(self, config: BertConfig) -> None:
         super().__init__()
         self.config = config
-        self.embeddings = BertEmbeddings(config)
-        self.encoder = BertEncoder(config)
-        self.pooler = BertPooler(config) if add_pooler else None
         # Set where the Linear weights are packed (heads.Network.pack_weights): attention then copies K^T
         # head-major (see `attention`). Exact mode keeps the reference's calls throughout.
         self.packed = False
+
+    def layer_parts(self) -> list[LayerParts]:
+        """The L layers in the order they run (ALBERT runs shared weights several times)."""
+        raise NotImplementedError
+
+    def project(self, embedded: Tensor) -> Tensor:
+        """(B, S, E) -> (B, S, H): identity unless the embeddings are narrower than the layers."""
+        return embedded
+
+    def pool(self, last_hidden: Tensor) -> Tensor | None:
+        """(B, S, H) -> (B, H), or None without a pooler."""
+        return None
 
     def forward(
         self,
@@ -225,28 +285,31 @@ class BertModel(nn.Module):
         keep_attentions: bool = True,
         details_layer: int | None = None,
     ) -> EncoderOutput:
-        """input_ids (B, S) int64; token_type_ids, position_ids (B, S) (default: zeros, 0..S-1);
-        attention_mask (B, S) with 1 = real token, 0 = padding; head_mask (L, N) with 1 = keep, 0 = switch
-        the head off. keep_attentions=False returns no attention stack (1/L of the memory, for callers that
-        need only vectors); details_layer asks one layer for its queries, keys, values and raw scores."""
+        """input_ids (B, S) int64; token_type_ids, position_ids (B, S) (default: zeros, and the positions from
+        the architecture's first one up); attention_mask (B, S) with 1 = real token, 0 = padding; head_mask
+        (L, N) with 1 = keep, 0 = switch the head off. keep_attentions=False returns no attention stack (1/L of
+        the memory, for callers that need only vectors); details_layer asks one layer for its queries, keys,
+        values and raw scores."""
         b, s = input_ids.shape
+        c = self.config
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         if position_ids is None:
-            position_ids = torch.arange(s, device=input_ids.device).expand(b, s)
+            position_ids = c.position_offset + torch.arange(s, device=input_ids.device).expand(b, s)
         mask = additive_mask(attention_mask)
         emb = self.embeddings(input_ids, token_type_ids, position_ids)
-        hidden = self.embeddings.dropout(emb.normalized)  # (B, S, H)
+        hidden = self.project(self.embeddings.dropout(emb.normalized))  # (B, S, E) -> (B, S, H)
 
-        c = self.config
-        hidden_states = _result_buffer((c.num_hidden_layers + 1, b, s, c.hidden_size), hidden)
+        layers = self.layer_parts()
+        hidden_states = _result_buffer((len(layers) + 1, b, s, c.hidden_size), hidden)
         attentions = None
         if keep_attentions:
-            attentions = _result_buffer((c.num_hidden_layers, b, c.num_attention_heads, s, s), hidden)
+            attentions = _result_buffer((len(layers), b, c.num_attention_heads, s, s), hidden)
         hidden_states[0] = hidden
         details = None
-        for index, layer in enumerate(self.encoder.layer):
-            hidden, att = layer(
+        for index, parts in enumerate(layers):
+            hidden, att = transformer_layer(
+                parts,
                 hidden,
                 mask,
                 None if head_mask is None else head_mask[index],
@@ -257,5 +320,31 @@ class BertModel(nn.Module):
             hidden_states[index + 1] = hidden
             if index == details_layer:
                 details = att
-        pooled = self.pooler(hidden) if self.pooler is not None else None
-        return EncoderOutput(emb, hidden_states, attentions, pooled, details)
+        return EncoderOutput(emb, hidden_states, attentions, self.pool(hidden), details)
+
+
+class BertModel(Encoder):
+    """BERT's layout (RoBERTa's and ELECTRA's too). Checkpoint prefix: `bert.` (`roberta.`, `electra.`)."""
+
+    def __init__(self, config: BertConfig, *, add_pooler: bool = True) -> None:
+        super().__init__(config)
+        self.embeddings = BertEmbeddings(config)
+        if config.embedding_dim != config.hidden_size:
+            # ELECTRA: small embeddings, projected to the layers' width (transformers names it so)
+            self.embeddings_project = nn.Linear(config.embedding_dim, config.hidden_size)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config) if add_pooler else None
+
+    def layer_parts(self) -> list[LayerParts]:
+        return [layer.parts for layer in self.encoder.layer]
+
+    def project(self, embedded: Tensor) -> Tensor:
+        if not hasattr(self, "embeddings_project"):
+            return embedded
+        b, s, e = embedded.shape
+        return linear(self.embeddings_project, embedded.reshape(b * s, e)).view(
+            b, s, -1
+        )  # (B * S, E) -> (B, S, H)
+
+    def pool(self, last_hidden: Tensor) -> Tensor | None:
+        return None if self.pooler is None else self.pooler(last_hidden)
