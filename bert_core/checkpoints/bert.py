@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 
 from ..config import BertConfig
+from ..modeling.encoder import BertModel
+from ..modeling.heads import BERT_HEADS
 from ..pieces import WORDPIECE
 from ..tokenizer import WordPieceTokenizer
 from .architecture import Architecture, StateDict
@@ -41,7 +43,10 @@ def rename_keys(state: StateDict, tie_word_embeddings: bool) -> StateDict:
 
 BERT = Architecture(
     model_type="bert",
-    base_prefix="bert.",
+    name="BERT",
+    base_prefix="bert",
+    encoder=BertModel,
+    heads=BERT_HEADS,
     read_config=BertConfig.from_dict,
     rename_keys=rename_keys,
     read_tokenizer=lambda directory, max_length: WordPieceTokenizer.from_directory(

@@ -19,7 +19,7 @@ import torch
 
 from ..config import BertConfig, read_json
 from ..errors import ModelLoadError
-from ..modeling.heads import HEADS, Network
+from ..modeling.heads import Network
 from .architecture import Architecture, StateDict
 from .bert import BERT
 from .files import CONFIG_FILE, Progress, read_state_dict, resolve_source
@@ -45,9 +45,13 @@ def split_task_heads(state: StateDict) -> tuple[StateDict, list[str]]:
     return kept, sorted(ignored)
 
 
-def detect_heads(state: StateDict) -> tuple[str, ...]:
-    """The names of the `HEADS` whose weights the (renamed) state holds, in table order."""
-    return tuple(name for name, head in HEADS.items() if any(k.startswith(head.path + ".") for k in state))
+def detect_heads(arch: Architecture, state: StateDict) -> tuple[str, ...]:
+    """The names of the architecture's heads whose weights the (renamed) state holds, in table order."""
+    return tuple(
+        name
+        for name, head in arch.heads.items()
+        if any(k.startswith(path + ".") for path in head.modules for k in state)
+    )
 
 
 def _summarise(keys: list[str], limit: int = 8) -> str:
@@ -59,20 +63,28 @@ def build_network(
     arch: Architecture, config: BertConfig, state: StateDict, *, tie_word_embeddings: bool = True
 ) -> Network:
     """Materialise the network straight from (renamed) checkpoint tensors; ModelLoadError on any mismatch."""
-    heads = detect_heads(state)
-    pooler = f"{arch.base_prefix}pooler.dense.weight" in state
-    needs_pooler = [HEADS[name].path for name in heads if HEADS[name].reads == "pooled"]
+    heads = detect_heads(arch, state)
+    pooler = any(k.startswith(f"{arch.base_prefix}.pooler.") for k in state)
+    needs_pooler = [arch.heads[name].path for name in heads if arch.heads[name].reads == "pooled"]
     if needs_pooler and not pooler:
         raise ModelLoadError(
             f"the checkpoint has a head ({needs_pooler[0]}) that reads the pooler, but no pooler"
         )
-    if not any(k.startswith(f"{arch.base_prefix}embeddings.") for k in state):
+    if not any(k.startswith(f"{arch.base_prefix}.embeddings.") for k in state):
         raise ModelLoadError(
             f"the checkpoint has no {arch.model_type} embeddings: is this a {arch.model_type} checkpoint?"
         )
     # Built on the meta device: no memory is allocated until the checkpoint's own tensors are assigned.
     with torch.device("meta"):
-        network = Network(config, heads, pooler=pooler, tie_word_embeddings=tie_word_embeddings)
+        network = Network(
+            config,
+            heads,
+            pooler=pooler,
+            tie_word_embeddings=tie_word_embeddings,
+            base_prefix=arch.base_prefix,
+            encoder=arch.encoder,
+            architecture=arch.model_type,
+        )
     expected = network.state_dict()
     # An untied MLM head's state dict names its bias twice, as transformers does; the rename kept one.
     expected.pop("cls.predictions.decoder.bias", None)
