@@ -106,11 +106,13 @@ class BertScopeModel:
 
     def position_embedding_table(self) -> np.ndarray:
         """The learned position embeddings, (max_positions, H) float32 (a copy)."""
-        return self._numpy(self.network.bert.embeddings.position_embeddings.weight).copy()
+        return self._numpy(self.network.base.embeddings.position_embeddings.weight).copy()
 
-    def segment_embedding_table(self) -> np.ndarray:
-        """The learned segment (token type) embeddings, (type_vocab_size, H) float32 (a copy)."""
-        return self._numpy(self.network.bert.embeddings.token_type_embeddings.weight).copy()
+    def segment_embedding_table(self) -> np.ndarray | None:
+        """The learned segment (token type) embeddings, (type_vocab_size, E) float32 (a copy); None for an
+        architecture without them (DistilBERT)."""
+        table = self.network.base.embeddings.token_type_embeddings
+        return None if table is None else self._numpy(table.weight).copy()
 
     # -- the forward pass -----------------------------------------------------------------------------
 
@@ -181,7 +183,7 @@ class BertScopeModel:
             encoding=enc,
             embeddings=EmbeddingComponents(
                 word=self._numpy(e.word[row, :s]),
-                segment=self._numpy(e.segment[row, :s]),
+                segment=None if e.segment is None else self._numpy(e.segment[row, :s]),
                 position=self._numpy(e.position[row, :s]),
                 summed=self._numpy(e.summed[row, :s]),
                 normalized=self._numpy(e.normalized[row, :s]),
@@ -193,13 +195,20 @@ class BertScopeModel:
         )
 
     def encode(self, text: str, text_pair: str | None = None) -> Encoding:
-        if text_pair is not None and self.config.type_vocab_size < 2:
-            # Sentence B's pieces carry segment id 1, a row this model's segment table does not have.
+        enc = self.tokenizer.encode(text, text_pair)
+        rows = self.config.type_vocab_size
+        if rows and int(enc.token_type_ids.max()) >= rows:
+            # BERT's tokenizer gives sentence B segment id 1, a row this model's segment table does not have.
             raise InputError(
-                "this model has a single segment type (type_vocab_size = 1), so it cannot take a sentence "
-                "pair: leave sentence B empty"
+                f"this model has a single segment type (type_vocab_size = {rows}), so it cannot take a "
+                "sentence pair: leave sentence B empty"
             )
-        return self.tokenizer.encode(text, text_pair)
+        return enc
+
+    def _with_model_mask(self, text: str | None) -> str | None:
+        """[MASK] as typed by the user, written as this model's own mask token (RoBERTa's <mask>)."""
+        mask = self.tokenizer.mask_token
+        return text if text is None or mask == "[MASK]" else text.replace("[MASK]", mask)
 
     def analyze(self, text: str, text_pair: str | None = None, *, head_mask=None) -> Analysis:
         """One forward pass over `text` (and `text_pair`): everything the views need.
@@ -326,7 +335,7 @@ class BertScopeModel:
         mask_id = self.tokenizer.mask_token_id
         if mask_id is None:
             raise InputError("this model's vocabulary has no [MASK] token")
-        enc = self.encode(text, text_pair)
+        enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
         positions = [i for i, t in enumerate(enc.input_ids.tolist()) if t == mask_id]
         if not positions:
             lost = " (the text was truncated and the [MASK] fell beyond the model's maximum length)"
@@ -381,8 +390,9 @@ class BertScopeModel:
             raise InputError(
                 f"token_type_ids must have one id per input id ({len(ids)}), got shape {types.shape}"
             )
-        if types.min() < 0 or types.max() >= self.config.type_vocab_size:
-            raise InputError(f"token_type_ids must be from 0 to {self.config.type_vocab_size - 1}")
+        rows = max(1, self.config.type_vocab_size)  # without a segment table the ids are ignored; 0 is fine
+        if types.min() < 0 or types.max() >= rows:
+            raise InputError(f"token_type_ids must be from 0 to {rows - 1}")
         if not positions:
             return MlmScores([], None if labels is None else np.zeros(0, np.float32), None)
         with torch.inference_mode():
@@ -399,3 +409,23 @@ class BertScopeModel:
         with torch.inference_mode():
             probs = torch.softmax(self.network.logits("nsp", out.pooled), dim=-1)
         return float(probs[0, 0])
+
+    def sentence_order(self, text_a: str, text_b: str) -> float:
+        """Probability that A then B is the original order (ALBERT's sentence-order prediction, SOP);
+        MissingHeadError without an SOP head."""
+        self.network.head("sop")
+        out = self._run([self.encode(text_a, text_b)], None)
+        with torch.inference_mode():
+            probs = torch.softmax(self.network.logits("sop", out.pooled), dim=-1)  # (1, 2); index 0 = in order
+        return float(probs[0, 0])
+
+    def replaced_tokens(self, text: str, text_pair: str | None = None) -> list[tuple[str, float]]:
+        """[(token, probability it was replaced), ...], one per token of `analyze(text, text_pair).tokens`:
+        an ELECTRA discriminator's replaced-token detection (RTD); MissingHeadError without an RTD head."""
+        self.network.head("rtd")
+        enc = self.encode(text, text_pair)
+        out = self._run([enc], None, keep_attentions=False)
+        with torch.inference_mode():
+            probs = torch.sigmoid(self.network.logits("rtd", out.last_hidden_state[0]))  # (S,)
+        return list(zip(enc.tokens, (float(p) for p in probs), strict=True))
+

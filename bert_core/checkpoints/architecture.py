@@ -6,6 +6,7 @@ Adding an architecture is one file in this package that builds an `Architecture`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,45 @@ class Architecture:
     read_config: Callable[[Mapping[str, Any]], BertConfig]
     # (checkpoint state, tie_word_embeddings) -> the state under this package's module names
     rename_keys: Callable[[StateDict, bool], StateDict]
-    # (directory, max_length) -> the tokenizer (from the `tokenizers` library) this family uses
-    read_tokenizer: Callable[[Path, int], Any]
+    # (directory, config) -> the tokenizer (on the `tokenizers` library) this family uses
+    read_tokenizer: Callable[[Path, BertConfig], Any]
     piece_style: PieceStyle  # how its pieces mark word boundaries, for display
     lacks: tuple[str, ...] = ()  # what it does without, compared with BERT, for the model card
+
+
+def rename_keys(
+    state: StateDict,
+    *,
+    prefix: str,
+    head_roots: tuple[str, ...],
+    tied_weights: tuple[str, ...] = (),
+    bias_aliases: Mapping[str, str] | None = None,
+    tie_word_embeddings: bool = True,
+) -> StateDict:
+    """The renames every family needs, onto this package's module names (which are the checkpoint's own).
+
+    Handles: a `module.` prefix (DataParallel); a base-model checkpoint saved without `prefix.` (its keys
+    gain it, unless they start with one of the heads' roots); legacy `LayerNorm.gamma/beta`; the index
+    buffers older checkpoints carry; decoder weights that are the word-embedding table when tied (dropped);
+    and a bias stored under a second name (`bias_aliases`: that name -> the one loaded, which it replaces).
+    """
+    out: StateDict = {}
+    for key, value in state.items():
+        key = key.removeprefix("module.")
+        if not key.startswith((prefix + ".", *head_roots)):
+            key = f"{prefix}.{key}"
+        key = re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", key)
+        key = re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", key)
+        if key.endswith(("embeddings.position_ids", "embeddings.token_type_ids")):
+            continue  # index buffers, not weights
+        out[key] = value
+    for alias, name in (bias_aliases or {}).items():
+        value = out.pop(alias, None)
+        if value is not None:
+            # transformers' heads add the aliased bias; in most checkpoints both names hold one tied tensor,
+            # but an untied transformers 5 checkpoint can hold different values, and then the alias is used.
+            out[name] = value
+    if tie_word_embeddings:
+        for key in tied_weights:
+            out.pop(key, None)
+    return out

@@ -20,14 +20,20 @@ import torch
 from ..config import BertConfig, read_json
 from ..errors import ModelLoadError
 from ..modeling.heads import Network
+from .albert import ALBERT
 from .architecture import Architecture, StateDict
 from .bert import BERT
+from .distilbert import DISTILBERT
+from .electra import ELECTRA
 from .files import CONFIG_FILE, Progress, read_state_dict, resolve_source
+from .roberta import ROBERTA
 
 log = logging.getLogger(__name__)
 
 # model_type -> its record. A config without "model_type" (very old BERT checkpoints) is BERT.
-ARCHITECTURES: dict[str, Architecture] = {arch.model_type: arch for arch in (BERT,)}
+ARCHITECTURES: dict[str, Architecture] = {
+    arch.model_type: arch for arch in (BERT, ROBERTA, DISTILBERT, ALBERT, ELECTRA)
+}
 
 # Heads of fine-tuned BERTs (sequence/token classification, multiple choice, question answering). BERTScope
 # does not run them yet, so they are set aside and reported rather than refused.
@@ -161,7 +167,7 @@ def load_pretrained(
         source, progress=progress, cache_dir=cache_dir, endpoint=endpoint, local_files_only=local_files_only
     )
     arch, config, tie = read_config(directory)
-    tokenizer = arch.read_tokenizer(directory, config.max_position_embeddings)
+    tokenizer = arch.read_tokenizer(directory, config)
     if tokenizer.vocab_size > config.vocab_size:
         raise ModelLoadError(
             f"the vocabulary has {tokenizer.vocab_size} entries but the embedding table (config key "
