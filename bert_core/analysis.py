@@ -366,8 +366,10 @@ class BertScopeModel:
         """
         self.network.head("mlm")  # MissingHeadError before any work
         ids = np.array(input_ids, dtype=np.int64)  # a copy: callers may hand us read-only arrays
-        if ids.ndim != 1 or not 0 < len(ids) <= self.config.max_position_embeddings:
-            raise InputError(f"input_ids must be 1-D with 1..{self.config.max_position_embeddings} ids")
+        if ids.ndim != 1 or not 0 < len(ids) <= self.config.max_tokens:
+            raise InputError(
+                f"input_ids must be 1-D with 1..{self.config.max_tokens} ids (the model's positions)"
+            )
         if ids.min() < 0 or ids.max() >= self.config.vocab_size:
             raise InputError("input_ids contain ids outside the vocabulary")
         positions = [int(p) for p in positions]
@@ -416,7 +418,9 @@ class BertScopeModel:
         self.network.head("sop")
         out = self._run([self.encode(text_a, text_b)], None)
         with torch.inference_mode():
-            probs = torch.softmax(self.network.logits("sop", out.pooled), dim=-1)  # (1, 2); index 0 = in order
+            probs = torch.softmax(
+                self.network.logits("sop", out.pooled), dim=-1
+            )  # (1, 2); index 0 = in order
         return float(probs[0, 0])
 
     def replaced_tokens(self, text: str, text_pair: str | None = None) -> list[tuple[str, float]]:
@@ -428,4 +432,3 @@ class BertScopeModel:
         with torch.inference_mode():
             probs = torch.sigmoid(self.network.logits("rtd", out.last_hidden_state[0]))  # (S,)
         return list(zip(enc.tokens, (float(p) for p in probs), strict=True))
-
