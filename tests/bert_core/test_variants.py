@@ -207,7 +207,7 @@ def test_token_ids_equal_transformers_tokenizer(checkpoints, arch):
             enc = ours.encode(text, pair)
             assert enc.input_ids.tolist() == tok(text, pair)["input_ids"], (text, pair)
             # offsets point into what was typed, and word ids / specials are consistent
-            for token, (start, end), seq in zip(
+            for _token, (start, end), seq in zip(
                 enc.tokens, enc.offsets.tolist(), enc.sequence_ids, strict=True
             ):
                 if seq is None:
