@@ -95,6 +95,9 @@ class BertScopeModel:
             packed_weights=self.network.is_packed,
             trained_length=self.trained_length,
             piece_style=self.architecture.piece_style,
+            architecture_name=self.architecture.name,
+            embedding_size=c.embedding_size,
+            lacks=self.architecture.lacks,
         )
 
     def __repr__(self) -> str:

@@ -26,7 +26,17 @@ CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 PYTORCH_FILE = "pytorch_model.bin"
-TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+# Every family's tokenizer files (WordPiece vocab.txt, BPE vocab.json + merges.txt, SentencePiece spiece.model),
+# each optional: the architecture's loader says what it needs.
+TOKENIZER_FILES = (
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "spiece.model",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+)
 
 # Hub ids: "name" or "owner/name", letters, digits, '-', '_', '.'.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)?$")
@@ -173,7 +183,7 @@ def _complete_snapshot_in_cache(
     if config is None:
         return None
     has_weights = any(cached(name) for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX, PYTORCH_FILE))
-    has_vocab = any(cached(name) for name in ("vocab.txt", "tokenizer.json"))
+    has_vocab = any(cached(name) for name in ("vocab.txt", "tokenizer.json", "vocab.json"))
     return config.parent if has_weights and has_vocab else None
 
 

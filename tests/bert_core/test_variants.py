@@ -300,3 +300,25 @@ def test_bad_configs_and_tokenizers_are_clear_errors(tmp_path, checkpoints):
     (d / "spiece.model").write_bytes(b"\0")
     with pytest.raises(ModelLoadError, match="spiece.model"):
         bert_core.load_pretrained(d)
+
+
+def test_a_roberta_repo_downloads_through_the_hub_code(tmp_path, checkpoints, monkeypatch):
+    """The real hub path (huggingface_hub against a local hub server) fetches a BPE family's files too."""
+    from huggingface_hub import constants
+
+    from tests.bert_core.test_hub import REPO, _Hub
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    served = tmp_path / "served"
+    served.mkdir()
+    for f in checkpoints["roberta", "mlm"].iterdir():
+        (served / f.name).write_bytes(f.read_bytes())
+    with _Hub(served) as hub:
+        model = bert_core.load_pretrained(REPO, cache_dir=tmp_path / "cache", endpoint=hub.endpoint)
+        fetched = {path.rsplit("/", 1)[1] for method, path in hub.requests if method == "GET"}
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= fetched
+    assert model.info.architecture == "roberta" and model.info.architecture_name == "RoBERTa"
+    local = bert_core.load_pretrained(checkpoints["roberta", "mlm"])
+    np.testing.assert_array_equal(
+        model.analyze("the bank").hidden_states, local.analyze("the bank").hidden_states
+    )
