@@ -61,11 +61,110 @@ def filler_words(count: int, seed: int = 0) -> list[str]:
     return [rng.choice(pool) for _ in range(count)]
 
 
-def text_of_tokens(n: int, seed: int = 0) -> str:
-    """A text that tokenises to exactly n pieces ([CLS] + n - 2 words + [SEP])."""
+def text_of_tokens(n: int, seed: int = 0, architecture: str = "bert") -> str:
+    """A text that tokenises to exactly n pieces ([CLS] + n - 2 words + [SEP], or <s> ... </s>)."""
     if n < 3:
         raise ValueError("n must be at least 3")
+    if architecture in ("roberta", "albert"):
+        # Their synthetic vocabularies hold every three-letter word as one piece after a space (below).
+        import random
+
+        rng = random.Random(seed)
+        return " " + " ".join("".join(rng.choice(_LETTERS) for _ in range(3)) for _ in range(n - 2))
     return " ".join(filler_words(n - 2, seed))
+
+
+def _three_letter_words() -> list[str]:
+    return [a + b + c for a in _LETTERS for b in _LETTERS for c in _LETTERS]
+
+
+def _roberta_tokenizer(path: Path) -> None:
+    """Byte-level BPE whose merges build "Ġ" + every three-letter word, so each such word is one piece."""
+    import transformers
+    from tokenizers import pre_tokenizers
+
+    vocab: dict[str, int] = {}
+    for token in ["<s>", "<pad>", "</s>", "<unk>", *sorted(pre_tokenizers.ByteLevel.alphabet())]:
+        vocab.setdefault(token, len(vocab))
+    merges = []
+    for word in _three_letter_words():
+        for k in range(1, 4):
+            left, right = "Ġ" + word[: k - 1], word[k - 1]
+            if left + right not in vocab:
+                merges.append((left, right))
+                vocab[left + right] = len(vocab)
+    vocab["<mask>"] = len(vocab)
+    transformers.RobertaTokenizer(vocab=vocab, merges=merges).save_pretrained(path)
+
+
+def _albert_tokenizer(path: Path) -> None:
+    """SentencePiece (Unigram) whose every "▁" + three-letter word is one piece, scored above its letters."""
+    import transformers
+
+    pieces = [("<pad>", 0.0), ("<unk>", 0.0), ("[CLS]", 0.0), ("[SEP]", 0.0), ("[MASK]", 0.0), ("▁", -3.0)]
+    pieces += [(c, -10.0) for c in _LETTERS] + [("▁" + w, -5.0) for w in _three_letter_words()]
+    transformers.AlbertTokenizer(vocab=pieces).save_pretrained(path)
+
+
+ARCHITECTURES = ("bert", "roberta", "distilbert", "albert", "electra")
+
+
+def base_checkpoint(architecture: str = "bert", directory: Path = DEFAULT_DIR) -> Path:
+    """Build (once) a base-size random encoder checkpoint of each family (ELECTRA: its small discriminator's
+    sizes, the ELECTRA checkpoint most used), with a synthetic vocabulary that makes token counts exact."""
+    if architecture == "bert":
+        return bert_base_checkpoint(directory, "model")
+    path = Path(directory) / architecture
+    if (path / "config.json").is_file():
+        return path
+    import torch
+    import transformers
+
+    path.mkdir(parents=True, exist_ok=True)
+    if architecture == "roberta":
+        _roberta_tokenizer(path)
+        vocab_size = len(transformers.RobertaTokenizer.from_pretrained(path))
+        config = transformers.RobertaConfig(
+            vocab_size=vocab_size, max_position_embeddings=514, type_vocab_size=1
+        )
+        model = transformers.RobertaModel(config)
+    elif architecture == "albert":
+        _albert_tokenizer(path)
+        vocab_size = len(transformers.AlbertTokenizer.from_pretrained(path))
+        config = transformers.AlbertConfig(
+            vocab_size=vocab_size,
+            embedding_size=128,
+            hidden_size=768,
+            num_attention_heads=12,
+            intermediate_size=3072,
+        )
+        model = transformers.AlbertModel(config)
+    else:
+        (path / "vocab.txt").write_text("\n".join(synthetic_vocab()) + "\n", encoding="utf-8")
+        if architecture == "distilbert":
+            model = transformers.DistilBertModel(transformers.DistilBertConfig())
+        else:
+            model = transformers.ElectraModel(transformers.ElectraConfig())  # electra-small sizes
+    torch.manual_seed(0)
+    with torch.no_grad():  # non-trivial LayerNorms and biases, so every parameter matters
+        for name, param in model.named_parameters():
+            if "norm" in name.lower() or name.endswith("bias"):
+                param.normal_(0.0 if name.endswith("bias") else 1.0, 0.1)
+    model.eval().save_pretrained(path)
+    return path
+
+
+def reference_tokenizer(architecture: str, path: Path):
+    import transformers
+
+    name = {"roberta": "RobertaTokenizer", "albert": "AlbertTokenizer"}.get(architecture, "BertTokenizer")
+    return getattr(transformers, name).from_pretrained(path)
+
+
+def reference_model(path: Path):
+    import transformers
+
+    return transformers.AutoModel.from_pretrained(path, attn_implementation="eager").eval()
 
 
 def bert_base_checkpoint(directory: Path = DEFAULT_DIR, kind: str = "pretraining") -> Path:

@@ -152,7 +152,7 @@ def masked_word_accuracy(model, sentences: list[str], batch_size: int = 128) -> 
         rows = torch.arange(len(chunk))
         cols = torch.tensor([c[1] for c in chunk])
         with torch.inference_mode():
-            logits = model.network.mlm_logits(out.last_hidden_state[rows, cols])  # (B, V)
+            logits = model.network.logits("mlm", out.last_hidden_state[rows, cols])  # (B, V)
             top = logits.topk(TOP_K, dim=-1).indices.numpy()
         for (_, _, target, kind), best in zip(chunk, top, strict=True):
             counts[kind][0] += int(target in best)
@@ -233,7 +233,7 @@ def nsp_accuracy(
             model, [np.array(e.input_ids) for e in chunk], [np.array(e.token_type_ids) for e in chunk]
         )
         with torch.inference_mode():
-            predicted = model.network.nsp_logits(out.pooled).argmax(-1).numpy()
+            predicted = model.network.logits("nsp", out.pooled).argmax(-1).numpy()
         hits += int((predicted == np.array(labels[start : start + 128])).sum())
     return hits / len(encs), len(encs)
 

@@ -1,9 +1,10 @@
 # ruff: noqa: B023  (closures are timed inside the loop iteration that defines them)
 """Forward pass with every attention map and hidden state: bert_core.analyze() vs transformers.
 
-Both sides start from the same text and end with numpy arrays, on the same bert-base random weights:
+Both sides start from the same text and end with numpy arrays, on the same base-size random weights of the
+chosen family (--architecture; default bert-base):
   ours:      model.analyze(text)  (tokenise, forward, every intermediate to numpy)
-  reference: transformers.BertTokenizer (the Rust `tokenizers` backend in v5) -> BertModel
+  reference: the family's transformers tokenizer (the Rust `tokenizers` backend in v5) -> AutoModel
              (attn_implementation="eager", output_attentions=True, output_hidden_states=True) under
              torch.inference_mode() -> attentions (L, N, S, S) and hidden states (L + 1, S, H) as numpy.
 The two are timed alternately, round by round, after warm-up; the ratio is the median of per-round ratios.
@@ -19,12 +20,17 @@ GOALS = {8: 0.6, 32: 0.6, 128: 0.8, 512: 0.9}
 
 
 def reference_fn(tok, hf, text):
+    import inspect
+
     import numpy as np
     import torch
+
+    accepted = set(inspect.signature(hf.forward).parameters)  # DistilBERT takes no token_type_ids
 
     def run():
         with torch.inference_mode():
             enc = tok(text, return_tensors="pt")
+            enc = {k: v for k, v in enc.items() if k in accepted}
             out = hf(**enc, output_attentions=True, output_hidden_states=True)
             att = torch.stack(out.attentions)[:, 0].numpy()  # (L, N, S, S)
             hid = torch.stack(out.hidden_states)[:, 0].numpy()  # (L + 1, S, H)
@@ -33,7 +39,7 @@ def reference_fn(tok, hf, text):
     return run
 
 
-def load_both(directory, *, exact: bool = False):
+def load_both(directory, *, exact: bool = False, architecture: str = "bert"):
     import transformers
 
     import bert_core
@@ -41,9 +47,7 @@ def load_both(directory, *, exact: bool = False):
     transformers.logging.set_verbosity_error()  # the load report lists the unused cls.* weights
     transformers.logging.disable_progress_bar()
     ours = bert_core.load_pretrained(directory, pack_weights=not exact)
-    tok = transformers.BertTokenizer.from_pretrained(directory)
-    hf = transformers.BertModel.from_pretrained(directory, attn_implementation="eager").eval()
-    return ours, tok, hf
+    return ours, c.reference_tokenizer(architecture, directory), c.reference_model(directory)
 
 
 def check_same(ours, tok, hf, text) -> float:
@@ -60,6 +64,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--quick", action="store_true", help="5 repeats, for a smoke run")
+    p.add_argument("--architecture", choices=c.ARCHITECTURES, default="bert")
     p.add_argument(
         "--exact",
         action="store_true",
@@ -68,11 +73,12 @@ def main() -> None:
     args = p.parse_args()
     repeats = 5 if args.quick else args.repeats
     c.set_threads(args.threads)
-    ours, tok, hf = load_both(c.bert_base_checkpoint(), exact=args.exact)
+    directory = c.base_checkpoint(args.architecture)
+    ours, tok, hf = load_both(directory, exact=args.exact, architecture=args.architecture)
 
     rows = []
     for n in args.lengths:
-        text = c.text_of_tokens(n)
+        text = c.text_of_tokens(n, architecture=args.architecture)
         assert len(ours.encode(text).tokens) == n
         diff = check_same(ours, tok, hf, text)
         reps = repeats if n >= 512 else repeats * 2  # short inputs are cheap: more rounds, less noise
@@ -94,16 +100,13 @@ def main() -> None:
         print(f"  {n} tokens done", flush=True)
     print()
     print(
-        f"analyze() vs transformers, bert-base random weights, batch 1, {args.threads} threads, "
+        f"analyze() vs transformers, {args.architecture} base-size random weights, batch 1, {args.threads} threads, "
         f"{repeats * 2} rounds below 512 tokens, {repeats} at 512"
     )
     print("ratio (paired) = median over rounds of ours/reference within a round; the goal applies to it")
     print(
         "ours: " + ("exact mode (plain Linear weights, MKL)" if args.exact else "pre-packed oneDNN weights")
     )
-    from bert_core.modeling import fused
-
-    print(f"fused attention kernel: {fused.status() if not args.exact else 'not used in exact mode'}")
     print(c.machine() + "; " + c.load_average())
     print(
         c.table(

@@ -42,7 +42,9 @@ def main() -> None:
 
         def head_masks():
             with torch.inference_mode():
-                return torch.topk(torch.log_softmax(m.network.mlm_logits(seq.index_select(0, index)), -1), 5)
+                return torch.topk(
+                    torch.log_softmax(m.network.logits("mlm", seq.index_select(0, index)), -1), 5
+                )
 
         def head_masks_plain():
             # The same rows through the untransposed projection F.linear(rows, table): what the reference runs.
@@ -54,14 +56,14 @@ def main() -> None:
 
         def head_full():
             with torch.inference_mode():
-                logits = m.network.mlm_logits(seq)  # (S, V)
+                logits = m.network.logits("mlm", seq)  # (S, V)
                 return torch.topk(torch.log_softmax(logits, -1)[index], 5)
 
         def call_full():
             # Tokenises too, as predict_masks does, so the whole-call columns compare like with like.
             o = m._run([m.encode(text)], None)
             with torch.inference_mode():
-                logits = m.network.mlm_logits(o.last_hidden_state[0])
+                logits = m.network.logits("mlm", o.last_hidden_state[0])
                 return torch.topk(torch.log_softmax(logits, -1)[index], 5)
 
         assert torch.equal(head_masks().indices, head_full().indices)

@@ -24,7 +24,7 @@ import torch
 def reused_result_buffers(kept: dict):
     """Diagnostic only: the forward's result buffers come from `kept` (filled by the first call, the same dict
     passed to every later one) instead of fresh memory. Unsafe for real use: earlier results get overwritten."""
-    import bert_core.modeling.bert as bert
+    import bert_core.modeling.encoder as bert
 
     real = bert._result_buffer
 
@@ -149,9 +149,6 @@ def main() -> None:
         f"{peaks['mkl'] / 1e9:.0f}) and pre-packed oneDNN ({peaks['onednn'] / 1e9:.0f}); {args.threads} threads, "
         "best run. The % columns use the best; '% MKL peak' uses MKL's, the library the reference runs."
     )
-    from bert_core.modeling import fused
-
-    print(f"fused attention kernel: {fused.status()}")
     print(c.machine() + "; " + c.load_average())
     print(
         c.table(

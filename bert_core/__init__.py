@@ -6,9 +6,10 @@ r = m.analyze("The bank by the river.")
 """
 
 from .analysis import BertScopeModel
+from .checkpoints import load_pretrained
 from .config import BertConfig
 from .errors import BertScopeError, InputError, MissingHeadError, ModelLoadError
-from .loading import load_pretrained
+from .pieces import PieceStyle
 from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo, Vectors
 from .tokenizer import Encoding, WordPieceTokenizer
 
@@ -24,6 +25,7 @@ __all__ = [
     "MissingHeadError",
     "MlmScores",
     "ModelInfo",
+    "PieceStyle",
     "ModelLoadError",
     "Vectors",
     "WordPieceTokenizer",

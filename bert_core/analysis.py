@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .checkpoints.architecture import Architecture
+from .checkpoints.bert import BERT
 from .config import BertConfig
-from .errors import InputError, MissingHeadError
-from .modeling import fused
-from .modeling.bert import BertForPreTraining, EncoderOutput
+from .errors import InputError
+from .modeling.encoder import EncoderOutput
+from .modeling.heads import Network
 from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo, Vectors
 from .tokenizer import Encoding, WordPieceTokenizer
 
@@ -26,39 +28,47 @@ TextInput = str | tuple[str, str | None]
 
 
 class BertScopeModel:
-    """A BERT checkpoint ready for analysis. Build it with `bert_core.load_pretrained`."""
-
-    # Fine-tuning heads (classifier, qa_outputs) the checkpoint had and BERTScope set aside; the loader fills it.
-    ignored_weights: tuple[str, ...] = ()
-    # Longest pre-training input, when the checkpoint records it (see ModelInfo); the loader fills it.
-    trained_length: int | None = None
+    """A checkpoint ready for analysis. Build it with `bert_core.load_pretrained`."""
 
     def __init__(
         self,
-        network: BertForPreTraining,
+        network: Network,
         tokenizer: WordPieceTokenizer,
         config: BertConfig,
         *,
+        architecture: Architecture = BERT,
         source: str = "",
         directory: Path | None = None,
         device: torch.device | None = None,
+        ignored_weights: tuple[str, ...] = (),
+        trained_length: int | None = None,
     ) -> None:
         self.network = network.eval()
         self.tokenizer = tokenizer
         self.config = config
+        self.architecture = architecture
         self.source = source
         self.directory = directory
         self.device = device or torch.device("cpu")
+        # Fine-tuning heads (classifier, qa_outputs) the checkpoint had and BERTScope set aside.
+        self.ignored_weights = ignored_weights
+        # Longest pre-training input, when the checkpoint records it (see ModelInfo).
+        self.trained_length = trained_length
 
     # -- facts ----------------------------------------------------------------------------------------
 
     @property
+    def heads(self) -> tuple[str, ...]:
+        """The prediction heads this checkpoint has, by name (see `bert_core.modeling.heads.HEADS`)."""
+        return self.network.head_names
+
+    @property
     def has_mlm_head(self) -> bool:
-        return self.network.has_mlm_head
+        return "mlm" in self.heads
 
     @property
     def has_nsp_head(self) -> bool:
-        return self.network.has_nsp_head
+        return "nsp" in self.heads
 
     @property
     def has_pooler(self) -> bool:
@@ -70,6 +80,7 @@ class BertScopeModel:
         return ModelInfo(
             source=self.source,
             directory=str(self.directory or ""),
+            architecture=self.architecture.model_type,
             num_layers=c.num_hidden_layers,
             hidden_size=c.hidden_size,
             num_heads=c.num_attention_heads,
@@ -77,38 +88,34 @@ class BertScopeModel:
             vocab_size=c.vocab_size,
             max_positions=c.max_position_embeddings,
             num_parameters=self.network.num_parameters(),
-            architecture=c.model_type,
             has_pooler=self.has_pooler,
-            heads=tuple(name for name, present in (("mlm", self.has_mlm_head), ("nsp", self.has_nsp_head)) if present),
+            heads=self.heads,
             device=str(self.device),
             ignored_weights=self.ignored_weights,
             packed_weights=self.network.is_packed,
             trained_length=self.trained_length,
+            piece_style=self.architecture.piece_style,
+            architecture_name=self.architecture.name,
+            embedding_size=c.embedding_size,
+            lacks=self.architecture.lacks,
         )
-
-    def _attention_kernel_status(self) -> str:
-        c = self.config
-        if self.device.type != "cpu":
-            return f"not used on {self.device.type}"
-        if not self.network.is_packed:
-            return "not used in exact mode"
-        head_size = c.hidden_size // c.num_attention_heads
-        return fused.status() if fused.supports(head_size) else f"not built for head size {head_size}"
 
     def __repr__(self) -> str:
         c = self.config
         return (
-            f"BertScopeModel({self.source!r}, layers={c.num_hidden_layers}, hidden={c.hidden_size}, "
-            f"heads={c.num_attention_heads}, mlm={self.has_mlm_head}, nsp={self.has_nsp_head})"
+            f"BertScopeModel({self.source!r}, {self.architecture.model_type}, layers={c.num_hidden_layers}, "
+            f"hidden={c.hidden_size}, heads={c.num_attention_heads}, prediction heads={list(self.heads)})"
         )
 
     def position_embedding_table(self) -> np.ndarray:
         """The learned position embeddings, (max_positions, H) float32 (a copy)."""
-        return self._numpy(self.network.bert.embeddings.position_embeddings.weight).copy()
+        return self._numpy(self.network.base.embeddings.position_embeddings.weight).copy()
 
-    def segment_embedding_table(self) -> np.ndarray:
-        """The learned segment (token type) embeddings, (type_vocab_size, H) float32 (a copy)."""
-        return self._numpy(self.network.bert.embeddings.token_type_embeddings.weight).copy()
+    def segment_embedding_table(self) -> np.ndarray | None:
+        """The learned segment (token type) embeddings, (type_vocab_size, E) float32 (a copy); None for an
+        architecture without them (DistilBERT)."""
+        table = self.network.base.embeddings.token_type_embeddings
+        return None if table is None else self._numpy(table.weight).copy()
 
     # -- the forward pass -----------------------------------------------------------------------------
 
@@ -132,10 +139,12 @@ class BertScopeModel:
         pad = self.tokenizer.pad_token_id or 0
         ids = np.full((len(encodings), longest), pad, dtype=np.int64)
         types = np.zeros((len(encodings), longest), dtype=np.int64)
-        positions = np.tile(np.arange(longest, dtype=np.int64), (len(encodings), 1))
+        # Padding positions take position 0: masked out, so any valid row does.
+        positions = np.zeros((len(encodings), longest), dtype=np.int64)
         for row, enc in enumerate(encodings):
             ids[row, : lengths[row]] = enc.input_ids
             types[row, : lengths[row]] = enc.token_type_ids
+            positions[row, : lengths[row]] = enc.position_ids
         mask = None
         if min(lengths) != longest:
             mask = torch.from_numpy(
@@ -168,22 +177,16 @@ class BertScopeModel:
         s = len(enc.tokens)
         e = out.embeddings
         with torch.inference_mode():
-            if out.attention_stack is not None:
-                # A view when the batch is one text; a copy of this row otherwise.
-                attentions = out.attention_stack[:, row, :, :s, :s].contiguous()  # (L, N, S, S)
-            else:
-                attentions = torch.stack([a[row, :, :s, :s] for a in out.attentions])  # (L, N, S, S)
-            if out.hidden_stack is not None:
-                hidden = out.hidden_stack[:, row, :s].contiguous()  # (L + 1, S, H); a view for one text
-            else:
-                hidden = torch.stack([h[row, :s] for h in out.hidden_states])  # (L + 1, S, H)
+            # A view when the batch is one text; a copy of this row otherwise.
+            attentions = out.attentions[:, row, :, :s, :s].contiguous()  # (L, N, S, S)
+            hidden = out.hidden_states[:, row, :s].contiguous()  # (L + 1, S, H)
         return Analysis(
             text=text,
             text_pair=text_pair,
             encoding=enc,
             embeddings=EmbeddingComponents(
                 word=self._numpy(e.word[row, :s]),
-                segment=self._numpy(e.segment[row, :s]),
+                segment=None if e.segment is None else self._numpy(e.segment[row, :s]),
                 position=self._numpy(e.position[row, :s]),
                 summed=self._numpy(e.summed[row, :s]),
                 normalized=self._numpy(e.normalized[row, :s]),
@@ -195,13 +198,20 @@ class BertScopeModel:
         )
 
     def encode(self, text: str, text_pair: str | None = None) -> Encoding:
-        if text_pair is not None and self.config.type_vocab_size < 2:
-            # Sentence B's pieces carry segment id 1, a row this model's segment table does not have.
+        enc = self.tokenizer.encode(text, text_pair)
+        rows = self.config.type_vocab_size
+        if rows and int(enc.token_type_ids.max()) >= rows:
+            # BERT's tokenizer gives sentence B segment id 1, a row this model's segment table does not have.
             raise InputError(
-                "this model has a single segment type (type_vocab_size = 1), so it cannot take a sentence "
-                "pair: leave sentence B empty"
+                f"this model has a single segment type (type_vocab_size = {rows}), so it cannot take a "
+                "sentence pair: leave sentence B empty"
             )
-        return self.tokenizer.encode(text, text_pair)
+        return enc
+
+    def _with_model_mask(self, text: str | None) -> str | None:
+        """[MASK] as typed by the user, written as this model's own mask token (RoBERTa's <mask>)."""
+        mask = self.tokenizer.mask_token
+        return text if text is None or mask == "[MASK]" else text.replace("[MASK]", mask)
 
     def analyze(self, text: str, text_pair: str | None = None, *, head_mask=None) -> Analysis:
         """One forward pass over `text` (and `text_pair`): everything the views need.
@@ -257,11 +267,7 @@ class BertScopeModel:
                 end += 1
             chunk = order[start:end]
             out = self._run([encodings[i] for i in chunk], None, keep_attentions=False)
-            with torch.inference_mode():
-                if out.hidden_stack is not None:
-                    hidden = out.hidden_stack.transpose(0, 1)  # (B, L + 1, S, H), a view
-                else:
-                    hidden = torch.stack(out.hidden_states, dim=1)  # (B, L + 1, S, H)
+            hidden = out.hidden_states.transpose(0, 1)  # (L + 1, B, S, H) -> (B, L + 1, S, H), a view
             for row, i in enumerate(chunk):
                 enc, (a, b) = encodings[i], items[i]
                 s = len(enc.tokens)
@@ -276,13 +282,6 @@ class BertScopeModel:
         return results  # type: ignore[return-value]
 
     # -- heads ----------------------------------------------------------------------------------------
-
-    def _require_mlm(self) -> None:
-        if not self.has_mlm_head:
-            raise MissingHeadError(
-                "this model has no MLM head (the checkpoint has no cls.predictions weights), so it cannot "
-                "predict masked words; load a BertForMaskedLM or BertForPreTraining checkpoint"
-            )
 
     def _check_top_k(self, top_k: int) -> int:
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
@@ -300,7 +299,7 @@ class BertScopeModel:
         top_k = self._check_top_k(top_k)
         with torch.inference_mode():
             index = torch.as_tensor(list(positions), dtype=torch.long, device=sequence.device)
-            logits = self.network.mlm_logits(sequence.index_select(0, index))  # (P, V)
+            logits = self.network.logits("mlm", sequence.index_select(0, index))  # (P, V)
             # softmax, not exp(log_softmax): the probabilities a fill-mask pipeline shows, to the last bit
             top_p, top_ids = torch.topk(torch.softmax(logits, dim=-1), top_k, dim=-1)  # (P, k)
             losses = label_probs = None
@@ -335,11 +334,11 @@ class BertScopeModel:
         self, text: str, text_pair: str | None = None, *, top_k: int = 5
     ) -> list[MaskPrediction]:
         """Top-k predictions for every [MASK] in the text, in order of appearance."""
-        self._require_mlm()
+        self.network.head("mlm")  # MissingHeadError before any work
         mask_id = self.tokenizer.mask_token_id
         if mask_id is None:
             raise InputError("this model's vocabulary has no [MASK] token")
-        enc = self.encode(text, text_pair)
+        enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
         positions = [i for i, t in enumerate(enc.input_ids.tolist()) if t == mask_id]
         if not positions:
             lost = " (the text was truncated and the [MASK] fell beyond the model's maximum length)"
@@ -368,10 +367,12 @@ class BertScopeModel:
 
         With `labels` (the original ids at those positions) the per-position cross-entropy is returned too.
         """
-        self._require_mlm()
+        self.network.head("mlm")  # MissingHeadError before any work
         ids = np.array(input_ids, dtype=np.int64)  # a copy: callers may hand us read-only arrays
-        if ids.ndim != 1 or not 0 < len(ids) <= self.config.max_position_embeddings:
-            raise InputError(f"input_ids must be 1-D with 1..{self.config.max_position_embeddings} ids")
+        if ids.ndim != 1 or not 0 < len(ids) <= self.config.max_tokens:
+            raise InputError(
+                f"input_ids must be 1-D with 1..{self.config.max_tokens} ids (the model's positions)"
+            )
         if ids.min() < 0 or ids.max() >= self.config.vocab_size:
             raise InputError("input_ids contain ids outside the vocabulary")
         positions = [int(p) for p in positions]
@@ -394,8 +395,9 @@ class BertScopeModel:
             raise InputError(
                 f"token_type_ids must have one id per input id ({len(ids)}), got shape {types.shape}"
             )
-        if types.min() < 0 or types.max() >= self.config.type_vocab_size:
-            raise InputError(f"token_type_ids must be from 0 to {self.config.type_vocab_size - 1}")
+        rows = max(1, self.config.type_vocab_size)  # without a segment table the ids are ignored; 0 is fine
+        if types.min() < 0 or types.max() >= rows:
+            raise InputError(f"token_type_ids must be from 0 to {rows - 1}")
         if not positions:
             return MlmScores([], None if labels is None else np.zeros(0, np.float32), None)
         with torch.inference_mode():
@@ -404,13 +406,32 @@ class BertScopeModel:
             )
         return self._predictions(out.last_hidden_state[0], positions, top_k, labels)
 
-    def next_sentence(self, text_a: str, text_b: str) -> float | None:
-        """Probability that `text_b` follows `text_a` (IsNext); None when the model has no NSP head."""
-        if not self.has_nsp_head:
-            return None
+    def next_sentence(self, text_a: str, text_b: str) -> float:
+        """Probability that `text_b` follows `text_a` (IsNext); MissingHeadError without an NSP head."""
+        self.network.head("nsp")
         enc = self.encode(text_a, text_b)
         out = self._run([enc], None)
         with torch.inference_mode():
-            probs = torch.softmax(self.network.nsp_logits(out.pooled), dim=-1)
+            probs = torch.softmax(self.network.logits("nsp", out.pooled), dim=-1)
         return float(probs[0, 0])
 
+    def sentence_order(self, text_a: str, text_b: str) -> float:
+        """Probability that A then B is the original order (ALBERT's sentence-order prediction, SOP);
+        MissingHeadError without an SOP head."""
+        self.network.head("sop")
+        out = self._run([self.encode(text_a, text_b)], None)
+        with torch.inference_mode():
+            probs = torch.softmax(
+                self.network.logits("sop", out.pooled), dim=-1
+            )  # (1, 2); index 0 = in order
+        return float(probs[0, 0])
+
+    def replaced_tokens(self, text: str, text_pair: str | None = None) -> list[tuple[str, float]]:
+        """[(token, probability it was replaced), ...], one per token of `analyze(text, text_pair).tokens`:
+        an ELECTRA discriminator's replaced-token detection (RTD); MissingHeadError without an RTD head."""
+        self.network.head("rtd")
+        enc = self.encode(text, text_pair)
+        out = self._run([enc], None, keep_attentions=False)
+        with torch.inference_mode():
+            probs = torch.sigmoid(self.network.logits("rtd", out.last_hidden_state[0]))  # (S,)
+        return list(zip(enc.tokens, (float(p) for p in probs), strict=True))

@@ -34,7 +34,9 @@ _BOUNDS: dict[str, tuple[int, int]] = {
     "num_attention_heads": (1, 128),
     "intermediate_size": (1, 65536),
     "max_position_embeddings": (1, 8192),
-    "type_vocab_size": (1, 64),
+    "type_vocab_size": (0, 64),
+    "num_hidden_groups": (1, 96),
+    "inner_group_num": (1, 8),
 }
 # An extra cap on the total parameter count of the embeddings and encoder (about 8 GB of fp32).
 _MAX_PARAMETERS = 2_000_000_000
@@ -53,22 +55,40 @@ class BertConfig:
     hidden_dropout_prob: float = 0.1  # used only in training
     attention_probs_dropout_prob: float = 0.1  # used only in training
     max_position_embeddings: int = 512  # positions the model knows; longer inputs are truncated
-    type_vocab_size: int = 2  # segment ids (A = 0, B = 1)
+    type_vocab_size: int = 2  # segment ids (A = 0, B = 1); 0 = no segment embeddings (DistilBERT)
     initializer_range: float = 0.02  # std of the normal init used when training from scratch
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
     position_embedding_type: str = "absolute"
     model_type: str = "bert"
     architectures: tuple[str, ...] = ()  # informational: which HF class saved the checkpoint
+    # Width of the embedding tables (E) when it differs from hidden_size (ALBERT, ELECTRA): the embedding output
+    # is then projected to H before the first layer. None = hidden_size.
+    embedding_size: int | None = None
+    # The first position id (RoBERTa: pad_token_id + 1, from fairseq); positions run from it up.
+    position_offset: int = 0
+    # ALBERT: layers share weights in num_hidden_groups groups of inner_group_num layers each.
+    num_hidden_groups: int = 1
+    inner_group_num: int = 1
 
     @property
     def head_size(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
+    @property
+    def embedding_dim(self) -> int:
+        """E: the width of the embedding tables (H unless the architecture factorises them)."""
+        return self.hidden_size if self.embedding_size is None else self.embedding_size
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest input, with specials: the positions left after the offset."""
+        return self.max_position_embeddings - self.position_offset
+
     def parameter_estimate(self) -> int:
         """Parameters of embeddings + encoder + pooler, computed from the sizes alone."""
-        h, i = self.hidden_size, self.intermediate_size
-        emb = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size) * h + 2 * h
+        h, i, e = self.hidden_size, self.intermediate_size, self.embedding_dim
+        emb = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size) * e + 2 * e
         layer = 4 * (h * h + h) + 2 * h * i + i + h + 4 * h
         return emb + self.num_hidden_layers * layer + h * h + h
 
@@ -88,6 +108,28 @@ class BertConfig:
             raise ModelLoadError(
                 f"config key 'hidden_size' = {self.hidden_size} is not divisible by "
                 f"'num_attention_heads' = {self.num_attention_heads}"
+            )
+        if self.embedding_size is not None and (
+            isinstance(self.embedding_size, bool)
+            or not isinstance(self.embedding_size, int)
+            or not 1 <= self.embedding_size <= 8192
+        ):
+            raise ModelLoadError(
+                f"config key 'embedding_size' = {self.embedding_size!r} must be an integer in [1, 8192]"
+            )
+        if self.num_hidden_layers % self.num_hidden_groups:
+            raise ModelLoadError(
+                f"config key 'num_hidden_groups' = {self.num_hidden_groups} does not divide "
+                f"'num_hidden_layers' = {self.num_hidden_layers}: every group must serve the same number of layers"
+            )
+        if (
+            isinstance(self.position_offset, bool)
+            or not isinstance(self.position_offset, int)
+            or not 0 <= self.position_offset < self.max_position_embeddings - 2
+        ):
+            raise ModelLoadError(
+                f"the first position id ({self.position_offset!r}, from 'pad_token_id') leaves no room in "
+                f"'max_position_embeddings' = {self.max_position_embeddings}"
             )
         if self.hidden_act not in SUPPORTED_ACTIVATIONS:
             raise ModelLoadError(
@@ -156,25 +198,33 @@ class BertConfig:
 
     @classmethod
     def from_json(cls, path: str | Path) -> BertConfig:
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError as exc:
-            raise ModelLoadError(f"no config.json in {path.parent}") from exc
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ModelLoadError(f"cannot read {path}: {exc}") from exc
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ModelLoadError(
-                f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
-            ) from exc
-        return cls.from_dict(data)
+        return cls.from_dict(read_json(path))
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["architectures"] = list(self.architectures)
+        # The fields other architectures add stay out of a BERT's config.json while they hold their defaults.
+        for key in ("embedding_size", "position_offset", "num_hidden_groups", "inner_group_num"):
+            if data[key] == getattr(BertConfig, key):
+                del data[key]
         return data
 
     def to_json(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+def read_json(path: str | Path) -> Any:
+    """A config.json's content; ModelLoadError naming the file when it is missing, unreadable or not JSON."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ModelLoadError(f"no config.json in {path.parent}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelLoadError(f"cannot read {path}: {exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelLoadError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+        ) from exc

@@ -109,7 +109,7 @@ class ModelInfo:
 
     source: str
     directory: str
-    architecture: str  # the checkpoint's model_type: "bert", ...
+    architecture: str  # the checkpoint's model_type: "bert", "roberta", "distilbert", "albert", "electra"
     num_layers: int
     hidden_size: int
     num_heads: int
@@ -127,6 +127,9 @@ class ModelInfo:
     # (BERTScope's own pretraining.json); positions past it were never trained. None: not recorded.
     trained_length: int | None = None
     piece_style: PieceStyle = field(default=WORDPIECE)
+    architecture_name: str = "BERT"  # for people: "RoBERTa", ...
+    embedding_size: int | None = None  # E where the embeddings are narrower than H (ALBERT, ELECTRA), else None
+    lacks: tuple[str, ...] = ()  # what the architecture does without, compared with BERT ("pooler", ...)
 
     @property
     def has_mlm_head(self) -> bool:

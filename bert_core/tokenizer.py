@@ -185,10 +185,12 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
-class WordPieceTokenizer:
-    """BERT's WordPiece tokenizer: text (or a pair) -> `Encoding`, never padded.
+class PieceTokenizer:
+    """Any `tokenizers` model (WordPiece, byte-level BPE, Unigram) -> `Encoding`, never padded.
 
-    Safe to share between threads: the backend is configured once here and `encode` only reads it.
+    Safe to share between threads: the backend is configured once here and `encode` only reads it. The
+    backend must carry the post-processor that adds the architecture's specials ([CLS] A [SEP] B [SEP],
+    <s> A </s></s> B </s>, ...): its `tokenizer.json` has one, and `WordPieceTokenizer` builds BERT's.
     """
 
     def __init__(
@@ -196,22 +198,13 @@ class WordPieceTokenizer:
         backend: Tokenizer,
         *,
         max_length: int = DEFAULT_MAX_LENGTH,
+        position_offset: int = 0,
         unk_token: str = "[UNK]",
         sep_token: str = "[SEP]",
         pad_token: str = "[PAD]",
         cls_token: str = "[CLS]",
         mask_token: str = "[MASK]",
-        vocab_lines: list[str] | None = None,
     ) -> None:
-        """Wrap a configured `tokenizers.Tokenizer` with a WordPiece model (it is taken over, not copied).
-
-        Use `from_directory` or `from_vocab` rather than calling this directly. `vocab_lines` is the
-        vocabulary exactly as read (duplicates included) so `save` can write it back unchanged.
-        """
-        if not isinstance(backend.model, models.WordPiece):
-            raise ModelLoadError(
-                f"the tokenizer uses a {type(backend.model).__name__} model; BERTScope needs WordPiece (BERT's)"
-            )
         # Padding would add [PAD] positions the views would show as text; truncation is done per call in
         # `encode` so the flag and the full length can be reported. Neither is ever switched on again.
         backend.no_padding()
@@ -233,12 +226,16 @@ class WordPieceTokenizer:
         missing = [specials[name] for name in _REQUIRED_SPECIAL_TOKENS if ids[name] is None]
         if missing:
             raise ModelLoadError(
-                f"the vocabulary lacks {', '.join(missing)}, which every BERT input needs; "
-                "check that vocab.txt belongs to a BERT model (or set the token names in tokenizer_config.json)"
+                f"the vocabulary lacks {', '.join(missing)}, which every input of this model needs; check that "
+                "the vocabulary belongs to the model (or set the token names in tokenizer_config.json)"
             )
         for name in ("pad_token", "mask_token"):
             if ids[name] is None:
                 logger.info("vocabulary has no %s %r; %s_id is None", name, specials[name], name)
+        if backend.post_processor is None:
+            raise ModelLoadError(
+                "the tokenizer has no post-processor, so it cannot add the model's special tokens around the text"
+            )
 
         # Registered as special added tokens (matched on the raw text, before lower-casing) so "[MASK]"
         # typed by the user is the mask token, as in the reference; "[mask]" is ordinary text there too.
@@ -251,13 +248,6 @@ class WordPieceTokenizer:
         if to_add:
             backend.add_special_tokens(to_add)
 
-        if backend.post_processor is None:
-            backend.post_processor = processors.TemplateProcessing(
-                single=f"{cls_token}:0 $A:0 {sep_token}:0",
-                pair=f"{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
-                special_tokens=[(cls_token, ids["cls_token"]), (sep_token, ids["sep_token"])],
-            )
-
         self.unk_token: str = unk_token
         self.sep_token: str = sep_token
         self.pad_token: str = pad_token
@@ -269,16 +259,222 @@ class WordPieceTokenizer:
         self.cls_token_id: int | None = ids["cls_token"]
         self.mask_token_id: int | None = ids["mask_token"]
         self.max_length: int = _check_max_length(max_length)
+        self.position_offset = position_offset
 
         self._special_token_strings = frozenset(
             token for name, token in specials.items() if ids[name] is not None
         )
         self._num_added = (backend.num_special_tokens_to_add(False), backend.num_special_tokens_to_add(True))
-        model = backend.model
         self._model_vocab = backend.get_vocab(with_added_tokens=False)
         # Largest id + 1 rather than the number of pieces: a repeated line in vocab.txt leaves an unused
         # id, and the embedding table still needs a row for every id up to the largest.
         self._vocab_size = max(backend.get_vocab(with_added_tokens=True).values()) + 1
+
+    # -- encoding -------------------------------------------------------------------------------------
+
+    def encode(self, text: str, text_pair: str | None = None, *, max_length: int | None = None) -> Encoding:
+        """Tokenise `text` (and `text_pair` as sentence B) into `[CLS] A [SEP] (B [SEP])`.
+
+        If the result is longer than `max_length` (default `self.max_length`), tokens are dropped from the
+        end, from the longer sentence first (transformers' "longest_first"), and `truncated` is set.
+        """
+        _check_text(text, "text")
+        is_pair = text_pair is not None
+        if is_pair:
+            _check_text(text_pair, "text_pair")
+        limit = self.max_length if max_length is None else _check_max_length(max_length)
+        num_added = self._num_added[is_pair]
+        if limit < num_added + 1 + is_pair:
+            raise InputError(
+                f"max_length={limit} leaves no room for the text: [CLS] and [SEP] take {num_added} "
+                f"positions and each sentence needs at least one; use max_length >= {num_added + 1 + is_pair}"
+            )
+
+        # Always encoded in full (the backend never truncates), so the full length is known and no
+        # per-call state is touched: concurrent calls share one backend safely.
+        enc = self._backend.encode(text, text_pair) if is_pair else self._backend.encode(text)
+        sequence_ids = enc.sequence_ids
+        len_a = sequence_ids.count(0)
+        len_b = sequence_ids.count(1) if is_pair else 0
+        if len_a == 0:
+            raise InputError("text is empty once control and zero-width characters are removed")
+        if is_pair and len_b == 0:
+            raise InputError("text_pair is empty once control and zero-width characters are removed")
+
+        tokens = enc.tokens
+        word_ids = enc.word_ids
+        input_ids = np.array(enc.ids, dtype=np.int64)
+        token_type_ids = np.array(enc.type_ids, dtype=np.int64)
+        total = len(tokens)
+        # fromiter over the flattened pairs is twice as fast as np.array on a list of tuples.
+        offsets = np.fromiter(chain.from_iterable(enc.offsets), dtype=np.int64, count=2 * total).reshape(
+            total, 2
+        )
+        # 1 only for what the post-processor added; a "[MASK]" typed in the text is 0, as in transformers.
+        special = np.array(enc.special_tokens_mask, dtype=bool)
+        truncated = total > limit
+        if truncated:
+            keep_a, keep_b = _longest_first(len_a, len_b, limit - num_added)
+            keep = _kept_positions(sequence_ids, (keep_a, keep_b))
+            tokens = [tokens[i] for i in keep]
+            word_ids = [word_ids[i] for i in keep]
+            sequence_ids = [sequence_ids[i] for i in keep]
+            index = np.array(keep, dtype=np.intp)
+            input_ids = input_ids[index]
+            token_type_ids = token_type_ids[index]
+            offsets = offsets[index]
+            special = special[index]
+
+        if not (text.isascii() and (text_pair is None or text_pair.isascii())):
+            _cover_trailing_marks(offsets, sequence_ids, (text, text_pair))
+
+        length = len(tokens)
+        return Encoding(
+            tokens=tokens,
+            input_ids=_frozen(input_ids),
+            token_type_ids=_frozen(token_type_ids),
+            position_ids=_frozen(
+                np.arange(self.position_offset, self.position_offset + length, dtype=np.int64)
+            ),
+            offsets=_frozen(offsets),
+            sequence_ids=sequence_ids,
+            word_ids=word_ids,
+            special_tokens_mask=_frozen(special),
+            truncated=truncated,
+            num_tokens_before_truncation=total,
+        )
+
+    # -- vocabulary -----------------------------------------------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids (largest id + 1): the rows the model's word-embedding table must have."""
+        return self._vocab_size
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._backend.token_to_id(token)
+
+    def id_to_token(self, i: int) -> str:
+        index = int(i)
+        token = self._backend.id_to_token(index) if index >= 0 else None
+        if token is None:
+            raise InputError(
+                f"token id {i} is not in the vocabulary (ids run from 0 to {self.vocab_size - 1})"
+            )
+        return token
+
+    def convert_ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
+        return [self.id_to_token(i) for i in ids]
+
+    def get_vocab(self) -> dict[str, int]:
+        """Piece -> id, added tokens included."""
+        return self._backend.get_vocab(with_added_tokens=True)
+
+    @property
+    def backend(self) -> Tokenizer:
+        """A copy of the underlying `tokenizers.Tokenizer`; changing it does not affect this tokenizer."""
+        return Tokenizer.from_str(self._backend.to_str())
+
+    # -- explaining -----------------------------------------------------------------------------------
+
+    def normalize(self, text: str) -> str:
+        """The text as the WordPiece model sees it: cleaned, CJK spaced, lower-cased/accent-stripped if set."""
+        _check_type(text, "text")
+        normalizer = self._backend.normalizer
+        return text if normalizer is None else normalizer.normalize_str(text)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(vocab_size={self.vocab_size}, max_length={self.max_length})"
+
+    @classmethod
+    def from_directory(
+        cls,
+        directory: str | Path,
+        *,
+        model: str,
+        special_tokens: Mapping[str, str],
+        max_length: int | None = None,
+        position_offset: int = 0,
+    ) -> PieceTokenizer:
+        """A byte-level BPE (model="BPE", RoBERTa) or SentencePiece/Unigram (model="Unigram", ALBERT) tokenizer
+        from a checkpoint directory: `tokenizer.json`, or for BPE `vocab.json` + `merges.txt`.
+
+        `special_tokens` are the architecture's defaults (cls_token, sep_token, ...); tokenizer_config.json and
+        special_tokens_map.json override them, as in transformers. `max_length` is the model's limit in
+        tokens; the smaller of it and the config's model_max_length is used.
+        """
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise ModelLoadError(f"tokenizer directory {directory} does not exist or is not a directory")
+        config_path = directory / TOKENIZER_CONFIG_FILE
+        config = _read_json_object(config_path)
+        limit = _combine_max_length(max_length, _options_from_config(config, config_path)["model_max_length"])
+        names = dict(special_tokens)
+        names.update(_special_tokens(config, config_path))
+        map_path = directory / SPECIAL_TOKENS_MAP_FILE
+        names.update(_special_tokens(_read_json_object(map_path), map_path))
+
+        json_path = directory / TOKENIZER_FILE
+        if json_path.is_file():
+            backend = _read_tokenizer_json(json_path, expect=model)
+        elif model == "BPE" and (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
+            backend = _byte_level_bpe(directory, names)
+        elif model == "Unigram" and (directory / "spiece.model").is_file():
+            # Converting it needs the sentencepiece and protobuf packages, which BERTScope does not depend on.
+            raise ModelLoadError(
+                f"{directory} has only spiece.model; BERTScope reads SentencePiece vocabularies from "
+                "tokenizer.json. Write one with transformers: AutoTokenizer.from_pretrained(DIR)"
+                ".save_pretrained(DIR) (it converts spiece.model), then load again"
+            )
+        else:
+            wanted = "tokenizer.json (or vocab.json and merges.txt)" if model == "BPE" else "tokenizer.json"
+            raise ModelLoadError(f"no tokenizer in {directory}: looked for {wanted}")
+        return cls(backend, max_length=limit, position_offset=position_offset, **names)
+
+
+class WordPieceTokenizer(PieceTokenizer):
+    """BERT's WordPiece tokenizer, with the normaliser fixed to agree with the reference (module docstring)
+    and the greedy longest-match steps behind any word (`wordpiece_steps`)."""
+
+    def __init__(
+        self,
+        backend: Tokenizer,
+        *,
+        max_length: int = DEFAULT_MAX_LENGTH,
+        unk_token: str = "[UNK]",
+        sep_token: str = "[SEP]",
+        pad_token: str = "[PAD]",
+        cls_token: str = "[CLS]",
+        mask_token: str = "[MASK]",
+        vocab_lines: list[str] | None = None,
+    ) -> None:
+        """Wrap a configured `tokenizers.Tokenizer` with a WordPiece model (it is taken over, not copied).
+
+        Use `from_directory` or `from_vocab` rather than calling this directly. `vocab_lines` is the
+        vocabulary exactly as read (duplicates included) so `save` can write it back unchanged.
+        """
+        if not isinstance(backend.model, models.WordPiece):
+            raise ModelLoadError(
+                f"the tokenizer uses a {type(backend.model).__name__} model; BERT needs WordPiece"
+            )
+        if backend.post_processor is None:
+            cls_id, sep_id = backend.token_to_id(cls_token), backend.token_to_id(sep_token)
+            if cls_id is not None and sep_id is not None:  # else the base class names what is missing
+                backend.post_processor = processors.TemplateProcessing(
+                    single=f"{cls_token}:0 $A:0 {sep_token}:0",
+                    pair=f"{cls_token}:0 $A:0 {sep_token}:0 $B:1 {sep_token}:1",
+                    special_tokens=[(cls_token, cls_id), (sep_token, sep_id)],
+                )
+        super().__init__(
+            backend,
+            max_length=max_length,
+            unk_token=unk_token,
+            sep_token=sep_token,
+            pad_token=pad_token,
+            cls_token=cls_token,
+            mask_token=mask_token,
+        )
+        model = backend.model
         self._prefix: str = model.continuing_subword_prefix
         self._max_chars: int = model.max_input_chars_per_word
         self._model_unk: str = model.unk_token
@@ -417,117 +613,6 @@ class WordPieceTokenizer:
             "copy the vocab.txt of the model's original checkpoint into that directory"
         )
 
-    # -- encoding -------------------------------------------------------------------------------------
-
-    def encode(self, text: str, text_pair: str | None = None, *, max_length: int | None = None) -> Encoding:
-        """Tokenise `text` (and `text_pair` as sentence B) into `[CLS] A [SEP] (B [SEP])`.
-
-        If the result is longer than `max_length` (default `self.max_length`), tokens are dropped from the
-        end, from the longer sentence first (transformers' "longest_first"), and `truncated` is set.
-        """
-        _check_text(text, "text")
-        is_pair = text_pair is not None
-        if is_pair:
-            _check_text(text_pair, "text_pair")
-        limit = self.max_length if max_length is None else _check_max_length(max_length)
-        num_added = self._num_added[is_pair]
-        if limit < num_added + 1 + is_pair:
-            raise InputError(
-                f"max_length={limit} leaves no room for the text: [CLS] and [SEP] take {num_added} "
-                f"positions and each sentence needs at least one; use max_length >= {num_added + 1 + is_pair}"
-            )
-
-        # Always encoded in full (the backend never truncates), so the full length is known and no
-        # per-call state is touched: concurrent calls share one backend safely.
-        enc = self._backend.encode(text, text_pair) if is_pair else self._backend.encode(text)
-        sequence_ids = enc.sequence_ids
-        len_a = sequence_ids.count(0)
-        len_b = sequence_ids.count(1) if is_pair else 0
-        if len_a == 0:
-            raise InputError("text is empty once control and zero-width characters are removed")
-        if is_pair and len_b == 0:
-            raise InputError("text_pair is empty once control and zero-width characters are removed")
-
-        tokens = enc.tokens
-        word_ids = enc.word_ids
-        input_ids = np.array(enc.ids, dtype=np.int64)
-        token_type_ids = np.array(enc.type_ids, dtype=np.int64)
-        total = len(tokens)
-        # fromiter over the flattened pairs is twice as fast as np.array on a list of tuples.
-        offsets = np.fromiter(chain.from_iterable(enc.offsets), dtype=np.int64, count=2 * total).reshape(
-            total, 2
-        )
-        # 1 only for what the post-processor added; a "[MASK]" typed in the text is 0, as in transformers.
-        special = np.array(enc.special_tokens_mask, dtype=bool)
-        truncated = total > limit
-        if truncated:
-            keep_a, keep_b = _longest_first(len_a, len_b, limit - num_added)
-            keep = _kept_positions(sequence_ids, (keep_a, keep_b))
-            tokens = [tokens[i] for i in keep]
-            word_ids = [word_ids[i] for i in keep]
-            sequence_ids = [sequence_ids[i] for i in keep]
-            index = np.array(keep, dtype=np.intp)
-            input_ids = input_ids[index]
-            token_type_ids = token_type_ids[index]
-            offsets = offsets[index]
-            special = special[index]
-
-        if not (text.isascii() and (text_pair is None or text_pair.isascii())):
-            _cover_trailing_marks(offsets, sequence_ids, (text, text_pair))
-
-        length = len(tokens)
-        return Encoding(
-            tokens=tokens,
-            input_ids=_frozen(input_ids),
-            token_type_ids=_frozen(token_type_ids),
-            position_ids=_frozen(np.arange(length, dtype=np.int64)),
-            offsets=_frozen(offsets),
-            sequence_ids=sequence_ids,
-            word_ids=word_ids,
-            special_tokens_mask=_frozen(special),
-            truncated=truncated,
-            num_tokens_before_truncation=total,
-        )
-
-    # -- vocabulary -----------------------------------------------------------------------------------
-
-    @property
-    def vocab_size(self) -> int:
-        """Number of ids (largest id + 1): the rows the model's word-embedding table must have."""
-        return self._vocab_size
-
-    def token_to_id(self, token: str) -> int | None:
-        return self._backend.token_to_id(token)
-
-    def id_to_token(self, i: int) -> str:
-        index = int(i)
-        token = self._backend.id_to_token(index) if index >= 0 else None
-        if token is None:
-            raise InputError(
-                f"token id {i} is not in the vocabulary (ids run from 0 to {self.vocab_size - 1})"
-            )
-        return token
-
-    def convert_ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
-        return [self.id_to_token(i) for i in ids]
-
-    def get_vocab(self) -> dict[str, int]:
-        """Piece -> id, added tokens included."""
-        return self._backend.get_vocab(with_added_tokens=True)
-
-    @property
-    def backend(self) -> Tokenizer:
-        """A copy of the underlying `tokenizers.Tokenizer`; changing it does not affect this tokenizer."""
-        return Tokenizer.from_str(self._backend.to_str())
-
-    # -- explaining -----------------------------------------------------------------------------------
-
-    def normalize(self, text: str) -> str:
-        """The text as the WordPiece model sees it: cleaned, CJK spaced, lower-cased/accent-stripped if set."""
-        _check_type(text, "text")
-        normalizer = self._backend.normalizer
-        return text if normalizer is None else normalizer.normalize_str(text)
-
     def wordpiece_steps(self, word: str) -> list[WordPieceStep]:
         """How greedy longest-match-first WordPiece splits one word (see `WordPieceStep`).
 
@@ -605,6 +690,12 @@ class WordPieceTokenizer:
         if tokenizer_json:
             (directory / TOKENIZER_FILE).write_text(self._backend.to_str(pretty=True), encoding="utf-8")
 
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(vocab_size={self.vocab_size}, lowercase={self.lowercase}, "
+            f"max_length={self.max_length})"
+        )
+
     def _vocab_lines_from_backend(self) -> list[str]:
         by_id = {i: t for t, i in self._model_vocab.items()}
         size = max(by_id) + 1 if by_id else 0
@@ -614,12 +705,6 @@ class WordPieceTokenizer:
                 "vocabulary ids are not contiguous; filling %d gap(s) in vocab.txt", size - len(by_id)
             )
         return [by_id.get(i, f"[unused-gap-{i}]") for i in range(size)]
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(vocab_size={self.vocab_size}, lowercase={self.lowercase}, "
-            f"max_length={self.max_length})"
-        )
 
 
 # -- helpers --------------------------------------------------------------------------------------------
@@ -756,7 +841,27 @@ def _read_vocab_file(path: Path) -> list[str]:
     return lines
 
 
-def _read_tokenizer_json(path: Path) -> Tokenizer:
+def _byte_level_bpe(directory: Path, names: Mapping[str, str]) -> Tokenizer:
+    """RoBERTa's tokenizer from vocab.json + merges.txt, set up as transformers' converter sets it up."""
+    try:
+        backend = Tokenizer(
+            models.BPE.from_file(str(directory / "vocab.json"), str(directory / "merges.txt"))
+        )
+    except Exception as exc:  # tokenizers raises a bare Exception for unreadable files
+        raise ModelLoadError(f"vocab.json / merges.txt in {directory} cannot be read: {exc}") from exc
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    cls_token, sep_token = names.get("cls_token", "<s>"), names.get("sep_token", "</s>")
+    cls_id, sep_id = backend.token_to_id(cls_token), backend.token_to_id(sep_token)
+    if cls_id is None or sep_id is None:
+        raise ModelLoadError(f"vocab.json in {directory} lacks {cls_token} or {sep_token}")
+    backend.post_processor = processors.RobertaProcessing(
+        (sep_token, sep_id), (cls_token, cls_id), trim_offsets=True, add_prefix_space=False
+    )
+    return backend
+
+
+def _read_tokenizer_json(path: Path, expect: str = "WordPiece") -> Tokenizer:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -768,8 +873,8 @@ def _read_tokenizer_json(path: Path) -> Tokenizer:
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
         ) from exc
     model_type = data.get("model", {}).get("type") if isinstance(data, dict) else None
-    if model_type not in ("WordPiece", None):
-        raise ModelLoadError(f"{path} describes a {model_type} tokenizer; BERTScope needs WordPiece (BERT's)")
+    if model_type not in (expect, None):
+        raise ModelLoadError(f"{path} describes a {model_type} tokenizer; this model needs {expect}")
     try:
         return Tokenizer.from_str(text)
     except Exception as exc:  # tokenizers raises a bare Exception for every malformed file

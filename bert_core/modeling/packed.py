@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .activations import ACTIVATIONS
+
 # oneDNN picks its blocked layout for an expected row count; measured on bert-base (docs/benchmarks.md), the
 # choice barely matters for 8..512 rows once it is above 1, so one packing serves every sentence length.
 _PACKING_ROWS_HINT = 128
@@ -88,7 +90,7 @@ class PackedLinear(nn.Module):
     def _apply(self, fn, recurse=True):
         raise RuntimeError(
             "a packed layer cannot be moved or cast; call unpack() on the network first "
-            "(BertForPreTraining does that itself in .to(), .half(), .cuda(), ...)"
+            "(heads.Network does that itself in .to(), .half(), .cuda(), ...)"
         )
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
@@ -115,6 +117,40 @@ class PackedLinear(nn.Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, packed"
+
+
+def linear(
+    layer: nn.Linear | PackedLinear,
+    x: Tensor,
+    *,
+    residual: Tensor | None = None,
+    activation: str | None = None,
+) -> Tensor:
+    """x W^T + b, plus residual (M, out) or through activation (a config `hidden_act` name), for x (M, in)
+    -> (M, out). The encoder's one way to run a Linear, whichever layout it has.
+
+    A plain Linear runs the reference's own calls (addmm, then add_; then the activation): bit-identical to
+    transformers. A packed one runs oneDNN on its pre-packed weight, with the residual add and BERT's erf GELU
+    fused into the matmul call (each measured bit-identical to doing it afterwards, tests/bert_core/test_packed.py).
+    """
+    if residual is not None and activation is not None:
+        raise ValueError("linear() takes a residual or an activation, not both")
+    if isinstance(layer, PackedLinear) and not torch.is_grad_enabled():
+        if residual is not None:
+            return layer.forward_add(x, residual)
+        if activation == "gelu":
+            return layer.forward_gelu(x)
+        out = layer(x)
+    elif isinstance(layer, PackedLinear):
+        out = layer(x)  # under autograd: its dense fallback
+        out = out if residual is None else out + residual
+    elif layer.bias is None:
+        out = F.linear(x, layer.weight)
+        out = out if residual is None else out.add_(residual)
+    else:
+        out = torch.addmm(layer.bias, x, layer.weight.t())
+        out = out if residual is None else out.add_(residual)
+    return out if activation is None else ACTIVATIONS[activation](out)
 
 
 def _slots(network: nn.Module) -> list[tuple[nn.Module, str]]:

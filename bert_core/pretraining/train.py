@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..config import BertConfig
-from ..modeling.bert import BertForPreTraining
+from ..modeling.heads import Network
 from ..tokenizer import WordPieceTokenizer
 from .corpus import read_documents
 from .masking import IGNORE_INDEX, MaskingConfig, StaticMasker, mask_tokens, replacement_token_ids
@@ -164,7 +164,7 @@ class StepStats:
 
 @dataclass
 class TrainingResult:
-    network: BertForPreTraining
+    network: Network
     tokenizer: WordPieceTokenizer
     bert_config: BertConfig
     history: list[StepStats] = field(default_factory=list)
@@ -334,38 +334,38 @@ def init_bert_weights(network: nn.Module, initializer_range: float) -> None:
         elif isinstance(module, nn.LayerNorm):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
-    predictions = getattr(getattr(network, "cls", None), "predictions", None)
-    if predictions is not None:
-        nn.init.zeros_(predictions.bias)
+    if "mlm" in getattr(network, "head_names", ()):
+        nn.init.zeros_(network.head("mlm").bias)
 
 
-def build_network(bert_config: BertConfig, config: TrainingConfig) -> BertForPreTraining:
+def build_network(bert_config: BertConfig, config: TrainingConfig) -> Network:
     with_pair = config.pair_task != "none"
     # MLM only: no pooler either, so no untrained pooler weights end up in the checkpoint.
-    network = BertForPreTraining(bert_config, nsp=with_pair, pooler=with_pair)
+    network = Network(bert_config, ("mlm", "nsp") if with_pair else ("mlm",), pooler=with_pair)
     init_bert_weights(network, config.initializer_range)
     return network
 
 
-def compute_losses(
-    network: BertForPreTraining, batch: Batch
-) -> tuple[torch.Tensor, torch.Tensor | None, float | None]:
+def compute_losses(network: Network, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None, float | None]:
     """(MLM loss, pair loss or None, pair accuracy or None) for one batch."""
-    out = network(batch.input_ids, batch.token_type_ids, attention_mask=batch.attention_mask)
+    # No attention stack: the losses never read it, and under autograd it would be a second copy of every map.
+    out = network(
+        batch.input_ids, batch.token_type_ids, attention_mask=batch.attention_mask, keep_attentions=False
+    )
     chosen = batch.mlm_labels != IGNORE_INDEX  # (B, S)
     # The V-wide projection only at the P chosen positions: most of the MLM head's cost is saved.
-    logits = network.mlm_logits(out.last_hidden_state[chosen])  # (P, V)
+    logits = network.logits("mlm", out.last_hidden_state[chosen])  # (P, V)
     targets = batch.mlm_labels[chosen]
     mlm = F.cross_entropy(logits, targets) if len(targets) else logits.sum() * 0.0
     if batch.pair_labels is None:
         return mlm, None, None
-    pair_logits = network.nsp_logits(out.pooled)  # (B, 2)
+    pair_logits = network.logits("nsp", out.pooled)  # (B, 2)
     pair = F.cross_entropy(pair_logits, batch.pair_labels)
     accuracy = float((pair_logits.argmax(-1) == batch.pair_labels).float().mean())
     return mlm, pair, accuracy
 
 
-def evaluate(network: BertForPreTraining, batches: Sequence[Batch]) -> dict[str, float]:
+def evaluate(network: Network, batches: Sequence[Batch]) -> dict[str, float]:
     """Mean losses over fixed batches, in eval mode (no dropout), without building a graph."""
     was_training = network.training
     network.eval()
@@ -406,7 +406,7 @@ def learning_rate_factor(step: int, config: TrainingConfig) -> float:
 
 def save_checkpoint(
     directory: str | Path,
-    network: BertForPreTraining,
+    network: Network,
     tokenizer: WordPieceTokenizer,
     bert_config: BertConfig,
     *,
@@ -425,8 +425,7 @@ def save_checkpoint(
     dtype = SAVE_DTYPES[save_dtype]
     # The tied MLM decoder is not in the state dict (it *is* the word-embedding table), so no key is duplicated.
     state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in network.state_dict().items()}
-    head = network.cls.predictions
-    tied = head is None or head.tied
+    tied = "mlm" not in network.head_names or network.head("mlm").tied
     if not tied and "cls.predictions.bias" in state:
         # An untied head's state dict names one bias twice (transformers reads decoder.bias); safetensors
         # refuses two names for one storage, so the second name gets its own copy.

@@ -1,7 +1,7 @@
-"""The inference path (probabilities written into one buffer, in-place ops) equals the autograd path.
+"""One forward, with and without autograd: the same results in the same layout.
 
-`BertModel.forward` takes the inference path in eval mode without autograd; with autograd on it runs the
-module-by-module path that mirrors transformers. Both must agree, with and without padding and head masks.
+Without autograd the encoder writes the probabilities straight into the result stack and adds in place; with
+autograd it runs the same arithmetic out of place. Both must agree, with and without padding and head masks.
 """
 
 from __future__ import annotations
@@ -50,18 +50,13 @@ def test_inference_path_equals_autograd_path(model, use_head_mask):
         head_mask = torch.ones(MID["num_hidden_layers"], MID["num_attention_heads"])
         head_mask[1, 2] = 0.0
     fast, slow = _both(model.network, ids, types, attention_mask=mask, head_mask=head_mask)
-    assert fast.attention_stack is not None and slow.attention_stack is None
-    assert fast.attention_stack.shape == (3, 3, 4, 9, 9)
-    for a, b in zip(fast.attentions, slow.attentions, strict=True):
-        torch.testing.assert_close(a, b.detach(), atol=1e-6, rtol=0)
-    for a, b in zip(fast.hidden_states, slow.hidden_states, strict=True):
-        torch.testing.assert_close(a, b.detach(), atol=1e-5, rtol=0)
+    # one layout on both paths: (L, B, N, S, S) and (L + 1, B, S, H)
+    assert fast.attentions.shape == slow.attentions.shape == (3, 3, 4, 9, 9)
+    assert fast.hidden_states.shape == slow.hidden_states.shape == (4, 3, 9, 64)
+    assert slow.hidden_states.requires_grad and not fast.hidden_states.requires_grad
+    torch.testing.assert_close(fast.attentions, slow.attentions.detach(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(fast.hidden_states, slow.hidden_states.detach(), atol=1e-5, rtol=0)
     torch.testing.assert_close(fast.pooled, slow.pooled.detach(), atol=1e-5, rtol=0)
-    # the stacks and the per-layer tuples are the same memory
-    assert fast.attentions[1].data_ptr() == fast.attention_stack[1].data_ptr()
-    assert fast.hidden_stack.shape == (4, 3, 9, 64)
-    assert all(h.data_ptr() == fast.hidden_stack[i].data_ptr() for i, h in enumerate(fast.hidden_states))
-    assert slow.hidden_stack is None
 
 
 def test_training_still_takes_the_autograd_path(tmp_path):
@@ -85,16 +80,15 @@ def test_single_text_attentions_are_one_contiguous_array(model):
 
 
 def test_vectors_without_attentions_equal_the_full_path(model):
-    """keep_attentions=False reuses one scratch buffer for every layer; the vectors must not notice."""
+    """keep_attentions=False keeps no attention stack; the vectors must not notice, to the bit."""
     ids, types, mask = _inputs()
     head_mask = torch.ones(3, 4)
     head_mask[1, 2] = 0.5
     with torch.inference_mode():
         full = model.network(ids, types, attention_mask=mask, head_mask=head_mask)
         light = model.network(ids, types, attention_mask=mask, head_mask=head_mask, keep_attentions=False)
-    assert light.attentions == () and light.attention_stack is None
-    for a, b in zip(full.hidden_states, light.hidden_states, strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert light.attentions is None
+    torch.testing.assert_close(full.hidden_states, light.hidden_states, rtol=0, atol=0)
     torch.testing.assert_close(full.pooled, light.pooled, rtol=0, atol=0)
 
 
@@ -104,3 +98,23 @@ def test_results_do_not_alias_the_callers_head_mask(model):
     r = model.analyze("the cat sat", head_mask=head_mask)
     head_mask[:] = 7.0
     assert r.head_mask[0, 1] == 0.0 and r.head_mask.max() == 1.0
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_one_layers_details_come_from_the_same_attention(model, grad):
+    """details_layer returns that layer's queries, keys, values and raw scores, computed by the same call that
+    made its probabilities: softmax(scores + mask) reproduces them, and the scores are q.k / sqrt(D)."""
+    ids, types, mask = _inputs()
+    with torch.inference_mode(not grad), torch.set_grad_enabled(grad):
+        out = model.network(ids, types, attention_mask=mask, details_layer=1)
+    d = out.details
+    assert d.queries.shape == d.keys.shape == d.values.shape == (3, 4, 9, 16)  # (B, N, S, D)
+    assert d.scores.shape == (3, 4, 9, 9)
+    additive = (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+    torch.testing.assert_close(
+        torch.softmax(d.scores + additive, -1).detach(), out.attentions[1].detach(), atol=1e-6, rtol=0
+    )
+    torch.testing.assert_close(
+        d.scores.detach(), (d.queries @ d.keys.transpose(-1, -2)).detach() / 4.0, atol=1e-5, rtol=0
+    )
+    assert out.details is not None and model.network(ids, types).details is None

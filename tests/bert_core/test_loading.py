@@ -63,10 +63,13 @@ def test_heads_are_detected_never_invented(tmp_path, kind, pooler, mlm, nsp):
     else:
         with pytest.raises(MissingHeadError, match="no MLM head"):
             model.fill_mask("the [MASK] sat")
-    p = model.next_sentence("the cat sat", "on the bank")
-    assert (p is not None) == nsp
+    assert info.heads == tuple(name for name, present in (("mlm", mlm), ("nsp", nsp)) if present)
     if nsp:
-        assert 0.0 <= p <= 1.0
+        assert 0.0 <= model.next_sentence("the cat sat", "on the bank") <= 1.0
+    else:
+        # as the README promises: a missing head is an error naming it, never a silent None
+        with pytest.raises(MissingHeadError, match="no NSP head"):
+            model.next_sentence("the cat sat", "on the bank")
 
 
 def test_bertmodel_checkpoint_has_no_bert_prefix(tmp_path):
@@ -344,8 +347,8 @@ def test_absurd_or_unsupported_config_is_refused_before_allocating(
     def never(*args, **kwargs):
         raise AssertionError("weights were read or a network built before the config was refused")
 
-    monkeypatch.setattr(bert_core.loading, "read_state_dict", never)
-    monkeypatch.setattr(bert_core.loading, "build_network", never)
+    monkeypatch.setattr(bert_core.checkpoints.load, "read_state_dict", never)
+    monkeypatch.setattr(bert_core.checkpoints.load, "build_network", never)
     with pytest.raises(ModelLoadError, match=match):
         bert_core.load_pretrained(directory)
 
@@ -364,7 +367,7 @@ def test_other_architecture_is_refused(tmp_path, tiny_checkpoint):
     config = json.loads((directory / "config.json").read_text())
     config["model_type"] = "gpt2"
     (directory / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ModelLoadError, match="BERT checkpoints only"):
+    with pytest.raises(ModelLoadError, match="reads these model types: bert"):
         bert_core.load_pretrained(directory)
 
 
@@ -433,7 +436,7 @@ def test_fine_tuned_checkpoint_loads_and_reports_the_ignored_head(tmp_path, head
 
 
 def test_safetensors_reader_matches_the_reference_library(tmp_path):
-    from bert_core.loading import read_safetensors
+    from bert_core.checkpoints.files import read_safetensors
 
     g = torch.Generator().manual_seed(0)
     tensors = {
@@ -483,7 +486,7 @@ def _f32(shape, offsets):
     ],
 )
 def test_safetensors_reader_refuses_malformed_files(tmp_path, header, data, message):
-    from bert_core.loading import read_safetensors
+    from bert_core.checkpoints.files import read_safetensors
 
     path = tmp_path / "bad.safetensors"
     _raw_safetensors(path, header, data)
@@ -515,7 +518,7 @@ def test_safetensors_hostile_headers_give_model_load_errors(tmp_path, tiny_check
 
 
 def test_safetensors_reader_reads_unsigned_and_float8(tmp_path):
-    from bert_core.loading import read_safetensors
+    from bert_core.checkpoints.files import read_safetensors
 
     tensors = {
         "u16": torch.arange(6, dtype=torch.int32).to(torch.uint16),

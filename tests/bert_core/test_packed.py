@@ -82,7 +82,7 @@ def test_train_unpacks_and_repacking_restores_the_same_numbers(checkpoint):
     assert not network.is_packed
     assert all(type(m) is nn.Linear and m.weight.requires_grad for m in _linears(network))
     network.eval()
-    assert network.pack_for_inference() == len(_linears(network))
+    assert network.pack_weights() == len(_linears(network))
     after = model.analyze(TEXT)
     np.testing.assert_array_equal(before.hidden_states, after.hidden_states)
 
@@ -177,7 +177,7 @@ def test_casting_or_moving_unpacks_first(checkpoint):
     with pytest.raises(RuntimeError, match="unpack"):
         packed.bert.encoder.to(torch.float64)  # a sub-module cannot unpack its parents' slots
     with pytest.raises(ValueError, match="eval"):
-        packed.train().pack_for_inference()
+        packed.train().pack_weights()
 
 
 def test_an_untied_decoder_is_left_dense(tmp_path):
@@ -224,7 +224,7 @@ def test_exact_mode_is_bit_identical_including_the_mlm_head(tmp_path, sizes):
     masks = [i for i, t in enumerate(r.tokens) if t == "[MASK]"]
     rows = torch.from_numpy(r.hidden_states[-1, masks])
     with torch.inference_mode():
-        logits = ours.network.mlm_logits(rows)
+        logits = ours.network.logits("mlm", rows)
         reference = hf.cls.predictions(rows)
     np.testing.assert_array_equal(logits.numpy(), reference.numpy())
     np.testing.assert_allclose(logits.numpy(), out.prediction_logits[0, masks].numpy(), atol=1e-5, rtol=0)

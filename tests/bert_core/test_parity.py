@@ -100,7 +100,7 @@ def test_every_intermediate_matches_transformers(pair, text, text_pair):
     if kind in ("mlm", "pretraining"):
         logits = out.logits if kind == "mlm" else out.prediction_logits
         with torch.inference_mode():
-            ours_logits = ours.network.mlm_logits(torch.from_numpy(r.hidden_states[-1])).numpy()
+            ours_logits = ours.network.logits("mlm", torch.from_numpy(r.hidden_states[-1])).numpy()
         _close(ours_logits, logits[0], "MLM logits")
     if kind == "pretraining":
         with torch.no_grad():

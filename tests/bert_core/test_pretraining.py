@@ -368,16 +368,16 @@ def test_checkpoint_round_trips_through_load_pretrained(trained):
     enc = model.tokenizer.encode(text, pair)
     ids = torch.from_numpy(np.array(enc.input_ids))[None]
     types = torch.from_numpy(np.array(enc.token_type_ids))[None]
-    # The loaded model runs packed (oneDNN matmuls, the fused LayerNorm): so must the one compared with it, for
+    # The loaded model runs packed (oneDNN matmuls): so must the one compared with it, for
     # the round trip to be checked to the bit.
     network = copy.deepcopy(result.network)
-    network.pack_for_inference()
+    network.pack_weights()
     with torch.inference_mode():
         expected = network(ids, types)
-        expected_mlm = network.mlm_logits(expected.last_hidden_state)
-        expected_nsp = torch.softmax(network.nsp_logits(expected.pooled), -1)[0, 0]
+        expected_mlm = network.logits("mlm", expected.last_hidden_state)
+        expected_nsp = torch.softmax(network.logits("nsp", expected.pooled), -1)[0, 0]
     analysis = model.analyze(text, pair)
-    assert np.array_equal(analysis.hidden_states, torch.stack(expected.hidden_states)[:, 0].numpy())
+    assert np.array_equal(analysis.hidden_states, expected.hidden_states[:, 0].numpy())
     positions = list(range(len(enc.tokens)))
     scores = model.predict_at(enc.input_ids, positions, token_type_ids=enc.token_type_ids, top_k=3)
     assert [p.token_ids for p in scores.predictions] == expected_mlm[0].topk(3).indices.tolist()
@@ -547,8 +547,8 @@ def test_checkpoint_loads_in_transformers_with_the_same_outputs(trained):
     with torch.inference_mode():
         theirs = hf(input_ids=ids, token_type_ids=types)
         ours = network(ids, types)
-        mlm = network.mlm_logits(ours.last_hidden_state)
-        nsp = network.nsp_logits(ours.pooled)
+        mlm = network.logits("mlm", ours.last_hidden_state)
+        nsp = network.logits("nsp", ours.pooled)
     torch.testing.assert_close(theirs.prediction_logits, mlm, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(theirs.seq_relationship_logits, nsp, atol=1e-4, rtol=1e-4)
 

@@ -1,0 +1,46 @@
+"""ELECTRA (Clark et al., 2020): BERT's encoder, trained as a discriminator that says, per token, whether a
+small generator replaced it (replaced-token detection, RTD); the generator is a small MLM. Embeddings may be
+narrower than the layers (projected by `embeddings_project`); no pooler; WordPiece pieces as BERT's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..config import BertConfig
+from ..modeling.encoder import BertModel
+from ..modeling.heads import ELECTRA_HEADS
+from ..pieces import WORDPIECE
+from ..tokenizer import WordPieceTokenizer
+from .architecture import Architecture, rename_keys
+
+
+def read_config(raw: Mapping[str, Any]) -> BertConfig:
+    config = BertConfig.from_dict(raw)
+    if config.embedding_size == config.hidden_size:
+        # transformers builds no projection then; neither do we
+        return BertConfig.from_dict({**raw, "embedding_size": None})
+    return config
+
+
+ELECTRA = Architecture(
+    model_type="electra",
+    name="ELECTRA",
+    base_prefix="electra",
+    encoder=BertModel,
+    heads=ELECTRA_HEADS,
+    read_config=read_config,
+    rename_keys=lambda state, tie: rename_keys(
+        state,
+        prefix="electra",
+        head_roots=("generator_predictions.", "generator_lm_head.", "discriminator_predictions."),
+        tied_weights=("generator_lm_head.weight",),
+        tie_word_embeddings=tie,
+    ),
+    read_tokenizer=lambda directory, config: WordPieceTokenizer.from_directory(
+        directory, max_length=config.max_tokens
+    ),
+    piece_style=WORDPIECE,
+    lacks=("pooler", "next-sentence prediction"),
+)

@@ -1,0 +1,230 @@
+"""From a source (local directory or hub id) to a ready `BertScopeModel`, for every architecture in
+`ARCHITECTURES`.
+
+Order of work matters for safety and memory: the config is validated before anything is allocated, the
+weights are read without executing anything (files.py), names are mapped by the architecture's short rename
+table, the heads present are read off the `HEADS` table, every shape is checked against the config, and only
+then is the network materialised directly from the checkpoint tensors (no random initialisation, no second
+copy).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import torch
+
+from ..config import BertConfig, read_json
+from ..errors import ModelLoadError
+from ..modeling.heads import Network
+from .albert import ALBERT
+from .architecture import Architecture, StateDict
+from .bert import BERT
+from .distilbert import DISTILBERT
+from .electra import ELECTRA
+from .files import CONFIG_FILE, Progress, read_state_dict, resolve_source
+from .roberta import ROBERTA
+
+log = logging.getLogger(__name__)
+
+# model_type -> its record. A config without "model_type" (very old BERT checkpoints) is BERT.
+ARCHITECTURES: dict[str, Architecture] = {
+    arch.model_type: arch for arch in (BERT, ROBERTA, DISTILBERT, ALBERT, ELECTRA)
+}
+
+# Heads of fine-tuned BERTs (sequence/token classification, multiple choice, question answering). BERTScope
+# does not run them yet, so they are set aside and reported rather than refused.
+TASK_HEAD_PREFIXES = ("classifier.", "qa_outputs.")
+
+
+def split_task_heads(state: StateDict) -> tuple[StateDict, list[str]]:
+    """Remove fine-tuning heads from `state`; return the rest and the sorted names removed."""
+    kept, ignored = {}, []
+    for key, value in state.items():
+        if key.removeprefix("module.").startswith(TASK_HEAD_PREFIXES):
+            ignored.append(key)
+        else:
+            kept[key] = value
+    return kept, sorted(ignored)
+
+
+def detect_heads(arch: Architecture, state: StateDict) -> tuple[str, ...]:
+    """The names of the architecture's heads whose weights the (renamed) state holds, in table order."""
+    return tuple(
+        name
+        for name, head in arch.heads.items()
+        if any(k.startswith(path + ".") for path in head.modules for k in state)
+    )
+
+
+def _summarise(keys: list[str], limit: int = 8) -> str:
+    shown = ", ".join(keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def build_network(
+    arch: Architecture, config: BertConfig, state: StateDict, *, tie_word_embeddings: bool = True
+) -> Network:
+    """Materialise the network straight from (renamed) checkpoint tensors; ModelLoadError on any mismatch."""
+    heads = detect_heads(arch, state)
+    pooler = any(k.startswith(f"{arch.base_prefix}.pooler.") for k in state)
+    needs_pooler = [arch.heads[name].path for name in heads if arch.heads[name].reads == "pooled"]
+    if needs_pooler and not pooler:
+        raise ModelLoadError(
+            f"the checkpoint has a head ({needs_pooler[0]}) that reads the pooler, but no pooler"
+        )
+    if not any(k.startswith(f"{arch.base_prefix}.embeddings.") for k in state):
+        raise ModelLoadError(
+            f"the checkpoint has no {arch.model_type} embeddings: is this a {arch.model_type} checkpoint?"
+        )
+    # Built on the meta device: no memory is allocated until the checkpoint's own tensors are assigned.
+    with torch.device("meta"):
+        network = Network(
+            config,
+            heads,
+            pooler=pooler,
+            tie_word_embeddings=tie_word_embeddings,
+            base_prefix=arch.base_prefix,
+            encoder=arch.encoder,
+            architecture=arch.model_type,
+        )
+    expected = network.state_dict()
+    # An untied MLM head's state dict names its bias twice, as transformers does; the rename kept one.
+    expected.pop("cls.predictions.decoder.bias", None)
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    if unexpected:
+        raise ModelLoadError(
+            f"the checkpoint has weights this {arch.model_type} model does not know: {_summarise(unexpected)}"
+            " (is it a different architecture, or a config with fewer layers?)"
+        )
+    if missing:
+        raise ModelLoadError(
+            f"the checkpoint lacks weights the config requires: {_summarise(missing)}"
+            " (does config.json describe more layers than the checkpoint has?)"
+        )
+    mismatched = [
+        f"{k}: checkpoint {tuple(state[k].shape)}, config expects {tuple(expected[k].shape)}"
+        for k in sorted(expected)
+        if tuple(state[k].shape) != tuple(expected[k].shape)
+    ]
+    if mismatched:
+        raise ModelLoadError("weights do not match config.json: " + "; ".join(mismatched[:5]))
+    not_float = [
+        f"{k} ({state[k].dtype})"
+        for k in sorted(expected)
+        if expected[k].is_floating_point() and not state[k].is_floating_point()
+    ]
+    if not_float:
+        raise ModelLoadError("weights must be floating point; the checkpoint has " + _summarise(not_float))
+    floats = {k: (v.to(torch.float32) if v.is_floating_point() else v).contiguous() for k, v in state.items()}
+    network.load_state_dict(floats, strict=True, assign=True)
+    return network.eval()
+
+
+def read_config(directory: Path) -> tuple[Architecture, BertConfig, bool]:
+    """The architecture, its config and whether the MLM decoder is tied to the word embeddings."""
+    config_path = directory / CONFIG_FILE
+    if not config_path.is_file():
+        raise ModelLoadError(f"no {CONFIG_FILE} in {directory}: is this a checkpoint directory?")
+    raw = read_json(config_path)
+    if not isinstance(raw, dict):
+        raise ModelLoadError(f"config must be a JSON object, got {type(raw).__name__}")
+    model_type = raw.get("model_type") or "bert"
+    if model_type not in ARCHITECTURES:
+        raise ModelLoadError(
+            f"config key 'model_type' = {model_type!r}: BERTScope reads these model types: {', '.join(ARCHITECTURES)}"
+        )
+    arch = ARCHITECTURES[model_type]
+    return arch, arch.read_config(raw), bool(raw.get("tie_word_embeddings", True))
+
+
+def load_pretrained(
+    source: str | os.PathLike,
+    *,
+    device: str | torch.device | None = None,
+    progress: Progress | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    endpoint: str | None = None,
+    local_files_only: bool = False,
+    pack_weights: bool = True,
+):
+    """Load a checkpoint from a local directory or a hub id into a ready-to-use `BertScopeModel`.
+
+    Hub ids are fetched into the Hugging Face cache (`cache_dir` overrides where; `endpoint` which server);
+    with `local_files_only` or HF_HUB_OFFLINE=1 only the cache is consulted.
+    On CPU the Linear weights are held pre-packed for oneDNN (`pack_weights`, see modeling/packed.py): faster,
+    same memory, results within ~1e-6 of the reference; `pack_weights=False` keeps the reference's
+    bit-identical arithmetic. Raises `ModelLoadError` with a message naming what is wrong (missing files, bad
+    config keys, unexpected or mismatched weights, unreachable hub).
+    """
+    from ..analysis import BertScopeModel
+
+    directory = resolve_source(
+        source, progress=progress, cache_dir=cache_dir, endpoint=endpoint, local_files_only=local_files_only
+    )
+    arch, config, tie = read_config(directory)
+    tokenizer = arch.read_tokenizer(directory, config)
+    if tokenizer.vocab_size > config.vocab_size:
+        raise ModelLoadError(
+            f"the vocabulary has {tokenizer.vocab_size} entries but the embedding table (config key "
+            f"'vocab_size') has {config.vocab_size} rows: this vocabulary belongs to another model"
+        )
+    if progress:
+        progress("reading weights")
+    state, ignored = split_task_heads(read_state_dict(directory))
+    if ignored:
+        log.info("ignoring fine-tuning head weights: %s", ", ".join(ignored))
+    state = arch.rename_keys(state, tie)
+    network = build_network(arch, config, state, tie_word_embeddings=tie)
+    del state  # the network now holds the only reference to each weight, so packing frees them as it goes
+    target = _resolve_device(device)
+    if target.type != "cpu":
+        network = network.to(target)
+    elif pack_weights:
+        network.pack_weights()
+    return BertScopeModel(
+        network,
+        tokenizer,
+        config,
+        architecture=arch,
+        source=str(source),
+        directory=directory,
+        device=target,
+        ignored_weights=tuple(ignored),
+        trained_length=_trained_length(directory, config),
+    )
+
+
+def _trained_length(directory: Path, config: BertConfig) -> int | None:
+    """The longest pre-training input recorded in BERTScope's pretraining.json, if any. Only a hint for the
+    app, so a missing, unreadable or odd file is simply no record (never a load error)."""
+    path = directory / "pretraining.json"
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get("longest_sequence")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 0 < value < config.max_position_embeddings
+    ):
+        return None  # no record, or nothing left untrained
+    return value
+
+
+def _resolve_device(device: str | torch.device | None) -> torch.device:
+    if device is None:
+        return torch.device("cpu")
+    try:
+        target = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ModelLoadError(f"unknown device {device!r}") from exc
+    if target.type == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError("device 'cuda' was asked for, but no CUDA GPU is available here")
+    return target
