@@ -88,7 +88,7 @@ def model_roots() -> list[Path] | None:
 def is_local_source(source: str) -> bool:
     """A directory (existing, or typed as a path) rather than a hub id."""
     path = Path(source.strip()).expanduser()
-    return path.exists() or not bert_core.loading.looks_like_hub_id(source.strip())
+    return path.exists() or not bert_core.checkpoints.looks_like_hub_id(source.strip())
 
 
 def refusal(source: str) -> str | None:
@@ -120,7 +120,7 @@ def refusal(source: str) -> str | None:
 
 
 def is_in_hub_cache(repo_id: str) -> bool:
-    if not bert_core.loading.looks_like_hub_id(repo_id):
+    if not bert_core.checkpoints.looks_like_hub_id(repo_id):
         return False
     try:
         import huggingface_hub

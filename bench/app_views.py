@@ -47,30 +47,30 @@ def main() -> None:
     c.set_threads(2)
     from streamlit.testing.v1 import AppTest
 
-    from app import state
+    from app import cache, inputs
 
     os.environ["BERTSCOPE_MODEL"] = str(c.bert_base_checkpoint())
     app_file = str(c.ROOT / "app" / "streamlit_app.py")
     rows, view_rows = [], []
     for n in args.lengths:
         at = AppTest.from_file(app_file, default_timeout=600)
-        at.query_params[state.KEY_TEXT_A] = c.text_of_tokens(n)
+        at.query_params[inputs.KEY_TEXT_A] = c.text_of_tokens(n)
         at.run()
         at.switch_page(PAGE).run()
         if at.exception:
             raise SystemExit(f"the app raised: {[e.value for e in at.exception]}")
-        before = at.session_state[state.FORWARD_PASSES] if state.FORWARD_PASSES in at.session_state else 0
+        before = at.session_state[cache.FORWARD_PASSES] if cache.FORWARD_PASSES in at.session_state else 0
         layer_t, head_t = [], []
         for i in range(changes):
             t0 = time.perf_counter()
-            at.slider(key=state.KEY_LAYER).set_value(2 + i % 10).run()
+            at.slider(key=inputs.KEY_LAYER).set_value(2 + i % 10).run()
             layer_t.append(time.perf_counter() - t0)
-        after_layer = at.session_state[state.FORWARD_PASSES]
+        after_layer = at.session_state[cache.FORWARD_PASSES]
         for i in range(changes):
             t0 = time.perf_counter()
-            at.selectbox(key=state.KEY_HEAD).set_value(1 + i % 12).run()
+            at.selectbox(key=inputs.KEY_HEAD).set_value(1 + i % 12).run()
             head_t.append(time.perf_counter() - t0)
-        after_head = at.session_state[state.FORWARD_PASSES]
+        after_head = at.session_state[cache.FORWARD_PASSES]
         rows.append(
             [
                 n,

@@ -17,94 +17,11 @@ import torch
 import bert_core
 from bert_core import InputError, MissingHeadError, ModelLoadError
 from tests.conftest import TINY_VOCAB, write_vocab
+from tests.variants import CLASSES, MID, TEXTS, TINY, hf_tokenizer, make_variant
 
 transformers = pytest.importorskip("transformers")
 
 TOL = 1e-5
-CORPUS = [
-    "The boat drifted toward the bank of the river.",
-    "I deposited my pay at the bank before noon.",
-    "We sat on the grassy bank, watching the water run by.",
-    "She ran; he walked. They met at the old mill!",
-    "Café, naïve, résumé: accents travel too.",
-    "東京 and 大阪 are cities; emoji 😀 appear too.",
-] * 8
-TEXTS = [
-    ("the cat sat on the bank of the river.", None),
-    ("  We deposited cash at the bank. ", "the river ran by"),
-    ("Café naïve 東京 😀 run!", None),
-]
-TINY = dict(hidden=32, layers=2, heads=4, inner=37, embedding=16)
-MID = dict(hidden=64, layers=3, heads=4, inner=96, embedding=32)
-
-
-def _bpe_tokenizer(directory: Path) -> None:
-    from tokenizers import ByteLevelBPETokenizer
-
-    bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(
-        CORPUS, vocab_size=420, min_frequency=1, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    )
-    model = json.loads(bpe._tokenizer.to_str())["model"]
-    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
-    transformers.RobertaTokenizer(vocab=model["vocab"], merges=merges).save_pretrained(directory)
-
-
-def _unigram_tokenizer(directory: Path) -> None:
-    from tokenizers import SentencePieceUnigramTokenizer
-
-    sp = SentencePieceUnigramTokenizer()
-    specials = ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
-    sp.train_from_iterator(
-        [t.lower() for t in CORPUS], vocab_size=160, special_tokens=specials, unk_token="<unk>"
-    )
-    vocab = [tuple(v) for v in json.loads(sp._tokenizer.to_str())["model"]["vocab"]]
-    transformers.AlbertTokenizer(vocab=vocab).save_pretrained(directory)
-
-
-def _config(arch: str, vocab_size: int, size: dict):
-    h, n, heads, i, e = size["hidden"], size["layers"], size["heads"], size["inner"], size["embedding"]
-    common = dict(vocab_size=vocab_size, max_position_embeddings=64)
-    if arch == "roberta":
-        return transformers.RobertaConfig(
-            hidden_size=h, num_hidden_layers=n, num_attention_heads=heads, intermediate_size=i,
-            type_vocab_size=1, pad_token_id=1, **common,
-        )  # fmt: skip
-    if arch == "distilbert":
-        return transformers.DistilBertConfig(dim=h, n_layers=n, n_heads=heads, hidden_dim=i, **common)
-    cls = transformers.AlbertConfig if arch == "albert" else transformers.ElectraConfig
-    return cls(
-        embedding_size=e, hidden_size=h, num_hidden_layers=n, num_attention_heads=heads, intermediate_size=i,
-        **common,
-    )  # fmt: skip
-
-
-CLASSES = {
-    "roberta": {"model": "RobertaModel", "mlm": "RobertaForMaskedLM"},
-    "distilbert": {"model": "DistilBertModel", "mlm": "DistilBertForMaskedLM"},
-    "albert": {"model": "AlbertModel", "mlm": "AlbertForMaskedLM", "pretraining": "AlbertForPreTraining"},
-    "electra": {"model": "ElectraModel", "mlm": "ElectraForMaskedLM", "pretraining": "ElectraForPreTraining"},
-}
-
-
-def make_variant(directory: Path, arch: str, kind: str, size: dict = TINY, seed: int = 0) -> Path:
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    if arch == "roberta":
-        _bpe_tokenizer(directory)
-    elif arch == "albert":
-        _unigram_tokenizer(directory)
-    else:
-        write_vocab(directory)
-    vocab_size = len(_hf_tokenizer(directory, arch))
-    torch.manual_seed(seed)
-    model = getattr(transformers, CLASSES[arch][kind])(_config(arch, vocab_size, size)).eval()
-    with torch.no_grad():  # randomise LayerNorms and biases too, so parity covers every parameter
-        for name, param in model.named_parameters():
-            if "norm" in name.lower() or name.endswith("bias"):
-                param.normal_(0.0 if name.endswith("bias") else 1.0, 0.1)
-    model.save_pretrained(directory)
-    return directory
 
 
 @pytest.fixture(scope="module")
@@ -115,11 +32,6 @@ def checkpoints(tmp_path_factory):
         for kind in kinds:
             made[arch, kind] = make_variant(root / f"{arch}-{kind}", arch, kind)
     return made
-
-
-def _hf_tokenizer(directory: Path, arch: str):
-    cls = {"roberta": "RobertaTokenizer", "albert": "AlbertTokenizer"}.get(arch, "BertTokenizer")
-    return getattr(transformers, cls).from_pretrained(directory)
 
 
 def _reference(directory: Path, kind: str, arch: str):
@@ -133,7 +45,7 @@ def test_every_map_state_and_head_matches_transformers(checkpoints, arch, kind, 
     directory = checkpoints[arch, kind]
     ours = bert_core.load_pretrained(directory, pack_weights=pack)
     hf = _reference(directory, kind, arch)
-    tok = _hf_tokenizer(directory, arch)
+    tok = hf_tokenizer(directory, arch)
     assert ours.info.architecture == arch
     for text, pair in TEXTS:
         r = ours.analyze(text, pair)
@@ -170,7 +82,7 @@ def test_mid_size_matches_transformers(tmp_path, arch):
     directory = make_variant(tmp_path, arch, "model", MID, seed=3)
     ours = bert_core.load_pretrained(directory)
     hf = _reference(directory, "model", arch)
-    tok = _hf_tokenizer(directory, arch)
+    tok = hf_tokenizer(directory, arch)
     text = " ".join(t for t, _ in TEXTS)
     r = ours.analyze(text)
     with torch.inference_mode():
@@ -197,7 +109,7 @@ TOKENIZER_TEXTS = [
 def test_token_ids_equal_transformers_tokenizer(checkpoints, arch):
     directory = checkpoints[arch, "model"]
     ours = bert_core.load_pretrained(directory).tokenizer
-    tok = _hf_tokenizer(directory, arch)
+    tok = hf_tokenizer(directory, arch)
     for text in TOKENIZER_TEXTS:
         for pair in (None, "the river ran by."):
             if not text.strip():
