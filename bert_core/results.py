@@ -128,7 +128,9 @@ class ModelInfo:
     trained_length: int | None = None
     piece_style: PieceStyle = field(default=WORDPIECE)
     architecture_name: str = "BERT"  # for people: "RoBERTa", ...
-    embedding_size: int | None = None  # E where the embeddings are narrower than H (ALBERT, ELECTRA), else None
+    embedding_size: int | None = (
+        None  # E where the embeddings are narrower than H (ALBERT, ELECTRA), else None
+    )
     lacks: tuple[str, ...] = ()  # what the architecture does without, compared with BERT ("pooler", ...)
 
     @property

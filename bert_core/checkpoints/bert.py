@@ -4,12 +4,20 @@ config and tokenizer. Everything else is the shared encoder's default, because B
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..config import BertConfig
 from ..modeling.encoder import BertModel
 from ..modeling.heads import BERT_HEADS
 from ..pieces import WORDPIECE
 from ..tokenizer import WordPieceTokenizer
 from .architecture import Architecture, rename_keys
+
+
+def read_wordpiece(directory: Path, config: BertConfig) -> WordPieceTokenizer:
+    """BERT's WordPiece tokenizer (DistilBERT and ELECTRA use it too)."""
+    return WordPieceTokenizer.from_directory(directory, max_length=config.max_tokens)
+
 
 BERT = Architecture(
     model_type="bert",
@@ -26,8 +34,6 @@ BERT = Architecture(
         bias_aliases={"cls.predictions.decoder.bias": "cls.predictions.bias"},
         tie_word_embeddings=tie,
     ),
-    read_tokenizer=lambda directory, config: WordPieceTokenizer.from_directory(
-        directory, max_length=config.max_tokens
-    ),
+    read_tokenizer=read_wordpiece,
     piece_style=WORDPIECE,
 )

@@ -14,8 +14,8 @@ from ..errors import ModelLoadError
 from ..modeling.heads import DISTILBERT_HEADS
 from ..modeling.variants import DistilBertModel
 from ..pieces import WORDPIECE
-from ..tokenizer import WordPieceTokenizer
 from .architecture import Architecture, rename_keys
+from .bert import read_wordpiece
 
 # DistilBERT's config.json keys -> BertConfig's
 _KEYS = {
@@ -55,9 +55,7 @@ DISTILBERT = Architecture(
         tied_weights=("vocab_projector.weight",),
         tie_word_embeddings=tie,
     ),
-    read_tokenizer=lambda directory, config: WordPieceTokenizer.from_directory(
-        directory, max_length=config.max_tokens
-    ),
+    read_tokenizer=read_wordpiece,
     piece_style=WORDPIECE,
     lacks=("segment embeddings", "pooler", "next-sentence prediction"),
 )

@@ -12,8 +12,8 @@ from ..config import BertConfig
 from ..modeling.encoder import BertModel
 from ..modeling.heads import ELECTRA_HEADS
 from ..pieces import WORDPIECE
-from ..tokenizer import WordPieceTokenizer
 from .architecture import Architecture, rename_keys
+from .bert import read_wordpiece
 
 
 def read_config(raw: Mapping[str, Any]) -> BertConfig:
@@ -38,9 +38,7 @@ ELECTRA = Architecture(
         tied_weights=("generator_lm_head.weight",),
         tie_word_embeddings=tie,
     ),
-    read_tokenizer=lambda directory, config: WordPieceTokenizer.from_directory(
-        directory, max_length=config.max_tokens
-    ),
+    read_tokenizer=read_wordpiece,
     piece_style=WORDPIECE,
     lacks=("pooler", "next-sentence prediction"),
 )
