@@ -227,7 +227,7 @@ class BertModel(nn.Module):
     ) -> EncoderOutput:
         """input_ids (B, S) int64; token_type_ids, position_ids (B, S) (default: zeros, 0..S-1);
         attention_mask (B, S) with 1 = real token, 0 = padding; head_mask (L, N) with 1 = keep, 0 = switch
-        the head off. keep_attentions=False returns no attention stack (1/L of the memory, for callers that
+        the head off, or (B, L, N) for a mask per row (ablating many heads in one batched call). keep_attentions=False returns no attention stack (1/L of the memory, for callers that
         need only vectors); details_layer asks one layer for its queries, keys, values and raw scores."""
         b, s = input_ids.shape
         if token_type_ids is None:
@@ -245,6 +245,8 @@ class BertModel(nn.Module):
             attentions = _result_buffer((c.num_hidden_layers, b, c.num_attention_heads, s, s), hidden)
         hidden_states[0] = hidden
         details = None
+        if head_mask is not None and head_mask.dim() == 3:
+            head_mask = head_mask.transpose(0, 1)  # (B, L, N) -> (L, B, N), so [index] is that layer's (B, N)
         for index, layer in enumerate(self.encoder.layer):
             hidden, att = layer(
                 hidden,
