@@ -9,6 +9,18 @@ from .analysis import BertScopeModel
 from .checkpoints import load_pretrained
 from .config import BertConfig
 from .errors import BertScopeError, InputError, MissingHeadError, ModelLoadError
+from .interpret import (
+    HeadRoles,
+    LayerTrajectory,
+    RoleStability,
+    TokenMap,
+    attention_flow,
+    attention_rollout,
+    head_roles,
+    layer_trajectory,
+    role_stability,
+    token_pca,
+)
 from .pieces import PieceStyle
 from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo, Vectors
 from .tokenizer import Encoding, WordPieceTokenizer
@@ -20,14 +32,24 @@ __all__ = [
     "BertScopeModel",
     "EmbeddingComponents",
     "Encoding",
+    "HeadRoles",
     "InputError",
+    "LayerTrajectory",
     "MaskPrediction",
     "MissingHeadError",
     "MlmScores",
     "ModelInfo",
     "PieceStyle",
     "ModelLoadError",
+    "RoleStability",
+    "TokenMap",
     "Vectors",
     "WordPieceTokenizer",
+    "attention_flow",
+    "attention_rollout",
+    "head_roles",
+    "layer_trajectory",
     "load_pretrained",
+    "role_stability",
+    "token_pca",
 ]
