@@ -22,27 +22,44 @@ from .interpret import (
     token_pca,
 )
 from .pieces import PieceStyle
-from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo, Vectors
+from .results import (
+    Analysis,
+    AttentionDetails,
+    EmbeddingComponents,
+    HeadImportance,
+    LogitLens,
+    MaskPrediction,
+    MlmScores,
+    ModelInfo,
+    PseudoLogLikelihood,
+    ValueWeightedAttention,
+    Vectors,
+)
 from .tokenizer import Encoding, WordPieceTokenizer
 
 __all__ = [
     "Analysis",
+    "AttentionDetails",
     "BertConfig",
     "BertScopeError",
     "BertScopeModel",
     "EmbeddingComponents",
     "Encoding",
+    "HeadImportance",
     "HeadRoles",
     "InputError",
     "LayerTrajectory",
+    "LogitLens",
     "MaskPrediction",
     "MissingHeadError",
     "MlmScores",
     "ModelInfo",
     "PieceStyle",
     "ModelLoadError",
+    "PseudoLogLikelihood",
     "RoleStability",
     "TokenMap",
+    "ValueWeightedAttention",
     "Vectors",
     "WordPieceTokenizer",
     "attention_flow",

@@ -245,8 +245,7 @@ class BertModel(nn.Module):
             attentions = _result_buffer((c.num_hidden_layers, b, c.num_attention_heads, s, s), hidden)
         hidden_states[0] = hidden
         details = None
-        if head_mask is not None and head_mask.dim() == 3:
-            head_mask = head_mask.transpose(0, 1)  # (B, L, N) -> (L, B, N), so [index] is that layer's (B, N)
+        head_mask = _by_layer(head_mask)
         for index, layer in enumerate(self.encoder.layer):
             hidden, att = layer(
                 hidden,
@@ -261,3 +260,28 @@ class BertModel(nn.Module):
                 details = att
         pooled = self.pooler(hidden) if self.pooler is not None else None
         return EncoderOutput(emb, hidden_states, attentions, pooled, details)
+
+    def run_layers(
+        self,
+        hidden: Tensor,
+        start: int,
+        attention_mask: Tensor | None = None,
+        head_mask: Tensor | None = None,
+    ) -> Tensor:
+        """Layers start..L-1 only: hidden (B, S, H) is what layer `start` reads (`hidden_states[start]` of a
+        forward) -> the last layer's output (B, S, H); nothing else is kept. For probes that change only the
+        later layers (a head switched off in layer `start`), so the layers below are not run again for every
+        row. attention_mask and head_mask (indexed by absolute layer) as in `forward`."""
+        mask = additive_mask(attention_mask)
+        head_mask = _by_layer(head_mask)
+        for index in range(start, len(self.encoder.layer)):
+            layer_mask = None if head_mask is None else head_mask[index]
+            hidden, _ = self.encoder.layer[index](hidden, mask, layer_mask, head_major_keys=self.packed)
+        return hidden
+
+
+def _by_layer(head_mask: Tensor | None) -> Tensor | None:
+    """A (L, N) or per-row (B, L, N) head mask, indexable by layer: [index] is (N,) or (B, N)."""
+    if head_mask is None or head_mask.dim() == 2:
+        return head_mask
+    return head_mask.transpose(0, 1)  # (B, L, N) -> (L, B, N)
