@@ -9,25 +9,64 @@ from .analysis import BertScopeModel
 from .checkpoints import load_pretrained
 from .config import BertConfig
 from .errors import BertScopeError, InputError, MissingHeadError, ModelLoadError
+from .interpret import (
+    HeadRoles,
+    LayerTrajectory,
+    RoleStability,
+    TokenMap,
+    attention_flow,
+    attention_rollout,
+    head_roles,
+    layer_trajectory,
+    role_stability,
+    token_pca,
+)
 from .pieces import PieceStyle
-from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo, Vectors
+from .results import (
+    Analysis,
+    AttentionDetails,
+    EmbeddingComponents,
+    HeadImportance,
+    LogitLens,
+    MaskPrediction,
+    MlmScores,
+    ModelInfo,
+    PseudoLogLikelihood,
+    ValueWeightedAttention,
+    Vectors,
+)
 from .tokenizer import Encoding, WordPieceTokenizer
 
 __all__ = [
     "Analysis",
+    "AttentionDetails",
     "BertConfig",
     "BertScopeError",
     "BertScopeModel",
     "EmbeddingComponents",
     "Encoding",
+    "HeadImportance",
+    "HeadRoles",
     "InputError",
+    "LayerTrajectory",
+    "LogitLens",
     "MaskPrediction",
     "MissingHeadError",
     "MlmScores",
     "ModelInfo",
     "PieceStyle",
     "ModelLoadError",
+    "PseudoLogLikelihood",
+    "RoleStability",
+    "TokenMap",
+    "ValueWeightedAttention",
     "Vectors",
     "WordPieceTokenizer",
+    "attention_flow",
+    "attention_rollout",
+    "head_roles",
+    "layer_trajectory",
     "load_pretrained",
+    "role_stability",
+    "token_pca",
 ]

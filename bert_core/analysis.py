@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .analysis_passes import AnalysisPasses
 from .checkpoints.architecture import Architecture
 from .checkpoints.bert import BERT
 from .config import BertConfig
@@ -27,8 +28,11 @@ from .tokenizer import Encoding, WordPieceTokenizer
 TextInput = str | tuple[str, str | None]
 
 
-class BertScopeModel:
-    """A checkpoint ready for analysis. Build it with `bert_core.load_pretrained`."""
+class BertScopeModel(AnalysisPasses):
+    """A checkpoint ready for analysis. Build it with `bert_core.load_pretrained`.
+
+    The analyses that need passes of their own (a layer's q/k/v, value-weighted attention, head importance,
+    pseudo-log-likelihood, the logit lens) are inherited from `AnalysisPasses`."""
 
     def __init__(
         self,
@@ -131,9 +135,15 @@ class BertScopeModel:
         return torch.from_numpy(mask).to(self.device)
 
     def _run(
-        self, encodings: Sequence[Encoding], head_mask: torch.Tensor | None, *, keep_attentions: bool = True
+        self,
+        encodings: Sequence[Encoding],
+        head_mask: torch.Tensor | None,
+        *,
+        keep_attentions: bool = True,
+        details_layer: int | None = None,
     ) -> EncoderOutput:
-        """Pad the encodings into one (B, S) batch and run the encoder without building a graph."""
+        """Pad the encodings into one (B, S) batch and run the encoder without building a graph.
+        head_mask: (L, N) for every row, or (B, L, N) for one mask per row."""
         lengths = [len(e.tokens) for e in encodings]
         longest = max(lengths)
         pad = self.tokenizer.pad_token_id or 0
@@ -159,6 +169,7 @@ class BertScopeModel:
                 attention_mask=mask,
                 head_mask=head_mask,
                 keep_attentions=keep_attentions,
+                details_layer=details_layer,
             )
 
     @staticmethod
@@ -335,10 +346,21 @@ class BertScopeModel:
     ) -> list[MaskPrediction]:
         """Top-k predictions for every [MASK] in the text, in order of appearance."""
         self.network.head("mlm")  # MissingHeadError before any work
-        mask_id = self.tokenizer.mask_token_id
-        if mask_id is None:
-            raise InputError("this model's vocabulary has no [MASK] token")
+        self._mask_id()
         enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
+        positions = self._mask_positions(enc)
+        top_k = self._check_top_k(top_k)
+        out = self._run([enc], None)
+        return self._predictions(out.last_hidden_state[0], positions, top_k).predictions
+
+    def _mask_id(self) -> int:
+        if self.tokenizer.mask_token_id is None:
+            raise InputError("this model's vocabulary has no [MASK] token")
+        return self.tokenizer.mask_token_id
+
+    def _mask_positions(self, enc: Encoding) -> list[int]:
+        """Where the [MASK]s are; InputError when there is none."""
+        mask_id = self._mask_id()
         positions = [i for i, t in enumerate(enc.input_ids.tolist()) if t == mask_id]
         if not positions:
             lost = " (the text was truncated and the [MASK] fell beyond the model's maximum length)"
@@ -346,9 +368,7 @@ class BertScopeModel:
                 f"no {self.tokenizer.mask_token} in the text: type {self.tokenizer.mask_token} where a word "
                 f"should be predicted" + (lost if enc.truncated else "")
             )
-        top_k = self._check_top_k(top_k)
-        out = self._run([enc], None)
-        return self._predictions(out.last_hidden_state[0], positions, top_k).predictions
+        return positions
 
     def fill_mask(self, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
         """One list per [MASK], each [(token, probability), ...] best first."""

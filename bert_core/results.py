@@ -1,7 +1,7 @@
 """Torch-free result types: plain numpy dataclasses, picklable so Streamlit can cache them.
 
 Dimensions: S = sequence length (with the added specials), H = hidden size, E = embedding size (H for BERT),
-L = layers, N = heads per layer.
+L = layers, N = heads per layer, D = head size (H / N), K = top-k predictions.
 
 `Analysis` and `Vectors` carry the `Encoding` they were computed from instead of copies of its fields; its
 fields read through the result as well (`r.tokens` is `r.encoding.tokens`), so a field added to `Encoding`
@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -140,3 +141,83 @@ class ModelInfo:
     @property
     def has_nsp_head(self) -> bool:
         return "nsp" in self.heads
+
+
+@dataclass(frozen=True)
+class AttentionDetails(_ReadsEncoding):
+    """One layer's attention taken apart, for the query/key ("neuron") view. Arrays are float32.
+
+    probabilities = softmax(scores) row by row (a single text has no padding to mask), and equals
+    `Analysis.attentions[layer]`.
+    """
+
+    text: str
+    text_pair: str | None
+    encoding: Encoding
+    layer: int  # 0-based
+    queries: np.ndarray  # (N, S, D)
+    keys: np.ndarray  # (N, S, D)
+    values: np.ndarray  # (N, S, D)
+    scores: np.ndarray  # (N, S, S) q . k / sqrt(D), before the softmax: [h, i, j] query i against key j
+    probabilities: np.ndarray  # (N, S, S)
+
+
+@dataclass(frozen=True)
+class ValueWeightedAttention(_ReadsEncoding):
+    """Attention weighted by the size of what each token contributes (Kobayashi et al., 2020). float64.
+
+    f_h(x_j) is token j's vector through head h's value projection and its slice of the output projection.
+    """
+
+    text: str
+    text_pair: str | None
+    encoding: Encoding
+    attentions: np.ndarray  # (L, N, S, S) the raw weights alpha, as in Analysis
+    per_head: np.ndarray  # (L, N, S, S) ||alpha^h_ij f_h(x_j)||
+    summed: np.ndarray  # (L, S, S) ||sum_h alpha^h_ij f_h(x_j)||: the whole layer's attention, by size
+    value_norms: np.ndarray  # (L, N, S) ||f_h(x_j)||
+
+
+@dataclass(frozen=True)
+class HeadImportance(_ReadsEncoding):
+    """How much one masked-word prediction depends on each head: the drop in the log-probability of `token`
+    at `position` when that head alone is switched off (on top of any `base_head_mask`)."""
+
+    text: str
+    text_pair: str | None
+    encoding: Encoding
+    position: int
+    token: str
+    token_id: int
+    log_probability: float  # natural log, with every head of the base mask on
+    drop: np.ndarray  # (L, N) float64: log_probability minus the log-probability with that head off
+    base_head_mask: np.ndarray | None = None  # (L, N) float32 the ablations start from; None = all heads on
+
+
+class PseudoLogLikelihood(NamedTuple):
+    """Salazar et al. (2020): each non-special piece masked in turn and scored by the MLM head, natural log.
+
+    Unpacks as `(total, pieces)`.
+    """
+
+    total: float  # sum of the pieces' log-probabilities
+    pieces: list[tuple[str, float]]  # (piece, log-probability of the piece where it was masked), in order
+
+
+@dataclass(frozen=True)
+class LogitLens(_ReadsEncoding):
+    """The MLM head applied to one position's vector after every layer (0 = the embedding output .. L)."""
+
+    text: str
+    text_pair: str | None
+    encoding: Encoding
+    position: int
+    top_tokens: list[list[str]]  # L + 1 lists of K pieces, best first
+    top_token_ids: np.ndarray  # (L + 1, K) int64
+    top_probabilities: np.ndarray  # (L + 1, K) float32
+    final_token: str  # the last layer's top prediction
+    final_token_id: int
+    # (L + 1,) int64: the final token's rank at each layer, 1 = that layer's top prediction (1 at layer L);
+    # ties count in its favour, so the rank is 1 + the number of pieces with a strictly higher logit.
+    final_token_rank: np.ndarray
+    final_token_probability: np.ndarray  # (L + 1,) float32

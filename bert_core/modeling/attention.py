@@ -37,8 +37,9 @@ def attention(
 ) -> AttentionOutput:
     """softmax(q k^T / sqrt(D) + mask) v per head, for q, k, v (B, S, H) already projected.
 
-    additive_mask (B, 1, 1, S): 0 for real keys, the most negative float for padding. head_mask (N,): 1 keeps
-    a head, 0 zeroes its output (its probabilities are still returned). probs_out (B, N, S, S): where to write
+    additive_mask (B, 1, 1, S): 0 for real keys, the most negative float for padding. head_mask (N,) or (B, N):
+    1 keeps a head, 0 zeroes its output (its probabilities are still returned); (B, N) gives every row of the
+    batch its own heads, so one call can ablate a different head per row. probs_out (B, N, S, S): where to write
     the probabilities without autograd (the caller's result stack), saving a copy of the largest tensor.
 
     head_major_keys copies K^T head-major, (B, N, D, S), before the score matmul. The packed path asks for it:
@@ -68,7 +69,8 @@ def attention(
             probs_out.copy_(probs)
     weights = probs if dropout is None else dropout(probs)
     if head_mask is not None:
-        weights = weights * head_mask.view(1, -1, 1, 1)
+        rows = head_mask.shape[0] if head_mask.dim() == 2 else 1
+        weights = weights * head_mask.view(rows, num_heads, 1, 1)  # (N,) or (B, N) -> (1 or B, N, 1, 1)
     context = torch.matmul(weights, v)  # (B, N, S, D)
     context = context.transpose(1, 2).reshape(b, s, h)  # (B, N, S, D) -> (B, S, H)
     if not details:

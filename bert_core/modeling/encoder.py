@@ -287,9 +287,9 @@ class Encoder(nn.Module):
     ) -> EncoderOutput:
         """input_ids (B, S) int64; token_type_ids, position_ids (B, S) (default: zeros, and the positions from
         the architecture's first one up); attention_mask (B, S) with 1 = real token, 0 = padding; head_mask
-        (L, N) with 1 = keep, 0 = switch the head off. keep_attentions=False returns no attention stack (1/L of
-        the memory, for callers that need only vectors); details_layer asks one layer for its queries, keys,
-        values and raw scores."""
+        (L, N) with 1 = keep, 0 = switch the head off, or (B, L, N) for a mask per row (ablating many heads in
+        one batched call). keep_attentions=False returns no attention stack (1/L of the memory, for callers that
+        need only vectors); details_layer asks one layer for its queries, keys, values and raw scores."""
         b, s = input_ids.shape
         c = self.config
         if token_type_ids is None:
@@ -307,6 +307,7 @@ class Encoder(nn.Module):
             attentions = _result_buffer((len(layers), b, c.num_attention_heads, s, s), hidden)
         hidden_states[0] = hidden
         details = None
+        head_mask = _by_layer(head_mask)
         for index, parts in enumerate(layers):
             hidden, att = transformer_layer(
                 parts,
@@ -321,6 +322,27 @@ class Encoder(nn.Module):
             if index == details_layer:
                 details = att
         return EncoderOutput(emb, hidden_states, attentions, self.pool(hidden), details)
+
+    def run_layers(
+        self,
+        hidden: Tensor,
+        start: int,
+        attention_mask: Tensor | None = None,
+        head_mask: Tensor | None = None,
+    ) -> Tensor:
+        """Layers start..L-1 only: hidden (B, S, H) is what layer `start` reads (`hidden_states[start]` of a
+        forward) -> the last layer's output (B, S, H); nothing else is kept. For probes that change only the
+        later layers (a head switched off in layer `start`), so the layers below are not run again for every
+        row. attention_mask and head_mask (indexed by absolute layer) as in `forward`."""
+        mask = additive_mask(attention_mask)
+        head_mask = _by_layer(head_mask)
+        layers = self.layer_parts()
+        for index in range(start, len(layers)):
+            layer_mask = None if head_mask is None else head_mask[index]
+            hidden, _ = transformer_layer(
+                layers[index], hidden, mask, layer_mask, head_major_keys=self.packed
+            )
+        return hidden
 
 
 class BertModel(Encoder):
@@ -348,3 +370,10 @@ class BertModel(Encoder):
 
     def pool(self, last_hidden: Tensor) -> Tensor | None:
         return None if self.pooler is None else self.pooler(last_hidden)
+
+
+def _by_layer(head_mask: Tensor | None) -> Tensor | None:
+    """A (L, N) or per-row (B, L, N) head mask, indexable by layer: [index] is (N,) or (B, N)."""
+    if head_mask is None or head_mask.dim() == 2:
+        return head_mask
+    return head_mask.transpose(0, 1)  # (B, L, N) -> (L, B, N)

@@ -1,0 +1,239 @@
+"""The analyses that need passes of their own beyond `analyze`'s one forward: one layer's queries, keys and
+values; value-weighted attention; head importance by ablation; pseudo-log-likelihood; the logit lens.
+`BertScopeModel` inherits them, so they are its methods; they use its `_run`, `encode` and `network`.
+
+Results are numpy dataclasses (`results.py`); the torch-free arithmetic lives in `bert_core.interpret`.
+
+Dimensions: B = batch, S = sequence length, H = hidden size, L = layers, N = heads, D = head size (H / N),
+V = vocabulary, R = rows of a batched probe (one per ablated head, or per masked piece), K = top-k.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from .errors import InputError
+from .interpret.value_weighted import value_weighted_norms
+from .modeling.packed import linear
+from .results import (
+    Analysis,
+    AttentionDetails,
+    HeadImportance,
+    LogitLens,
+    PseudoLogLikelihood,
+    ValueWeightedAttention,
+)
+from .tokenizer import Encoding
+
+
+class AnalysisPasses:
+    """Mixed into `BertScopeModel` (see there for the attributes these methods use)."""
+
+    @staticmethod
+    def _check_index(value, size: int, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < size:
+            raise InputError(f"{what} must be an integer from 0 to {size - 1}, got {value!r}")
+        return int(value)
+
+    def _target_position(self, enc: Encoding, position: int | None) -> int:
+        """`position` checked against the text, or the first [MASK] when it is None."""
+        if position is None:
+            return self._mask_positions(enc)[0]
+        return self._check_index(position, len(enc.tokens), "position")
+
+    def attention_details(self, text: str, text_pair: str | None = None, *, layer: int) -> AttentionDetails:
+        """Queries, keys, values, raw scores and probabilities of one layer (0-based), from one forward pass
+        that keeps them for that layer only."""
+        layer = self._check_index(layer, self.config.num_hidden_layers, "layer")
+        enc = self.encode(text, text_pair)
+        d = self._run([enc], None, keep_attentions=False, details_layer=layer).details
+
+        def one(t: torch.Tensor) -> np.ndarray:
+            return np.ascontiguousarray(self._numpy(t[0]))  # (B = 1, N, ., .) -> (N, ., .)
+
+        return AttentionDetails(
+            text=text,
+            text_pair=text_pair,
+            encoding=enc,
+            layer=layer,
+            queries=one(d.queries),
+            keys=one(d.keys),
+            values=one(d.values),
+            scores=one(d.scores),
+            probabilities=one(d.probs),
+        )
+
+    def value_weighted_attention(
+        self, text: str | Analysis, text_pair: str | None = None
+    ) -> ValueWeightedAttention:
+        """||alpha_ij f_h(x_j)|| per head and summed over heads, and ||f_h(x_j)|| (`interpret/value_weighted.py`).
+
+        `text` may be an `Analysis` of this model, whose hidden states are reused (no forward pass). A head the
+        analysis switched off (`head_mask`) contributes nothing, so its value-weighted maps are zero.
+        """
+        if isinstance(text, Analysis):
+            if text_pair is not None:
+                raise InputError("pass either an Analysis or a text (and its pair), not both")
+            analysis = text
+        else:
+            analysis = self.analyze(text, text_pair)
+        c = self.config
+        if analysis.hidden_states.shape[::2] != (c.num_hidden_layers + 1, c.hidden_size):
+            raise InputError(
+                "this analysis comes from a model of another shape: analyse the text with this one"
+            )
+        n, d = c.num_attention_heads, c.hidden_size // c.num_attention_heads
+        grams = []
+        with torch.inference_mode():
+            hidden = torch.from_numpy(analysis.hidden_states).to(self.device)  # (L + 1, S, H)
+            s = hidden.shape[1]
+            # through LayerParts, so every family's layout (and ALBERT's shared layers) reads the same
+            for index, parts in enumerate(self.network.base.layer_parts()):
+                values = linear(parts.value, hidden[index]).double()  # (S, H)
+                out = parts.attention_output.weight.double()  # (H, H): [output, input]
+                # head h's value slice through the output columns that read it: f_h(x_j), (N, S, H)
+                f = torch.einsum("snd,ond->nso", values.view(s, n, d), out.view(c.hidden_size, n, d))
+                grams.append(torch.einsum("nso,mso->snm", f, f))  # (S, N, N)
+            gram = torch.stack(grams).cpu().numpy()  # (L, S, N, N) float64
+        alpha = analysis.attentions
+        if analysis.head_mask is not None:
+            alpha = alpha * analysis.head_mask[:, :, None, None]  # (L, N, S, S) * (L, N, 1, 1)
+        per_head, summed, value_norms = value_weighted_norms(alpha, gram)
+        return ValueWeightedAttention(
+            text=analysis.text,
+            text_pair=analysis.text_pair,
+            encoding=analysis.encoding,
+            attentions=analysis.attentions,
+            per_head=per_head,
+            summed=summed,
+            value_norms=value_norms,
+        )
+
+    def head_importance(
+        self,
+        text: str,
+        position: int | None = None,
+        token: str | None = None,
+        *,
+        text_pair: str | None = None,
+        head_mask=None,
+        max_batch_tokens: int = 2048,
+    ) -> HeadImportance:
+        """For every head, the drop in log P(token at position) when that head alone is switched off.
+
+        position: default the first [MASK]; token: a vocabulary piece, default the intact model's top
+        prediction there. head_mask (L, N): heads already off in every run, the intact one included. After one
+        intact pass, the L x N ablated runs go through the encoder a layer at a time, as rows of batches of at
+        most `max_batch_tokens` (B x S) tokens, each row with its own head mask.
+        """
+        self.network.head("mlm")
+        enc = self.encode(text, text_pair)
+        position = self._target_position(enc, position)
+        token_id = None
+        if token is not None:
+            token_id = self.tokenizer.token_to_id(token)
+            if token_id is None:
+                raise InputError(f"{token!r} is not a piece of this model's vocabulary")
+        base = self._head_mask_tensor(head_mask)
+        layers, heads = self.config.num_hidden_layers, self.config.num_attention_heads
+        if base is None:
+            base = torch.ones(layers, heads, device=self.device)
+        intact = self._run([enc], base, keep_attentions=False)
+        with torch.inference_mode():
+            lp = torch.log_softmax(self.network.logits("mlm", intact.last_hidden_state[0, position]), dim=-1)
+            if token_id is None:
+                token_id = int(lp.argmax())
+            intact_lp = float(lp[token_id])
+            # Switching off a head of layer l changes nothing below it: its rows start from the intact
+            # hidden_states[l], which is 0.54 of the work of full passes on a 12-layer model.
+            chunk = max(1, max_batch_tokens // len(enc.tokens))
+            ablated = np.empty((layers, heads))
+            for layer in range(layers):
+                for start in range(0, heads, chunk):
+                    off = torch.arange(start, min(start + chunk, heads), device=self.device)  # (B,)
+                    masks = base.repeat(len(off), 1, 1)  # (B, L, N)
+                    masks[torch.arange(len(off)), layer, off] = 0.0
+                    hidden = intact.hidden_states[layer].expand(len(off), -1, -1)  # (1, S, H) -> (B, S, H)
+                    last = self.network.base.run_layers(hidden, layer, head_mask=masks)  # (B, S, H)
+                    logits = self.network.logits("mlm", last[:, position])  # (B, V)
+                    ablated[layer, start : start + len(off)] = self._numpy(
+                        torch.log_softmax(logits, dim=-1)[:, token_id]
+                    )
+        return HeadImportance(
+            text=text,
+            text_pair=text_pair,
+            encoding=enc,
+            position=position,
+            token=self._piece_names([token_id])[0],
+            token_id=token_id,
+            log_probability=intact_lp,
+            drop=intact_lp - ablated,
+            base_head_mask=None if head_mask is None else self._numpy(base),
+        )
+
+    def pseudo_log_likelihood(
+        self, text: str, text_pair: str | None = None, *, max_batch_tokens: int = 2048
+    ) -> PseudoLogLikelihood:
+        """Mask each non-special piece in turn and score it with the MLM head (natural log); the rows go through
+        the encoder in batches of at most `max_batch_tokens` (B x S) tokens."""
+        self.network.head("mlm")
+        mask_id = self._mask_id()
+        enc = self.encode(text, text_pair)
+        positions = np.flatnonzero(~enc.special_tokens_mask)  # (R,)
+        masked = np.repeat(enc.input_ids[None], len(positions), axis=0)  # (S,) -> (R, S)
+        masked[np.arange(len(positions)), positions] = mask_id
+        rows = max(1, max_batch_tokens // len(enc.tokens))
+        scores = []
+        for start in range(0, len(positions), rows):
+            chunk = positions[start : start + rows]
+            variants = [dataclasses.replace(enc, input_ids=ids) for ids in masked[start : start + rows]]
+            out = self._run(variants, None, keep_attentions=False)
+            with torch.inference_mode():
+                hidden = out.last_hidden_state[torch.arange(len(chunk)), torch.from_numpy(chunk)]  # (B, H)
+                lp = torch.log_softmax(self.network.logits("mlm", hidden), dim=-1)  # (B, V)
+                truth = torch.from_numpy(enc.input_ids[chunk]).to(lp.device)
+                scores.append(self._numpy(lp.gather(1, truth[:, None])[:, 0]))
+        values = np.concatenate(scores).astype(np.float64) if scores else np.zeros(0)
+        pieces = [(enc.tokens[p], float(v)) for p, v in zip(positions, values, strict=True)]
+        return PseudoLogLikelihood(float(values.sum()), pieces)
+
+    def rank_minimal_pairs(self, texts: Sequence[str]) -> list[tuple[str, PseudoLogLikelihood]]:
+        """Sentences that differ in one place (a minimal pair, or more), most likely first by pseudo-log-
+        likelihood. The totals are sums, so a sentence with more pieces pays for each of them."""
+        scored = [(text, self.pseudo_log_likelihood(text)) for text in texts]
+        return sorted(scored, key=lambda item: -item[1].total)
+
+    def logit_lens(
+        self, text: str, position: int | None = None, top_k: int = 5, *, text_pair: str | None = None
+    ) -> LogitLens:
+        """The MLM head applied to `position`'s vector after every layer (default: the first [MASK])."""
+        self.network.head("mlm")
+        top_k = self._check_top_k(top_k)
+        enc = self.encode(text, text_pair)
+        position = self._target_position(enc, position)
+        out = self._run([enc], None, keep_attentions=False)
+        with torch.inference_mode():
+            logits = self.network.logits("mlm", out.hidden_states[:, 0, position])  # (L + 1, H) -> (L + 1, V)
+            probs = torch.softmax(logits, dim=-1)
+            top_p, top_ids = torch.topk(probs, top_k, dim=-1)  # (L + 1, K)
+            final = int(top_ids[-1, 0])
+            final_p = probs[:, final]  # (L + 1,)
+            rank = 1 + (probs > final_p[:, None]).sum(dim=-1)  # ranked by the same numbers topk sorted
+        ids = top_ids.cpu().numpy()
+        return LogitLens(
+            text=text,
+            text_pair=text_pair,
+            encoding=enc,
+            position=position,
+            top_tokens=[self._piece_names(row.tolist()) for row in ids],
+            top_token_ids=ids,
+            top_probabilities=self._numpy(top_p),
+            final_token=self._piece_names([final])[0],
+            final_token_id=final,
+            final_token_rank=rank.cpu().numpy().astype(np.int64),
+            final_token_probability=self._numpy(final_p),
+        )

@@ -1,0 +1,47 @@
+"""Attention rollout (Abnar & Zuidema, 2020, "Quantifying Attention Flow in Transformers"): how much each input
+token reaches each position at a layer, following attention through every layer below it.
+
+One layer's map says little about the input: from layer 2 on, a position holds a mix of tokens, not a token.
+Rollout multiplies the layers' maps, each made "residual-aware" first: the residual connection carries a
+position's own vector past the attention, so half of each step is taken to be the identity.
+
+Dimensions: L = layers, N = heads, S = sequence length.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+
+
+def _check_attentions(attentions: np.ndarray) -> np.ndarray:
+    a = np.asarray(attentions, dtype=np.float64)
+    if a.ndim != 4 or a.shape[-1] != a.shape[-2] or 0 in a.shape:
+        raise InputError(f"attentions must be (layers, heads, S, S) with S >= 1, got shape {a.shape}")
+    return a
+
+
+def residual_attention(attentions: np.ndarray) -> np.ndarray:
+    """(L, N, S, S) -> (L, S, S) float64: 0.5 * mean over heads + 0.5 * I, each row renormalised to sum to 1.
+
+    Rows of a softmax map already sum to 1, so the renormalisation changes nothing there; it matters for maps
+    with switched-off or hand-edited rows, which then still give a proper distribution.
+    """
+    a = _check_attentions(attentions)
+    mixed = 0.5 * a.mean(axis=1) + 0.5 * np.eye(a.shape[-1])  # (L, S, S)
+    return mixed / mixed.sum(axis=-1, keepdims=True)
+
+
+def attention_rollout(attentions: np.ndarray) -> np.ndarray:
+    """Rollout of every layer: (L, N, S, S) attention probabilities -> (L, S, S) float64.
+
+    Row l is A_l @ ... @ A_0 with A the residual-aware maps (`residual_attention`): entry [l, i, j] is how much
+    input token j contributes to position i after layer l (0-based). Each row sums to 1.
+    """
+    mixed = residual_attention(attentions)
+    rolled = np.empty_like(mixed)
+    rolled[0] = mixed[0]
+    for layer in range(1, len(mixed)):
+        rolled[layer] = mixed[layer] @ rolled[layer - 1]
+    return rolled
