@@ -156,6 +156,27 @@ def test_fused_gelu_and_residual_add_are_bit_identical_to_separate_ops(rows):
         assert torch.equal(layer.forward_add(x, residual), plain + residual)
 
 
+@pytest.mark.parametrize("name", ["gelu_new", "gelu_pytorch_tanh", "gelu_fast"])
+def test_fused_tanh_gelu_is_the_configs_activation_within_rounding(name, monkeypatch):
+    """ALBERT's gelu_new (and its two other spellings) rides in the packed matmul as oneDNN's tanh GELU: the
+    same function, rounded its own way."""
+    from bert_core.modeling.activations import ACTIVATIONS
+    from bert_core.modeling.packed import linear
+
+    torch.manual_seed(0)
+    dense = nn.Linear(96, 160)
+    packed = PackedLinear(dense)
+    x = torch.randn(300, 96) * 3
+    calls = []
+    real = PackedLinear.forward_gelu
+    monkeypatch.setattr(PackedLinear, "forward_gelu", lambda self, *a: calls.append(a) or real(self, *a))
+    with torch.inference_mode():
+        fused = linear(packed, x, activation=name)
+        separate = ACTIVATIONS[name](packed(x))
+    assert calls == [(x, "tanh")]  # it did ride in the matmul call
+    torch.testing.assert_close(fused, separate, atol=1e-6, rtol=0)
+
+
 def test_copies_and_pickles_of_a_packed_network_work(checkpoint):
     import copy
     import pickle
