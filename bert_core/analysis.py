@@ -26,6 +26,7 @@ from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, M
 from .tokenizer import Encoding, WordPieceTokenizer
 
 TextInput = str | tuple[str, str | None]
+TASKS = ("classify", "tag", "qa", "choice")
 
 
 class BertScopeModel(AnalysisPasses):
@@ -67,6 +68,11 @@ class BertScopeModel(AnalysisPasses):
         return self.network.head_names
 
     @property
+    def task(self) -> str | None:
+        """The fine-tuned task head this checkpoint has ("classify", "tag", "qa", "choice"), or None."""
+        return next((h for h in self.heads if h in TASKS), None)
+
+    @property
     def has_mlm_head(self) -> bool:
         return "mlm" in self.heads
 
@@ -102,6 +108,9 @@ class BertScopeModel(AnalysisPasses):
             architecture_name=self.architecture.name,
             embedding_size=c.embedding_size,
             lacks=self.architecture.lacks,
+            task=self.task,
+            labels=self.config.id2label if self.task in ("classify", "tag") else (),
+            task_kind=self.config.task_kind if self.task == "classify" else None,
         )
 
     def __repr__(self) -> str:

@@ -40,6 +40,7 @@ _BOUNDS: dict[str, tuple[int, int]] = {
 }
 # An extra cap on the total parameter count of the embeddings and encoder (about 8 GB of fp32).
 _MAX_PARAMETERS = 2_000_000_000
+_PROBLEM_TYPES = (None, "single_label_classification", "multi_label_classification", "regression")
 # Keys whose truth changes the computation in ways this encoder does not implement.
 _REFUSED_FLAGS = ("is_decoder", "add_cross_attention")
 
@@ -70,10 +71,27 @@ class BertConfig:
     # ALBERT: layers share weights in num_hidden_groups groups of inner_group_num layers each.
     num_hidden_groups: int = 1
     inner_group_num: int = 1
+    # A fine-tuned head's classes, by index (config.json's id2label; transformers writes LABEL_0, LABEL_1 when
+    # it has no names), and what its outputs mean: "single_label_classification" (softmax),
+    # "multi_label_classification" (a sigmoid per label) or "regression"; None = decided by the label count.
+    id2label: tuple[str, ...] = ()
+    problem_type: str | None = None
 
     @property
     def head_size(self) -> int:
         return self.hidden_size // self.num_attention_heads
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.id2label) if self.id2label else 2
+
+    @property
+    def task_kind(self) -> str:
+        """What a classifier's outputs mean: "single_label_classification", "multi_label_classification" or
+        "regression" (one output and no problem_type, as transformers decides)."""
+        if self.problem_type is not None:
+            return self.problem_type
+        return "regression" if self.num_labels == 1 else "single_label_classification"
 
     @property
     def embedding_dim(self) -> int:
@@ -130,6 +148,10 @@ class BertConfig:
             raise ModelLoadError(
                 f"the first position id ({self.position_offset!r}, from 'pad_token_id') leaves no room in "
                 f"'max_position_embeddings' = {self.max_position_embeddings}"
+            )
+        if self.problem_type not in _PROBLEM_TYPES:
+            raise ModelLoadError(
+                f"config key 'problem_type' = {self.problem_type!r} is not one of {', '.join(map(str, _PROBLEM_TYPES))}"
             )
         if self.hidden_act not in SUPPORTED_ACTIVATIONS:
             raise ModelLoadError(
@@ -190,6 +212,8 @@ class BertConfig:
                 value = tuple(value or ())
             if key == "pad_token_id" and value is None:
                 value = 0
+            if key == "id2label":
+                value = _label_names(value)
             kwargs[key] = value
         try:
             return cls(**kwargs)
@@ -203,9 +227,17 @@ class BertConfig:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["architectures"] = list(self.architectures)
+        data["id2label"] = {str(i): name for i, name in enumerate(self.id2label)}
         # The fields other architectures add stay out of a BERT's config.json while they hold their defaults.
-        for key in ("embedding_size", "position_offset", "num_hidden_groups", "inner_group_num"):
-            if data[key] == getattr(BertConfig, key):
+        for key in (
+            "embedding_size",
+            "position_offset",
+            "num_hidden_groups",
+            "inner_group_num",
+            "id2label",
+            "problem_type",
+        ):
+            if getattr(self, key) == getattr(BertConfig, key):
                 del data[key]
         return data
 
@@ -228,3 +260,21 @@ def read_json(path: str | Path) -> Any:
         raise ModelLoadError(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
         ) from exc
+
+
+def _label_names(value: Any) -> tuple[str, ...]:
+    """config.json's id2label ({"0": "NEG", "1": "POS"}) as names by index; ModelLoadError when the ids are not
+    0..n-1."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise ModelLoadError(f"config key 'id2label' must map class ids to names, got {value!r}")
+    try:
+        by_id = {int(k): str(v) for k, v in value.items()}
+    except (TypeError, ValueError) as exc:
+        raise ModelLoadError(f"config key 'id2label' has a class id that is not an integer: {exc}") from exc
+    if sorted(by_id) != list(range(len(by_id))):
+        raise ModelLoadError(
+            f"config key 'id2label' must number its classes 0..{len(by_id) - 1}, got {sorted(by_id)}"
+        )
+    return tuple(by_id[i] for i in range(len(by_id)))

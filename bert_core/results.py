@@ -133,6 +133,11 @@ class ModelInfo:
         None  # E where the embeddings are narrower than H (ALBERT, ELECTRA), else None
     )
     lacks: tuple[str, ...] = ()  # what the architecture does without, compared with BERT ("pooler", ...)
+    # The fine-tuned task head, if any: "classify", "tag", "qa" or "choice"; its label names by class index
+    # (classify, tag), and what a classifier's outputs mean ("single_label_classification", ...).
+    task: str | None = None
+    labels: tuple[str, ...] = ()
+    task_kind: str | None = None
 
     @property
     def has_mlm_head(self) -> bool:

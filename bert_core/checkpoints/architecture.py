@@ -39,6 +39,10 @@ class Architecture:
     lacks: tuple[str, ...] = ()  # what it does without, compared with BERT, for the model card
 
 
+# Where every family's fine-tuning heads live (modeling/heads.py): never under the base prefix.
+TASK_ROOTS = ("classifier.", "qa_outputs.", "pre_classifier.", "sequence_summary.")
+
+
 def rename_keys(
     state: StateDict,
     *,
@@ -58,7 +62,7 @@ def rename_keys(
     out: StateDict = {}
     for key, value in state.items():
         key = key.removeprefix("module.")
-        if not key.startswith((prefix + ".", *head_roots)):
+        if not key.startswith((prefix + ".", *head_roots, *TASK_ROOTS)):
             key = f"{prefix}.{key}"
         key = re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", key)
         key = re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", key)

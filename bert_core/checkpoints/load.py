@@ -35,29 +35,34 @@ ARCHITECTURES: dict[str, Architecture] = {
     arch.model_type: arch for arch in (BERT, ROBERTA, DISTILBERT, ALBERT, ELECTRA)
 }
 
-# Heads of fine-tuned BERTs (sequence/token classification, multiple choice, question answering). BERTScope
-# does not run them yet, so they are set aside and reported rather than refused.
-TASK_HEAD_PREFIXES = ("classifier.", "qa_outputs.")
 
+def detect_heads(
+    arch: Architecture, config: BertConfig, state: StateDict
+) -> tuple[tuple[str, ...], list[str]]:
+    """The architecture's heads whose weights the (renamed) state holds, in table order, and the sorted keys of
+    fine-tuning heads that are set aside (removed from `state`): those config.json's "architectures" does not
+    name, since a sequence and a token classifier share their key names (`classifier.*`)."""
+    trained = {name for name in config.architectures}
 
-def split_task_heads(state: StateDict) -> tuple[StateDict, list[str]]:
-    """Remove fine-tuning heads from `state`; return the rest and the sorted names removed."""
-    kept, ignored = {}, []
-    for key, value in state.items():
-        if key.removeprefix("module.").startswith(TASK_HEAD_PREFIXES):
-            ignored.append(key)
-        else:
-            kept[key] = value
-    return kept, sorted(ignored)
+    def present(head) -> bool:
+        return any(k.startswith(path + ".") for path in head.modules for k in state)
 
-
-def detect_heads(arch: Architecture, state: StateDict) -> tuple[str, ...]:
-    """The names of the architecture's heads whose weights the (renamed) state holds, in table order."""
-    return tuple(
-        name
-        for name, head in arch.heads.items()
-        if any(k.startswith(path + ".") for path in head.modules for k in state)
+    heads = []
+    for name, head in arch.heads.items():
+        if not present(head):
+            continue
+        if head.trained_as is None or any(cls.endswith(head.trained_as) for cls in trained):
+            heads.append(name)
+    claimed = {path for name in heads for path in arch.heads[name].modules}
+    task_paths = {path for head in arch.heads.values() if head.trained_as for path in head.modules}
+    ignored = sorted(
+        k
+        for k in state
+        if any(k.startswith(p + ".") for p in task_paths) and not any(k.startswith(p + ".") for p in claimed)
     )
+    for key in ignored:
+        del state[key]
+    return tuple(heads), ignored
 
 
 def _summarise(keys: list[str], limit: int = 8) -> str:
@@ -69,7 +74,7 @@ def build_network(
     arch: Architecture, config: BertConfig, state: StateDict, *, tie_word_embeddings: bool = True
 ) -> Network:
     """Materialise the network straight from (renamed) checkpoint tensors; ModelLoadError on any mismatch."""
-    heads = detect_heads(arch, state)
+    heads, _ = detect_heads(arch, config, state)
     pooler = any(k.startswith(f"{arch.base_prefix}.pooler.") for k in state)
     needs_pooler = [arch.heads[name].path for name in heads if arch.heads[name].reads == "pooled"]
     if needs_pooler and not pooler:
@@ -175,10 +180,10 @@ def load_pretrained(
         )
     if progress:
         progress("reading weights")
-    state, ignored = split_task_heads(read_state_dict(directory))
+    state = arch.rename_keys(read_state_dict(directory), tie)
+    _, ignored = detect_heads(arch, config, state)
     if ignored:
-        log.info("ignoring fine-tuning head weights: %s", ", ".join(ignored))
-    state = arch.rename_keys(state, tie)
+        log.info("ignoring fine-tuning head weights config.json does not name: %s", ", ".join(ignored))
     network = build_network(arch, config, state, tie_word_embeddings=tie)
     del state  # the network now holds the only reference to each weight, so packing frees them as it goes
     target = _resolve_device(device)

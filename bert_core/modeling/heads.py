@@ -213,14 +213,130 @@ class Head:
     # checkpoint path (= module path in the network) -> builder (config, tied word embeddings or None)
     modules: Mapping[str, Callable[[BertConfig, nn.Embedding | None], nn.Module]]
     logits: Callable[[Network, Tensor], Tensor]  # (network, what it reads) -> logits
-    reads: str  # "tokens": any token vectors (..., H); "pooled": the pooled vector (B, H)
+    # "tokens": any token vectors (..., H); "pooled": the pooled vector (B, H); "sequence": the whole last
+    # hidden state (B, S, H), for heads that read its first token themselves (RoBERTa's classifier)
+    reads: str
     label: str  # short name for people: "MLM"
     description: str  # what it does: "masked-word prediction"
     hint: str  # which checkpoints have it, for the message when one is missing
+    # A fine-tuned task head: present only when config.json's "architectures" names a class ending so, since
+    # sequence and token classifiers share the key names (`classifier.*`).
+    trained_as: str | None = None
 
     @property
     def path(self) -> str:
         return next(iter(self.modules))
+
+
+class FirstTokenClassifier(nn.Module):
+    """RoBERTa's and ELECTRA's sentence classifier (`classifier`): the first token's vector through dense,
+    an activation (tanh for RoBERTa, GELU for ELECTRA) and out_proj. (B, S, H) -> (B, labels)."""
+
+    def __init__(self, config: BertConfig, activation: str) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.out_proj = nn.Linear(config.hidden_size, config.num_labels)
+        self.activation = ACTIVATIONS[activation]
+
+    def forward(self, sequence: Tensor) -> Tensor:
+        return self.out_proj(self.activation(self.dense(sequence[:, 0])))
+
+
+def _distilbert_first_token(net: Network, sequence: Tensor) -> Tensor:
+    # DistilBERT's classifiers: pre_classifier on the first token, ReLU, classifier. (B, S, H) -> (B, out)
+    return net.classifier(F.relu(net.pre_classifier(sequence[:, 0])))
+
+
+def _electra_choice(net: Network, sequence: Tensor) -> Tensor:
+    # ELECTRA's multiple choice: the first token through sequence_summary (dense + GELU), then classifier
+    return net.classifier(F.gelu(net.sequence_summary.summary(sequence[:, 0])))
+
+
+def _linear_to(width: Callable[[BertConfig], int]) -> Callable[[BertConfig, nn.Embedding | None], nn.Module]:
+    return lambda config, _: nn.Linear(config.hidden_size, width(config))
+
+
+def _labels(config: BertConfig) -> int:
+    return config.num_labels
+
+
+def _task_heads(
+    classify: Head | None = None, choice: Head | None = None, pooled_classifier: bool = True
+) -> dict[str, Head]:
+    """The four fine-tuning heads; `classifier` and `qa_outputs` are the checkpoint names in every family."""
+    heads = {
+        "classify": classify
+        or Head(
+            "classify",
+            {"classifier": _linear_to(_labels)},
+            _module("classifier"),
+            "pooled" if pooled_classifier else "tokens",
+            "classifier",
+            "sentence classification",
+            "load a *ForSequenceClassification checkpoint",
+            "ForSequenceClassification",
+        ),
+        "tag": Head(
+            "tag",
+            {"classifier": _linear_to(_labels)},
+            _module("classifier"),
+            "tokens",
+            "tagger",
+            "token classification",
+            "load a *ForTokenClassification checkpoint",
+            "ForTokenClassification",
+        ),
+        "qa": Head(
+            "qa",
+            # (..., H) -> (..., 2): start and end logits
+            {"qa_outputs": _linear_to(lambda c: 2)},
+            _module("qa_outputs"),
+            "tokens",
+            "QA",
+            "question answering",
+            "load a *ForQuestionAnswering checkpoint",
+            "ForQuestionAnswering",
+        ),
+        "choice": choice
+        or Head(
+            "choice",
+            {"classifier": _linear_to(lambda c: 1)},
+            _module("classifier"),
+            "pooled",
+            "multiple choice",
+            "multiple choice",
+            "load a *ForMultipleChoice checkpoint",
+            "ForMultipleChoice",
+        ),
+    }
+    return heads
+
+
+def _first_token_classify(activation: str) -> Head:
+    return Head(
+        "classify",
+        {"classifier": lambda config, _: FirstTokenClassifier(config, activation)},
+        _module("classifier"),
+        "sequence",
+        "classifier",
+        "sentence classification",
+        "load a *ForSequenceClassification checkpoint",
+        "ForSequenceClassification",
+    )
+
+
+def _distilbert_task(name: str, outputs: Callable[[BertConfig], int]) -> Head:
+    sentence = name == "classify"
+    return Head(
+        name,
+        {"pre_classifier": _linear_to(lambda c: c.hidden_size), "classifier": _linear_to(outputs)},
+        _distilbert_first_token,
+        "sequence",
+        "classifier" if sentence else "multiple choice",
+        "sentence classification" if sentence else "multiple choice",
+        f"load a DistilBertFor{'SequenceClassification' if sentence else 'MultipleChoice'} checkpoint",
+        "ForSequenceClassification" if sentence else "ForMultipleChoice",
+    )
 
 
 _MLM = ("mlm", "MLM", "masked-word prediction")
@@ -245,6 +361,7 @@ BERT_HEADS: dict[str, Head] = {
         "load a BertForPreTraining or BertForNextSentencePrediction checkpoint",
     ),
 }
+BERT_HEADS.update(_task_heads())
 HEADS = BERT_HEADS  # the default table: BERT's
 ROBERTA_HEADS: dict[str, Head] = {
     "mlm": Head(
@@ -256,6 +373,9 @@ ROBERTA_HEADS: dict[str, Head] = {
         "load a RobertaForMaskedLM checkpoint",
     ),
 }
+ROBERTA_HEADS.update(
+    _task_heads(classify=_first_token_classify("tanh"))
+)  # its multiple choice reads the pooler, as BERT's
 DISTILBERT_HEADS: dict[str, Head] = {
     "mlm": Head(
         "mlm",
@@ -270,6 +390,11 @@ DISTILBERT_HEADS: dict[str, Head] = {
         "load a DistilBertForMaskedLM checkpoint",
     ),
 }
+DISTILBERT_HEADS.update(
+    _task_heads(
+        classify=_distilbert_task("classify", _labels), choice=_distilbert_task("choice", lambda c: 1)
+    )
+)
 ALBERT_HEADS: dict[str, Head] = {
     "mlm": Head(
         "mlm",
@@ -289,6 +414,7 @@ ALBERT_HEADS: dict[str, Head] = {
         "load an AlbertForPreTraining checkpoint",
     ),
 }
+ALBERT_HEADS.update(_task_heads())
 ELECTRA_HEADS: dict[str, Head] = {
     "mlm": Head(
         "mlm",
@@ -311,6 +437,24 @@ ELECTRA_HEADS: dict[str, Head] = {
         "load an ELECTRA discriminator (ElectraForPreTraining) checkpoint",
     ),
 }
+ELECTRA_HEADS.update(
+    _task_heads(
+        classify=_first_token_classify("gelu"),
+        choice=Head(
+            "choice",
+            {
+                "sequence_summary.summary": _linear_to(lambda c: c.hidden_size),
+                "classifier": _linear_to(lambda c: 1),
+            },
+            _electra_choice,
+            "sequence",
+            "multiple choice",
+            "multiple choice",
+            "load an ElectraForMultipleChoice checkpoint",
+            "ForMultipleChoice",
+        ),
+    )
+)
 
 # model_type -> its heads
 HEAD_TABLES: dict[str, dict[str, Head]] = {

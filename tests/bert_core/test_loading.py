@@ -406,8 +406,10 @@ def test_fp16_checkpoint_is_computed_in_fp32(tmp_path, tiny_checkpoint):
     assert r.attentions.dtype == np.float32 and np.isfinite(r.hidden_states).all()
 
 
-@pytest.mark.parametrize("head", ["BertForSequenceClassification", "BertForQuestionAnswering"])
-def test_fine_tuned_checkpoint_loads_and_reports_the_ignored_head(tmp_path, head):
+@pytest.mark.parametrize(
+    "head,task", [("BertForSequenceClassification", "classify"), ("BertForQuestionAnswering", "qa")]
+)
+def test_fine_tuned_head_loads_when_config_names_it_and_is_set_aside_otherwise(tmp_path, head, task):
     import transformers
 
     config = transformers.BertConfig(
@@ -422,9 +424,12 @@ def test_fine_tuned_checkpoint_loads_and_reports_the_ignored_head(tmp_path, head
     hf.save_pretrained(tmp_path / head)
     write_vocab(tmp_path / head)
     model = bert_core.load_pretrained(tmp_path / head)
-    assert model.info.ignored_weights and all(
-        k.startswith(("classifier.", "qa_outputs.")) for k in model.info.ignored_weights
-    )
+    assert model.info.task == task and model.info.heads == (task,) and not model.info.ignored_weights
+    # Without "architectures" the keys cannot say a sentence from a token classifier: set aside, reported.
+    _edit_config(tmp_path / head, architectures=None)
+    model = bert_core.load_pretrained(tmp_path / head)
+    assert model.info.task is None and model.info.ignored_weights
+    assert all(k.startswith(("classifier.", "qa_outputs.")) for k in model.info.ignored_weights)
     r = model.analyze("the cat sat")
     with torch.no_grad():
         out = hf.bert(input_ids=torch.tensor([r.input_ids.tolist()]), output_hidden_states=True)
@@ -666,3 +671,10 @@ def test_an_untied_head_state_dict_loads_into_transformers_as_is(tmp_path):
     only_decoder = {k: v for k, v in state.items() if k != "cls.predictions.bias"}
     again.network.load_state_dict(only_decoder, strict=True)
     assert torch.equal(again.network.cls.predictions.bias, state["cls.predictions.bias"])
+
+
+def _edit_config(directory, **changes) -> None:
+    path = directory / "config.json"
+    config = json.loads(path.read_text())
+    config.update(changes)
+    path.write_text(json.dumps(config))
