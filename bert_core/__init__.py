@@ -25,7 +25,9 @@ from .pieces import PieceStyle
 from .results import (
     Analysis,
     AttentionDetails,
+    Attribution,
     EmbeddingComponents,
+    Entity,
     HeadImportance,
     LogitLens,
     MaskPrediction,
@@ -39,6 +41,8 @@ from .tokenizer import Encoding, WordPieceTokenizer
 
 __all__ = [
     "Analysis",
+    "Attribution",
+    "Entity",
     "AttentionDetails",
     "BertConfig",
     "BertScopeError",

@@ -23,13 +23,14 @@ from .errors import InputError
 from .modeling.encoder import EncoderOutput
 from .modeling.heads import Network
 from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo, Vectors
+from .tasks import TaskPasses
 from .tokenizer import Encoding, WordPieceTokenizer
 
 TextInput = str | tuple[str, str | None]
 TASKS = ("classify", "tag", "qa", "choice")
 
 
-class BertScopeModel(AnalysisPasses):
+class BertScopeModel(AnalysisPasses, TaskPasses):
     """A checkpoint ready for analysis. Build it with `bert_core.load_pretrained`.
 
     The analyses that need passes of their own (a layer's q/k/v, value-weighted attention, head importance,

@@ -226,3 +226,33 @@ class LogitLens(_ReadsEncoding):
     # ties count in its favour, so the rank is 1 + the number of pieces with a strictly higher logit.
     final_token_rank: np.ndarray
     final_token_probability: np.ndarray  # (L + 1,) float32
+
+
+@dataclass(frozen=True)
+class Entity:
+    """A span a tagger labelled, merged from its words' B-/I- (or BIOES) labels."""
+
+    label: str  # the entity type: "PER", "LOC", ...
+    text: str  # the span as typed
+    start: int  # character offsets into the sentence it was typed in
+    end: int
+    score: float  # mean probability of its words' labels
+    sentence: int = 0  # 0 = text, 1 = text_pair
+
+
+@dataclass(frozen=True)
+class Attribution(_ReadsEncoding):
+    """How much each token moved one logit (`target`): `scores` (S,) float32, one per token of the encoding.
+
+    For integrated gradients the scores add up to score - baseline_score, up to `completeness_gap` (the
+    integral's discretisation error: small at 50 steps)."""
+
+    text: str
+    text_pair: str | None
+    encoding: Encoding
+    scores: np.ndarray
+    target: str  # the logit explained, in words ("class POS", "answer start (token 7)", ...)
+    method: str  # "integrated_gradients" or "gradient_x_input"
+    score: float  # the logit for the input as typed
+    baseline_score: float  # the logit with every non-special token replaced by the pad token
+    completeness_gap: float  # |sum(scores) - (score - baseline_score)|

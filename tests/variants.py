@@ -111,3 +111,61 @@ def hf_tokenizer(directory: Path, arch: str):
 
     cls = {"roberta": "RobertaTokenizer", "albert": "AlbertTokenizer"}.get(arch, "BertTokenizer")
     return getattr(transformers, cls).from_pretrained(directory)
+
+
+TASK_CLASSES = {
+    "classify": "ForSequenceClassification",
+    "tag": "ForTokenClassification",
+    "qa": "ForQuestionAnswering",
+    "choice": "ForMultipleChoice",
+}
+FAMILY_PREFIX = {
+    "bert": "Bert",
+    "roberta": "Roberta",
+    "distilbert": "DistilBert",
+    "albert": "Albert",
+    "electra": "Electra",
+}
+
+
+def make_task_checkpoint(
+    directory: Path, arch: str, task: str, labels: list[str] | None = None, seed: int = 0, **config_changes
+) -> Path:
+    """A random-weight fine-tuned checkpoint of `arch` with the `task` head, labels named as given."""
+    import transformers
+
+    from tests.conftest import TINY_VOCAB
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if arch == "roberta":
+        _bpe_tokenizer(directory)
+    elif arch == "albert":
+        _unigram_tokenizer(directory)
+    else:
+        write_vocab(directory)
+    vocab_size = (
+        len(TINY_VOCAB) if arch in ("bert", "distilbert", "electra") else len(hf_tokenizer(directory, arch))
+    )
+    if arch == "bert":
+        config = transformers.BertConfig(
+            vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=37, max_position_embeddings=64,
+        )  # fmt: skip
+    else:
+        config = _config(arch, vocab_size, TINY)
+    if labels is not None:
+        config.id2label = dict(enumerate(labels))
+        config.label2id = {name: i for i, name in enumerate(labels)}
+    for key, value in config_changes.items():
+        setattr(config, key, value)
+    torch.manual_seed(seed)
+    model = getattr(transformers, FAMILY_PREFIX[arch] + TASK_CLASSES[task])(config).eval()
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "norm" in name.lower() or name.endswith("bias"):
+                param.normal_(0.0 if name.endswith("bias") else 1.0, 0.1)
+            elif "classifier" in name or "qa_outputs" in name or "summary" in name:
+                param.normal_(0.0, 0.5)  # large enough that the heads' answers differ clearly
+    model.save_pretrained(directory)
+    return directory

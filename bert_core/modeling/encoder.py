@@ -77,8 +77,12 @@ class BertEmbeddings(nn.Module):
         self.LayerNorm = nn.LayerNorm(e, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor) -> EmbeddingOutput:
-        word = self.word_embeddings(input_ids)
+    def forward(
+        self, input_ids: Tensor, token_type_ids: Tensor, position_ids: Tensor, word: Tensor | None = None
+    ) -> EmbeddingOutput:
+        """word (B, S, E), when given, stands in for the table's rows (attribution interpolates it)."""
+        if word is None:
+            word = self.word_embeddings(input_ids)
         position = self.position_embeddings(position_ids)
         if self.token_type_embeddings is None:
             segment = None
@@ -284,12 +288,14 @@ class Encoder(nn.Module):
         *,
         keep_attentions: bool = True,
         details_layer: int | None = None,
+        word_embeddings: Tensor | None = None,
     ) -> EncoderOutput:
         """input_ids (B, S) int64; token_type_ids, position_ids (B, S) (default: zeros, and the positions from
         the architecture's first one up); attention_mask (B, S) with 1 = real token, 0 = padding; head_mask
         (L, N) with 1 = keep, 0 = switch the head off, or (B, L, N) for a mask per row (ablating many heads in
         one batched call). keep_attentions=False returns no attention stack (1/L of the memory, for callers that
-        need only vectors); details_layer asks one layer for its queries, keys, values and raw scores."""
+        need only vectors); details_layer asks one layer for its queries, keys, values and raw scores;
+        word_embeddings (B, S, E) replaces the word-embedding lookup (for gradients with respect to it)."""
         b, s = input_ids.shape
         c = self.config
         if token_type_ids is None:
@@ -297,7 +303,7 @@ class Encoder(nn.Module):
         if position_ids is None:
             position_ids = c.position_offset + torch.arange(s, device=input_ids.device).expand(b, s)
         mask = additive_mask(attention_mask)
-        emb = self.embeddings(input_ids, token_type_ids, position_ids)
+        emb = self.embeddings(input_ids, token_type_ids, position_ids, word_embeddings)
         hidden = self.project(self.embeddings.dropout(emb.normalized))  # (B, S, E) -> (B, S, H)
 
         layers = self.layer_parts()

@@ -1,0 +1,346 @@
+"""What fine-tuned heads predict, and why: classify, tag (and entities), answer, choose, attribute.
+
+`BertScopeModel` inherits these methods; they use its `encode`, `_run`, `network` and `tokenizer`.
+
+Dimensions: B = batch (windows, choices or interpolation steps), S = sequence length, H = hidden size,
+E = embedding size, C = classes, K = interpolation steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .errors import InputError
+from .modeling.encoder import EncoderOutput
+from .results import Attribution, Entity
+from .tokenizer import Encoding, _frozen
+
+ATTRIBUTION_METHODS = ("integrated_gradients", "gradient_x_input")
+
+
+class TaskPasses:
+    """Mixed into `BertScopeModel` (see there for the attributes these methods use)."""
+
+    def _head_input(self, name: str, out: EncoderOutput) -> Tensor:
+        """What head `name` reads from a forward's output: pooled (B, H), tokens (B, S, H) or the sequence."""
+        reads = self.network.head_table[name].reads
+        return out.pooled if reads == "pooled" else out.last_hidden_state
+
+    def _task_logits(self, name: str, encodings: Sequence[Encoding]) -> Tensor:
+        """Head `name`'s logits for a padded batch: (B, C) for sentence heads, (B, S, C) for token heads."""
+        self.network.head(name)  # MissingHeadError before any work
+        out = self._run(list(encodings), None, keep_attentions=False)
+        with torch.inference_mode():
+            return self.network.logits(name, self._head_input(name, out))
+
+    # -- sentence classification ----------------------------------------------------------------------------
+
+    def classify(self, text: str, text_pair: str | None = None) -> list[tuple[str, float]]:
+        """[(label, probability), ...] best first: softmax for a single-label classifier, a sigmoid per label
+        for a multi-label one; for regression [(label, value), ...] in label order."""
+        logits = self._task_logits("classify", [self.encode(text, text_pair)])[0]  # (C,)
+        labels = self._label_names(logits.shape[-1])
+        kind = self.config.task_kind
+        if kind == "regression":
+            return [(label, float(v)) for label, v in zip(labels, logits.tolist(), strict=True)]
+        probs = torch.sigmoid(logits) if kind == "multi_label_classification" else torch.softmax(logits, -1)
+        return sorted(zip(labels, probs.tolist(), strict=True), key=lambda pair: -pair[1])
+
+    def _label_names(self, count: int) -> list[str]:
+        names = self.config.id2label
+        return list(names) if len(names) == count else [f"LABEL_{i}" for i in range(count)]
+
+    # -- token classification -------------------------------------------------------------------------------
+
+    def tag(self, text: str, text_pair: str | None = None) -> list[tuple[str, str, float]]:
+        """[(token, label, probability), ...], one per token of `analyze(text, text_pair).tokens`."""
+        enc = self.encode(text, text_pair)
+        probs = torch.softmax(self._task_logits("tag", [enc])[0], -1)  # (S, C)
+        best, index = probs.max(-1)
+        labels = self._label_names(probs.shape[-1])
+        return [
+            (token, labels[i], float(p))
+            for token, i, p in zip(enc.tokens, index.tolist(), best.tolist(), strict=True)
+        ]
+
+    def entities(self, text: str, text_pair: str | None = None) -> list[Entity]:
+        """Word-level entities merged from the tagger's B-/I- (and BIOES, or plain type) labels, each with its
+        character span in the sentence it was typed in. A word takes its first piece's label."""
+        enc = self.encode(text, text_pair)
+        tags = self.tag(text, text_pair)
+        texts = (text, text_pair)
+        words: list[tuple[int, int, int, str, float]] = []  # (sentence, start, end, label, probability)
+        seen: set[tuple[int, int]] = set()
+        for i, (sentence, word) in enumerate(zip(enc.sequence_ids, enc.word_ids, strict=True)):
+            if sentence is None or word is None:
+                continue
+            start, end = (int(x) for x in enc.offsets[i])
+            if (sentence, word) in seen:  # a later piece of the same word widens its span
+                s, st, _, label, p = words[-1]
+                words[-1] = (s, st, end, label, p)
+                continue
+            seen.add((sentence, word))
+            words.append((sentence, start, end, tags[i][1], tags[i][2]))
+        return _merge_entities(words, texts)
+
+    # -- question answering ---------------------------------------------------------------------------------
+
+    def answer(
+        self,
+        question: str,
+        context: str,
+        top_k: int = 1,
+        *,
+        max_answer_tokens: int = 30,
+        stride: int = 128,
+    ) -> list[tuple[str, int, int, float]]:
+        """[(answer_text, start_char, end_char, score), ...], the best spans of `context` by start + end logit
+        (the score), end >= start, at most `max_answer_tokens` pieces, over context pieces only. A context
+        longer than the model's positions is read in overlapping windows (`stride` pieces shared between
+        neighbours), as the reference pipelines do."""
+        self.network.head("qa")
+        if not isinstance(question, str) or not question.strip():
+            raise InputError("the question is empty: type a question about the passage")
+        top_k = self._check_top_k(top_k)
+        windows = self._qa_windows(question, context, stride)
+        logits = self._task_logits("qa", windows)  # (B, S, 2)
+        best: dict[tuple[int, int], float] = {}
+        for row, enc in enumerate(windows):
+            in_context = [i for i, seq in enumerate(enc.sequence_ids) if seq == 1]
+            starts, ends = logits[row, : len(enc), 0], logits[row, : len(enc), 1]
+            first, last = in_context[0], in_context[-1]
+            # every (start, end) pair of context pieces at once: (S, S) start + end
+            scores = starts[first : last + 1, None] + ends[None, first : last + 1]
+            valid = torch.triu(torch.ones_like(scores, dtype=torch.bool))
+            valid &= ~torch.triu(valid, diagonal=max_answer_tokens)
+            scores = scores.masked_fill(~valid, float("-inf"))
+            for flat in torch.topk(scores.flatten(), min(top_k, int(valid.sum()))).indices.tolist():
+                i, j = divmod(flat, scores.shape[1])
+                span = (int(enc.offsets[first + i][0]), int(enc.offsets[first + j][1]))
+                best[span] = max(best.get(span, float("-inf")), float(scores[i, j]))
+        ranked = sorted(best.items(), key=lambda item: -item[1])[:top_k]
+        return [(context[a:b], a, b, score) for (a, b), score in ranked]
+
+    def _qa_windows(self, question: str, context: str, stride: int) -> list[Encoding]:
+        """[question + window of the context] encodings covering the whole context: the question and the
+        specials around it repeat, the context's pieces advance by (window - stride)."""
+        if isinstance(stride, bool) or not isinstance(stride, int) or stride < 0:
+            raise InputError(f"stride must be a non-negative integer, got {stride!r}")
+        full = self.tokenizer.encode(question, context, max_length=10**9)
+        context_at = [i for i, seq in enumerate(full.sequence_ids) if seq == 1]
+        head = list(range(context_at[0]))  # [CLS] question [SEP] (and RoBERTa's second </s>)
+        tail = list(range(context_at[-1] + 1, len(full)))
+        room = self.tokenizer.max_length - len(head) - len(tail)
+        if room < 1:
+            raise InputError(
+                f"the question takes {len(head)} of the model's {self.tokenizer.max_length} positions: "
+                "shorten it to leave room for the passage"
+            )
+        step = max(1, room - min(stride, room - 1))
+        windows = []
+        for start in range(0, len(context_at), step):
+            keep = head + context_at[start : start + room] + tail
+            windows.append(_select(full, keep, self.tokenizer.position_offset))
+            if start + room >= len(context_at):
+                break
+        return windows
+
+    # -- multiple choice ------------------------------------------------------------------------------------
+
+    def choose(self, prompt: str, choices: Sequence[str]) -> list[tuple[str, float]]:
+        """[(choice, probability), ...] best first: each choice scored after the prompt as a sentence pair,
+        softmax over the choices."""
+        if isinstance(choices, str) or len(choices) < 2:
+            raise InputError("give at least two choices to choose between")
+        logits = self._task_logits("choice", [self.encode(prompt, c) for c in choices])[:, 0]  # (C,)
+        probs = torch.softmax(logits, -1).tolist()
+        return sorted(zip(choices, probs, strict=True), key=lambda pair: -pair[1])
+
+    # -- attribution ----------------------------------------------------------------------------------------
+
+    def attribute(
+        self,
+        text: str,
+        text_pair: str | None = None,
+        *,
+        target=None,
+        method: str = "integrated_gradients",
+        steps: int = 50,
+    ) -> Attribution:
+        """How much each token's word embedding moved one logit, by integrated gradients (Sundararajan et al.,
+        2017) or gradient x input.
+
+        The logit (`target`): a classifier's class (index or label; default the predicted one); a tagger's
+        (position, label) (default the first word piece and its predicted label); for QA, "start" or "end" of
+        the best answer (default "start"; `text` is the question, `text_pair` the passage); for an MLM model a
+        (position, token) (default the first [MASK] and its top prediction). The IG baseline is the same input
+        with every non-special token replaced by the pad token (specials, positions and segments kept),
+        interpolated in word-embedding space with `steps` midpoint steps.
+
+        Written here rather than with captum: the interpolation runs on the encoder's own `word_embeddings`
+        input, one batched forward per chunk of steps, in the ~40 lines below, without another dependency.
+        """
+        if method not in ATTRIBUTION_METHODS:
+            raise InputError(f"method must be one of {', '.join(ATTRIBUTION_METHODS)}, got {method!r}")
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 1000:
+            raise InputError(f"steps must be an integer from 1 to 1000, got {steps!r}")
+        enc = self.encode(text, text_pair)
+        name, pick, described = self._attribution_target(enc, text, text_pair, target)
+        ids = torch.from_numpy(np.array(enc.input_ids))[None].to(self.device)  # (1, S)
+        types = torch.from_numpy(np.array(enc.token_type_ids))[None].to(self.device)
+        positions = torch.from_numpy(np.array(enc.position_ids))[None].to(self.device)
+        table = self.network.base.embeddings.word_embeddings
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        baseline_ids = torch.where(torch.from_numpy(enc.special_tokens_mask)[None].to(self.device), ids, pad)
+
+        def score(words: Tensor) -> Tensor:
+            """words (B, S, E) -> the target logit for each row, (B,)."""
+            b = words.shape[0]
+            out = self.network(
+                ids.expand(b, -1),
+                types.expand(b, -1),
+                positions.expand(b, -1),
+                keep_attentions=False,
+                word_embeddings=words,
+            )
+            return pick(self.network.logits(name, self._head_input(name, out)))
+
+        with torch.no_grad():
+            x = table(ids).float()  # (1, S, E)
+            x0 = table(baseline_ids).float()
+            f_x, f_x0 = float(score(x)[0]), float(score(x0)[0])
+        with torch.enable_grad():
+            if method == "gradient_x_input":
+                point = x.clone().requires_grad_(True)
+                grads = torch.autograd.grad(score(point).sum(), point)[0]  # (1, S, E)
+                scores = (grads * x).sum(-1)[0]
+            else:
+                total = torch.zeros_like(x)
+                alphas = (
+                    torch.arange(steps, dtype=torch.float32, device=x.device) + 0.5
+                ) / steps  # midpoints
+                for chunk in alphas.split(16):  # bounded memory: 16 interpolated inputs per backward
+                    point = (x0 + chunk[:, None, None] * (x - x0)).requires_grad_(True)  # (K, S, E)
+                    total += torch.autograd.grad(score(point).sum(), point)[0].sum(0, keepdim=True)
+                scores = ((x - x0) * total / steps).sum(-1)[0]  # (S,)
+        attributions = scores.detach().cpu().numpy().astype(np.float32)
+        gap = abs(float(attributions.sum()) - (f_x - f_x0))
+        return Attribution(
+            text=text,
+            text_pair=text_pair,
+            encoding=enc,
+            scores=_frozen(attributions),
+            target=described,
+            method=method,
+            score=f_x,
+            baseline_score=f_x0,
+            completeness_gap=gap,
+        )
+
+    def _attribution_target(self, enc: Encoding, text: str, text_pair: str | None, target):
+        """(head name, logits -> (B,) picker, words for people) for `attribute`."""
+        task = self.task if self.task is not None else ("mlm" if self.has_mlm_head else None)
+        if task is None:
+            raise InputError("this model has no head to explain: load a fine-tuned or an MLM checkpoint")
+        if task == "classify":
+            labels = self._label_names(self.config.num_labels)
+            if target is None:
+                target = int(self._task_logits("classify", [enc])[0].argmax())
+            index = labels.index(target) if isinstance(target, str) and target in labels else target
+            index = self._check_index(index, len(labels), "the target class")
+            return "classify", lambda logits: logits[:, index], f"class {labels[index]}"
+        if task in ("tag", "mlm"):
+            if target is None:
+                if task == "tag":
+                    position = next(i for i, seq in enumerate(enc.sequence_ids) if seq is not None)
+                    label = int(self._task_logits("tag", [enc])[0, position].argmax())
+                else:
+                    position = self._mask_positions(enc)[0]
+                    out = self._run([enc], None, keep_attentions=False)
+                    with torch.inference_mode():
+                        label = int(self.network.logits("mlm", out.last_hidden_state[0, position]).argmax())
+                target = (position, label)
+            position, label = target
+            position = self._check_index(position, len(enc), "the target position")
+            names = self._label_names(self.config.num_labels) if task == "tag" else None
+            if isinstance(label, str):
+                label = names.index(label) if names and label in names else self.tokenizer.token_to_id(label)
+            size = self.config.num_labels if task == "tag" else self.config.vocab_size
+            label = self._check_index(label, size, "the target label")
+            shown = names[label] if names else self.tokenizer.id_to_token(label)
+            return task, lambda logits: logits[:, position, label], f"{shown!s} at token {position}"
+        if task == "qa":
+            end = {"start": 0, "end": 1}.get(target if target is not None else "start")
+            if end is None or text_pair is None:
+                raise InputError(
+                    'for question answering, pass the passage as text_pair and target "start" or "end"'
+                )
+            best = self.answer(text, text_pair)[0]
+            char = best[1] if end == 0 else best[2] - 1
+            position = next(
+                i
+                for i, (seq, (a, b)) in enumerate(zip(enc.sequence_ids, enc.offsets.tolist(), strict=True))
+                if seq == 1 and a <= char < max(b, a + 1)
+            )
+            return (
+                "qa",
+                lambda logits: logits[:, position, end],
+                f"answer {'start' if end == 0 else 'end'} (token {position})",
+            )
+        raise InputError(f"attribution is not available for the {task} head")
+
+
+def _select(full: Encoding, keep: list[int], position_offset: int) -> Encoding:
+    """The pieces of `full` at `keep`, as an Encoding of their own (positions renumbered from the offset)."""
+    index = np.array(keep, dtype=np.intp)
+    return Encoding(
+        tokens=[full.tokens[i] for i in keep],
+        input_ids=_frozen(full.input_ids[index]),
+        token_type_ids=_frozen(full.token_type_ids[index]),
+        position_ids=_frozen(np.arange(position_offset, position_offset + len(keep), dtype=np.int64)),
+        offsets=_frozen(full.offsets[index]),
+        sequence_ids=[full.sequence_ids[i] for i in keep],
+        word_ids=[full.word_ids[i] for i in keep],
+        special_tokens_mask=_frozen(full.special_tokens_mask[index]),
+        truncated=False,
+        num_tokens_before_truncation=len(keep),
+    )
+
+
+def _merge_entities(words, texts) -> list[Entity]:
+    """BIO / BIOES / plain-type word labels -> entities. B-/S- (or a change of type, or a plain type after
+    another) starts one; I-/E- of the same type continue it; E-/S- and O end it."""
+    entities: list[Entity] = []
+    current = None  # [sentence, start, end, type, probabilities]
+    for sentence, start, end, label, p in words:
+        prefix, _, kind = label.partition("-") if "-" in label else ("", "", label)
+        if label == "O" or not kind:
+            if current:
+                entities.append(current)
+            current = None
+            continue
+        continues = (
+            current is not None
+            and current[0] == sentence
+            and current[3] == kind
+            and prefix in ("I", "E", "")
+            and current[5] not in ("E", "S")
+        )
+        if continues:
+            current[2] = end
+            current[4].append(p)
+            current[5] = prefix
+        else:
+            if current:
+                entities.append(current)
+            current = [sentence, start, end, kind, [p], prefix]
+    if current:
+        entities.append(current)
+    return [
+        Entity(label=kind, text=(texts[s] or "")[a:b], start=a, end=b, score=float(np.mean(ps)), sentence=s)
+        for s, a, b, kind, ps, _ in entities
+    ]

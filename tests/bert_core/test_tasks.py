@@ -1,0 +1,216 @@
+"""Fine-tuned heads of every family against transformers (eager) on random weights: logits within 1e-5, the
+same labels, the same best answer span; entity merging; attributions that add up."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import bert_core
+from bert_core import InputError, MissingHeadError
+from bert_core.tasks import _merge_entities
+from tests.variants import FAMILY_PREFIX, TASK_CLASSES, hf_tokenizer, make_task_checkpoint
+
+transformers = pytest.importorskip("transformers")
+
+TOL = 1e-5
+FAMILIES = list(FAMILY_PREFIX)
+SENTIMENT = ["NEG", "NEU", "POS"]
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+@pytest.fixture(scope="module")
+def task_dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tasks")
+    labels = {"classify": SENTIMENT, "tag": TAGS, "qa": None, "choice": None}
+    return {
+        (arch, task): make_task_checkpoint(root / f"{arch}-{task}", arch, task, labels[task])
+        for arch in FAMILIES
+        for task in TASK_CLASSES
+    }
+
+
+def _hf(directory, arch, task):
+    cls = getattr(transformers, FAMILY_PREFIX[arch] + TASK_CLASSES[task])
+    return cls.from_pretrained(directory, attn_implementation="eager").eval()
+
+
+def _hf_inputs(tok, arch, *texts, **kwargs):
+    enc = tok(*texts, return_tensors="pt", **kwargs)
+    if arch == "distilbert":
+        enc.pop("token_type_ids", None)
+    if arch == "albert" and len(texts) > 1:  # transformers 5 drops ALBERT's segment ids; ALBERT uses them
+        enc = tok(*texts, return_tensors="pt", return_token_type_ids=True, **kwargs)
+    return enc
+
+
+@pytest.mark.parametrize("pack", [True, False], ids=["packed", "exact"])
+@pytest.mark.parametrize("arch", FAMILIES)
+def test_classifier_matches_transformers(task_dirs, arch, pack):
+    directory = task_dirs[arch, "classify"]
+    m = bert_core.load_pretrained(directory, pack_weights=pack)
+    assert m.info.task == "classify" and m.info.labels == tuple(SENTIMENT)
+    assert m.info.task_kind == "single_label_classification"
+    hf, tok = _hf(directory, arch, "classify"), hf_tokenizer(directory, arch)
+    for texts in (("the bank of the river",), ("we sat by the bank", "the water ran")):
+        ours = dict(m.classify(*texts))
+        with torch.inference_mode():
+            probs = torch.softmax(hf(**_hf_inputs(tok, arch, *texts)).logits[0], -1).numpy()
+        np.testing.assert_allclose([ours[name] for name in SENTIMENT], probs, atol=TOL, rtol=0)
+        assert m.classify(*texts)[0][0] == SENTIMENT[int(probs.argmax())]
+
+
+@pytest.mark.parametrize("arch", FAMILIES)
+def test_tagger_matches_transformers(task_dirs, arch):
+    directory = task_dirs[arch, "tag"]
+    m = bert_core.load_pretrained(directory)
+    hf, tok = _hf(directory, arch, "tag"), hf_tokenizer(directory, arch)
+    text = "we deposited cash at the bank by the river"
+    tags = m.tag(text)
+    assert [t for t, _, _ in tags] == m.analyze(text).tokens
+    with torch.inference_mode():
+        probs = torch.softmax(hf(**_hf_inputs(tok, arch, text)).logits[0], -1).numpy()  # (S, C)
+    assert [label for _, label, _ in tags] == [TAGS[i] for i in probs.argmax(-1)]
+    np.testing.assert_allclose([p for _, _, p in tags], probs.max(-1), atol=TOL, rtol=0)
+    for entity in m.entities(text):
+        assert entity.text == text[entity.start : entity.end] and entity.label in ("PER", "LOC")
+
+
+@pytest.mark.parametrize("pack", [True, False], ids=["packed", "exact"])
+@pytest.mark.parametrize("arch", FAMILIES)
+def test_question_answering_finds_the_same_best_span(task_dirs, arch, pack):
+    directory = task_dirs[arch, "qa"]
+    m = bert_core.load_pretrained(directory, pack_weights=pack)
+    hf, tok = _hf(directory, arch, "qa"), hf_tokenizer(directory, arch)
+    question, context = "where was the money?", "we deposited the cash at the bank by the river."
+    enc = _hf_inputs(tok, arch, question, context, return_offsets_mapping=True)
+    offsets = enc.pop("offset_mapping")[0].tolist()
+    with torch.inference_mode():
+        out = hf(**enc)
+    ours_enc = m.encode(question, context)
+    context_at = [i for i, s in enumerate(ours_enc.sequence_ids) if s == 1]
+    best, span = -np.inf, None
+    for i in context_at:  # brute force over transformers' logits, the same rules
+        for j in context_at:
+            if i <= j < i + 30:
+                score = float(out.start_logits[0, i] + out.end_logits[0, j])
+                if score > best:
+                    best, span = score, (ours_enc.offsets[i][0], ours_enc.offsets[j][1])
+    answers = m.answer(question, context, top_k=3)
+    text, start, end, score = answers[0]
+    assert (start, end) == tuple(int(x) for x in span) and text == context[start:end]
+    assert abs(score - best) <= TOL
+    assert [a[3] for a in answers] == sorted((a[3] for a in answers), reverse=True)
+    assert offsets  # transformers' offsets exist for the same pieces
+
+
+def test_long_context_is_read_in_overlapping_windows(task_dirs):
+    m = bert_core.load_pretrained(task_dirs["bert", "qa"])
+    question = "where was the cash?"
+    context = " ".join(["the river ran by the bank"] * 30) + " and we deposited the cash at the bank."
+    windows = m._qa_windows(question, context, stride=16)
+    assert len(windows) > 1 and all(len(w) <= m.tokenizer.max_length for w in windows)
+    covered = {int(w.offsets[i][0]) for w in windows for i, s in enumerate(w.sequence_ids) if s == 1}
+    full = m.tokenizer.encode(question, context, max_length=10**9)
+    assert covered == {int(full.offsets[i][0]) for i, s in enumerate(full.sequence_ids) if s == 1}
+    best = m.answer(question, context, top_k=2)
+    # the best span over windows is the best within its own window
+    assert all(context[a:b] == t for t, a, b, _ in best)
+    with pytest.raises(InputError, match="question is empty"):
+        m.answer("  ", context)
+
+
+@pytest.mark.parametrize("arch", FAMILIES)
+def test_multiple_choice_matches_transformers(task_dirs, arch):
+    directory = task_dirs[arch, "choice"]
+    m = bert_core.load_pretrained(directory)
+    hf, tok = _hf(directory, arch, "choice"), hf_tokenizer(directory, arch)
+    prompt, choices = "we went to the bank", ["to deposit cash", "to fish in the river", "the cat sat"]
+    enc = _hf_inputs(tok, arch, [prompt] * 3, choices, padding=True)
+    with torch.inference_mode():
+        logits = hf(**{k: v[None] for k, v in enc.items()}).logits[0]
+    probs = torch.softmax(logits, -1).numpy()
+    ours = dict(m.choose(prompt, choices))
+    np.testing.assert_allclose([ours[c] for c in choices], probs, atol=TOL, rtol=0)
+    with pytest.raises(InputError):
+        m.choose(prompt, ["only one"])
+
+
+def test_regression_and_multi_label_read_problem_type(tmp_path):
+    reg = bert_core.load_pretrained(make_task_checkpoint(tmp_path / "r", "bert", "classify", ["score"]))
+    assert reg.info.task_kind == "regression"
+    [(label, value)] = reg.classify("the bank")
+    assert label == "score" and isinstance(value, float)
+    multi = bert_core.load_pretrained(
+        make_task_checkpoint(
+            tmp_path / "m", "bert", "classify", ["a", "b", "c"], problem_type="multi_label_classification"
+        )
+    )
+    probs = [p for _, p in multi.classify("the bank")]
+    assert multi.info.task_kind == "multi_label_classification" and abs(sum(probs) - 1) > 1e-3
+    assert probs == sorted(probs, reverse=True)
+
+
+def test_heads_are_never_invented(task_dirs, tiny_model):
+    with pytest.raises(MissingHeadError, match="sentence classification"):
+        tiny_model.classify("the bank")
+    with pytest.raises(MissingHeadError, match="question answering"):
+        tiny_model.answer("where?", "the bank")
+    tagger = bert_core.load_pretrained(task_dirs["bert", "tag"])
+    with pytest.raises(MissingHeadError, match="multiple choice"):
+        tagger.choose("a", ["b", "c"])
+
+
+def test_entities_merge_bio_and_bioes_with_spans():
+    text = "ann lee went to new york"
+    words = [(0, 0, 3, "B-PER", 0.9), (0, 4, 7, "I-PER", 0.7), (0, 8, 12, "O", 1.0), (0, 13, 15, "O", 1.0)]
+    words += [(0, 16, 19, "B-LOC", 0.8), (0, 20, 24, "E-LOC", 0.6)]
+    ents = _merge_entities(words, (text, None))
+    assert [(e.label, e.text, e.start, e.end) for e in ents] == [
+        ("PER", "ann lee", 0, 7),
+        ("LOC", "new york", 16, 24),
+    ]
+    assert ents[0].score == pytest.approx(0.8)
+    bioes = [
+        (0, 0, 3, "S-PER", 0.9),
+        (0, 4, 7, "S-PER", 0.9),
+        (0, 8, 12, "B-LOC", 0.5),
+        (0, 13, 15, "I-PER", 0.5),
+    ]
+    assert [e.text for e in _merge_entities(bioes, (text, None))] == ["ann", "lee", "went", "to"]
+
+
+@pytest.mark.parametrize("arch", ["bert", "roberta"])
+def test_integrated_gradients_add_up(task_dirs, arch):
+    m = bert_core.load_pretrained(task_dirs[arch, "classify"])
+    r = m.attribute("we deposited cash at the bank", steps=50)
+    assert r.tokens == m.analyze("we deposited cash at the bank").tokens and r.scores.shape == (len(r),)
+    change = r.score - r.baseline_score
+    assert r.completeness_gap < 0.05 * abs(change)  # the issue's bound at 50 steps
+    assert (
+        abs(
+            r.score
+            - dict(zip(SENTIMENT, m._task_logits("classify", [r.encoding])[0].tolist()))[r.target.split()[-1]]
+        )
+        < 1e-4
+    )
+    # special tokens are the baseline's too: nothing to attribute to them
+    assert np.allclose(r.scores[r.special_tokens_mask], 0.0)
+    gxi = m.attribute("we deposited cash at the bank", method="gradient_x_input")
+    assert gxi.method == "gradient_x_input" and np.isfinite(gxi.scores).all()
+    with pytest.raises(InputError):
+        m.attribute("the bank", method="shap")
+
+
+def test_attribution_targets_for_tagger_qa_and_mlm(task_dirs, tiny_model):
+    tagger = bert_core.load_pretrained(task_dirs["bert", "tag"])
+    r = tagger.attribute("we sat by the bank", target=(2, "B-LOC"), steps=20)
+    assert (
+        "B-LOC at token 2" in r.target and r.completeness_gap < 0.05 * abs(r.score - r.baseline_score) + 1e-4
+    )
+    qa = bert_core.load_pretrained(task_dirs["bert", "qa"])
+    r = qa.attribute("where was the cash?", "we deposited the cash at the bank.", target="end", steps=20)
+    assert r.target.startswith("answer end")
+    r = tiny_model.attribute("the [MASK] sat on the bank", steps=20)
+    assert "at token 2" in r.target and np.isfinite(r.scores).all()
