@@ -188,13 +188,8 @@ def test_integrated_gradients_add_up(task_dirs, arch):
     assert r.tokens == m.analyze("we deposited cash at the bank").tokens and r.scores.shape == (len(r),)
     change = r.score - r.baseline_score
     assert r.completeness_gap < 0.05 * abs(change)  # the bound at 50 steps
-    assert (
-        abs(
-            r.score
-            - dict(zip(SENTIMENT, m._task_logits("classify", [r.encoding])[0].tolist()))[r.target.split()[-1]]
-        )
-        < 1e-4
-    )
+    logits = m._task_logits("classify", [r.encoding])[0].tolist()
+    assert abs(r.score - logits[SENTIMENT.index(r.target.split()[-1])]) < 1e-4  # the logit explained
     # special tokens are the baseline's too: nothing to attribute to them
     assert np.allclose(r.scores[r.special_tokens_mask], 0.0)
     gxi = m.attribute("we deposited cash at the bank", method="gradient_x_input")
