@@ -81,6 +81,31 @@ def predict_masks(
     ]
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def _sop(key: str, a: str, b: str, _model: bert_core.BertScopeModel) -> float:
+    _count_forward_pass()
+    return _model.sentence_order(a, b)
+
+
+def sentence_order(active: ActiveModel, a: str, b: str) -> float:
+    """P(A then B is the original order); only for a model whose `info.heads` has "sop"."""
+    return _sop(active.key, a, b, active.model)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _replaced(
+    key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel
+) -> list[tuple[str, float]]:
+    _count_forward_pass()
+    return _model.replaced_tokens(text, pair)
+
+
+def replaced_tokens(active: ActiveModel, text: str, pair: str | None = None) -> list[tuple[str, float]]:
+    """[(token, P(replaced))] per token; only for an ELECTRA discriminator (`info.heads` has "rtd")."""
+    with st.spinner("Running the discriminator…"):
+        return _replaced(active.key, text, pair, active.model)
+
+
 def next_sentence(active: ActiveModel, a: str, b: str) -> float:
     """P(IsNext) of the pair; only for a model whose `info.has_nsp_head` (the core raises otherwise)."""
     return _nsp(active.key, a, b, active.model)

@@ -154,7 +154,7 @@ def token_chips(
                 base=[starts[i] for i in idx],
                 x=[widths[i] for i in idx],
                 y=[rows[i] for i in idx],
-                text=[label(tokens[i]) for i in idx],
+                text=[label(style.display(tokens[i])) for i in idx],
                 customdata=np.array(idx),
                 hovertext=None if hovers is None else [label(hovers[i]) for i in idx],
                 hoverinfo="text" if hovers is not None else "none",
@@ -641,3 +641,29 @@ def scatter_2d(
         legend={"orientation": "v"},
     )
     return _layout(fig, title, 460, font_size)
+
+
+def replaced_strip(
+    tokens: Sequence[str], probabilities: Sequence[float], *, title: str, font_size: int = BASE_FONT
+) -> go.Figure:
+    """One row of tokens coloured by the probability that each was replaced (ELECTRA's discriminator): white
+    at 0, red at 1; the token is written in its cell (as text, never markup) with the probability on hover."""
+    p = np.asarray(probabilities, dtype=np.float32)[None, :]  # (1, S)
+    fig = go.Figure(
+        go.Heatmap(
+            z=p,
+            x=np.arange(p.shape[1]),
+            y=[0],
+            zmin=0.0,
+            zmax=1.0,
+            colorscale=[[0.0, "#ffffff"], [1.0, "#d62728"]],
+            text=[[label(t) for t in tokens]],
+            texttemplate="%{text}",
+            customdata=[[f"{v:.3f}" for v in p[0]]],
+            hovertemplate="%{text}: P(replaced) %{customdata}<extra></extra>",
+            colorbar=dict(title="P(replaced)"),
+        )
+    )
+    fig.update_yaxes(visible=False)
+    fig.update_xaxes(visible=False)
+    return _layout(fig, title, int(140 + 2 * font_size), font_size)

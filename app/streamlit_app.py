@@ -94,9 +94,12 @@ def model_picker() -> models.ActiveModel | None:
         if info.packed_weights
         else "exact (bit-identical to transformers on CPU)"
     )
+    embedding = f" · embeddings {info.embedding_size}" if info.embedding_size is not None else ""
+    lacks = f"  \nno {ui.md_escape(', no '.join(info.lacks))}" if info.lacks else ""
     st.caption(
-        f"{ui.md_escape(info.architecture)} · {info.num_layers} layers · hidden {info.hidden_size} · {info.num_heads} heads · "
-        f"{_count(info.num_parameters)} parameters  \nprediction heads: {heads}  \narithmetic: {arithmetic}",
+        f"{ui.md_escape(info.architecture_name)} · {info.num_layers} layers · hidden {info.hidden_size}{embedding} · "
+        f"{info.num_heads} heads · {_count(info.num_parameters)} parameters  \nprediction heads: {heads}{lacks}  \n"
+        f"arithmetic: {arithmetic}",
         help="Set BERTSCOPE_EXACT=1 (or start with `bertscope --exact`) for the reference's own arithmetic.",
     )
     return active

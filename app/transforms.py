@@ -196,3 +196,12 @@ def grid_table(
             columns[column] = labels[index.ravel()]
     columns[value_name] = values.ravel()
     return pd.DataFrame(columns)
+
+
+def replace_word(text: str, spans: Sequence[tuple[int, int, int]], word: int, replacement: str) -> str:
+    """`text` with word `word` (an id from `word_text_spans`) replaced by `replacement`, everything else as
+    typed: for the Replaced tokens helper, which swaps one word so the discriminator can catch it."""
+    for w, start, end in spans:
+        if w == word:
+            return text[:start] + replacement + text[end:]
+    raise ValueError(f"no word {word} in the text")

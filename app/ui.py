@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from app import cache, inputs, models
+
+if TYPE_CHECKING:
+    from bert_core import PieceStyle
 
 KEY_LARGE = "large"
 KEY_IMAGE_FORMAT = "img_format"
@@ -186,6 +190,8 @@ def untrained_positions_note(active: models.ActiveModel, length: int, *, what: s
         )
 
 
-def token_labels(tokens: list[str]) -> list[str]:
-    """Tokens numbered for selectors and tables: '3: bank'."""
-    return [f"{i}: {t}" for i, t in enumerate(tokens)]
+def token_labels(tokens: list[str], style: PieceStyle | None = None) -> list[str]:
+    """Tokens numbered for selectors and charts: '3: bank', each piece as `style` shows it ('3: ␣bank' for
+    RoBERTa's 'Ġbank')."""
+    shown = tokens if style is None else [style.display(t) for t in tokens]
+    return [f"{i}: {t}" for i, t in enumerate(shown)]

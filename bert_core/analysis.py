@@ -425,8 +425,8 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             raise InputError(
                 f"token_type_ids must have one id per input id ({len(ids)}), got shape {types.shape}"
             )
-        rows = max(1, self.config.type_vocab_size)  # without a segment table the ids are ignored; 0 is fine
-        if types.min() < 0 or types.max() >= rows:
+        rows = self.config.type_vocab_size  # 0: no segment table (DistilBERT), so the ids are ignored
+        if rows and (types.min() < 0 or types.max() >= rows):
             raise InputError(f"token_type_ids must be from 0 to {rows - 1}")
         if not positions:
             return MlmScores([], None if labels is None else np.zeros(0, np.float32), None)

@@ -102,7 +102,7 @@ if merge:
     special = [bool(result.special_tokens_mask[g[0]]) for g in groups]
 else:
     groups = None
-    names = list(result.tokens)
+    names = [active.model.info.piece_style.display(t) for t in result.tokens]
     seqs = list(result.sequence_ids)
     special = result.special_tokens_mask.tolist()
 keep = [i for i in range(len(names)) if not (hide_special and special[i])]

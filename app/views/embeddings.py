@@ -18,14 +18,42 @@ COMPONENTS = {
 POSITION_LIMIT = 512
 
 st.header("Embeddings")
-st.caption(
-    "Each piece enters BERT as the sum of three learned vectors — which piece it is, which sentence (A/B) it "
-    "is in, and where it stands — followed by LayerNorm."
-)
 active, inputs = ui.page_model()
+info = active.model.info
 result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
 emb = result.embeddings
-tokens = ui.token_labels(result.tokens)
+if emb.segment is None:
+    # DistilBERT: no segment table; never draw a missing component as zeros
+    COMPONENTS = {
+        k: v.replace("sum of the three", "sum of the two") for k, v in COMPONENTS.items() if k != "segment"
+    }
+    st.caption(
+        ui.md_escape(
+            f"Each piece enters {info.architecture_name} as the sum of two learned vectors — which piece it is and "
+            "where it stands — followed by LayerNorm. It has no segment embeddings: sentences A and B are told "
+            "apart only by the separator between them."
+        )
+    )
+else:
+    st.caption(
+        ui.md_escape(
+            f"Each piece enters {info.architecture_name} as the sum of three learned vectors — which piece it is, "
+            "which sentence (A/B) it is in, and where it stands — followed by LayerNorm."
+        )
+    )
+if info.embedding_size is not None:
+    COMPONENTS = {
+        **COMPONENTS,
+        "normalized": f"after LayerNorm ({info.embedding_size} wide; projected to {info.hidden_size} for layer 1)",
+    }
+    st.info(
+        ui.md_escape(
+            f"Factorised embeddings: the tables are {info.embedding_size} wide, and a learned projection maps each "
+            f"token's vector to the layers' {info.hidden_size} dimensions before layer 1 (the Attention and Word "
+            "senses pages start from the projected vector)."
+        )
+    )
+tokens = ui.token_labels(result.tokens, active.model.info.piece_style)
 fs = ui.font_size()
 
 st.subheader("Per token")
@@ -90,6 +118,13 @@ else:  # an older core: only the positions of this text are known
     sims = transforms.cosine_matrix(emb.position)
     st.caption("Showing only the positions used by this text.")
 pos_labels = [str(p) for p in range(count)]
+if active.model.config.position_offset:
+    st.caption(
+        ui.md_escape(
+            f"{info.architecture_name} numbers positions from {active.model.config.position_offset} (the row after "
+            "its padding row): the first rows here are ones it never uses for text."
+        )
+    )
 pos_fig = charts.heatmap(
     sims,
     pos_labels,
@@ -111,13 +146,10 @@ ui.show_figure(
 )
 
 st.subheader("Segment A vs B")
-if hasattr(active.model, "segment_embedding_table"):
-    seg = active.model.segment_embedding_table()  # (types, H)
-else:
-    seg = np.stack(
-        [emb.segment[result.token_type_ids == t][0] for t in sorted(set(result.token_type_ids.tolist()))]
-    )
-if len(seg) >= 2:
+seg = active.model.segment_embedding_table()  # (types, E), or None without a segment table
+if seg is None:
+    st.info(ui.md_escape(f"{info.architecture_name} has no segment embeddings."))
+elif len(seg) >= 2:
     cos = float(transforms.cosine_matrix(seg[:2])[0, 1])
     c1, c2, c3 = st.columns(3)
     c1.metric("|segment A|", f"{np.linalg.norm(seg[0]):.3f}")

@@ -123,7 +123,7 @@ columns = st.columns(min(3, len(predictions)))
 for m, p in enumerate(predictions[:MAX_CHARTS]):
     with columns[m % len(columns)]:
         fig = charts.bars(
-            p.tokens,
+            [style.display(t) for t in p.tokens],
             p.probabilities,
             title=f"Mask {m + 1} (piece {p.position}"
             + (", an untrained position" if trained is not None and p.position >= trained else "")

@@ -116,9 +116,103 @@ if batch is not None:
         filename="sentence_similarity",
     )
 
+info = active.model.info
+if "sop" in info.heads:
+    st.subheader("Sentence-order prediction")
+    st.caption(
+        ui.md_escape(
+            f"{info.architecture_name} was not trained to say whether B follows A (next-sentence prediction) but "
+            "whether two consecutive sentences are in their original order: sentence-order prediction (SOP). "
+            "Swap A and B to watch it change its mind."
+        )
+    )
+    if inputs.text_a is None or inputs.text_b is None:
+        st.info(
+            "Type sentences A and B in the sidebar: the SOP head says how likely A then B is the original order."
+        )
+    else:
+        try:
+            forward = cache.sentence_order(active, inputs.text_a, inputs.text_b)
+            backward = cache.sentence_order(active, inputs.text_b, inputs.text_a)
+        except bert_core.BertScopeError as exc:
+            st.error(ui.user_message(exc))
+        else:
+            c1, c2 = st.columns(2)
+            c1.metric("P(in order): A then B", f"{forward:.3f}")
+            c2.metric("P(in order): B then A", f"{backward:.3f}")
+            frame = pd.DataFrame(
+                {"order": ["A then B", "B then A"], "probability in order": [forward, backward]}
+            )
+            fig = charts.bars(
+                list(frame["order"]), list(frame["probability in order"]), title="Is this the original order?",
+                value_name="probability", range_max=1.0, font_size=fs,
+            )  # fmt: skip
+            ui.show_figure(fig, key="sv_sop", data=frame, filename="sentence_order")
+
+if "rtd" in info.heads:
+    st.subheader("Replaced tokens")
+    st.caption(
+        ui.md_escape(
+            f"{info.architecture_name}'s discriminator was trained to spot tokens a small generator swapped in: "
+            "each token is coloured by the probability it gives that the token was replaced (Clark et al., 2020)."
+        )
+    )
+    if inputs.text_a is None:
+        st.info("Type a sentence A in the sidebar to see which tokens look replaced.")
+    else:
+        try:
+            scored = cache.replaced_tokens(active, inputs.text_a, inputs.text_b)
+        except bert_core.BertScopeError as exc:
+            st.error(ui.user_message(exc))
+        else:
+            shown = [info.piece_style.display(t) for t, _ in scored]
+            ui.show_figure(
+                charts.replaced_strip(shown, [p for _, p in scored], title="As typed", font_size=fs),
+                key="sv_rtd",
+                data=pd.DataFrame({"token": [t for t, _ in scored], "p_replaced": [p for _, p in scored]}),
+                filename="replaced_tokens",
+            )
+            st.markdown("**Replace a word** and watch the discriminator catch it:")
+            analysis = ui.analysis_or_stop(active, inputs.text_a, stop=False, notes=False)
+            spans = transforms.word_text_spans(analysis, 0) if analysis is not None else []
+            if spans:
+                words = {w: inputs.text_a[a:b] for w, a, b in spans}
+                c1, c2 = st.columns(2)
+                ui.start_value("sv_rtd_word", spans[len(spans) // 2][0], lambda v: v in words)
+                word = c1.selectbox(
+                    "Word", list(words), format_func=lambda w: f"{w + 1}: {words[w]}", key="sv_rtd_word"
+                )
+                replacement = c2.text_input("Replacement", value="banana", key="sv_rtd_with", max_chars=40)
+                if replacement.strip():
+                    edited = transforms.replace_word(inputs.text_a, spans, word, replacement.strip())
+                    try:
+                        changed = cache.replaced_tokens(active, edited)
+                    except bert_core.BertScopeError as exc:
+                        st.error(ui.user_message(exc))
+                    else:
+                        st.text(edited)
+                        ui.show_figure(
+                            charts.replaced_strip(
+                                [info.piece_style.display(t) for t, _ in changed],
+                                [p for _, p in changed],
+                                title="With the word replaced",
+                                font_size=fs,
+                            ),
+                            key="sv_rtd_edited",
+                            data=pd.DataFrame(
+                                {"token": [t for t, _ in changed], "p_replaced": [p for _, p in changed]}
+                            ),
+                            filename="replaced_tokens_edited",
+                        )
+
 st.subheader("Next-sentence prediction")
 if not active.model.info.has_nsp_head:
-    st.info("This model has no NSP head (cls.seq_relationship), so it cannot say whether B follows A.")
+    lacking = "it has sentence-order prediction instead (above)" if "sop" in info.heads else "nothing to ask"
+    st.info(
+        ui.md_escape(
+            f"This {info.architecture_name} model has no NSP head, so it cannot say whether B follows A: {lacking}."
+        )
+    )
 elif inputs.text_a is None or inputs.text_b is None:
     st.info("Type sentences A and B in the sidebar: the NSP head says how likely B is to follow A.")
 else:

@@ -11,12 +11,15 @@ from app import charts, transforms, ui
 st.header("Tokens")
 active, inputs = ui.page_model()
 # How this model's tokenizer marks word boundaries, and its unknown piece: the page's words follow it.
-style = active.model.info.piece_style
+info = active.model.info
+style = info.piece_style
+tokenizer = active.model.tokenizer
 unk = style.unk_token
 st.caption(
     ui.md_escape(
-        f"BERT never sees words: it sees {style.name} pieces. {style.marker_help} [CLS] and [SEP] are added "
-        f"around the text; a word that cannot be spelt from the vocabulary becomes {unk}."
+        f"{info.architecture_name} never sees words: it sees {style.name} pieces. {style.marker_help} "
+        f"{tokenizer.cls_token} and {tokenizer.sep_token} are added around the text; a word that cannot be "
+        f"spelt from the vocabulary becomes {unk}."
     )
 )
 result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
@@ -34,6 +37,7 @@ for i, tok in enumerate(result.tokens):
         {
             "index": i,
             "piece": tok,
+            "shown as": style.display(tok),
             "id": int(result.input_ids[i]),
             "segment": int(result.token_type_ids[i]),
             "position": int(result.position_ids[i]),
@@ -46,7 +50,7 @@ for i, tok in enumerate(result.tokens):
     )
 table = pd.DataFrame(rows)
 hovers = [
-    f"#{r['index']} {r['piece']}  id {r['id']} · segment {r['segment']} · position {r['position']}"
+    f"#{r['index']} {r['shown as']}  id {r['id']} · segment {r['segment']} · position {r['position']}"
     + (f" · chars {r['start']}–{r['end']} of {r['sentence']}: {r['typed text']}" if r["sentence"] else "")
     for r in rows
 ]
@@ -72,6 +76,14 @@ st.subheader("Table")
 st.dataframe(table, hide_index=True, key="tokens_table")
 
 st.subheader("How a word was split")
+if not hasattr(tokenizer, "wordpiece_steps"):
+    st.info(
+        ui.md_escape(
+            f"{info.architecture_name} splits words with {style.name}, not WordPiece's greedy longest match: "
+            "the pieces above are its choice."
+        )
+    )
+    st.stop()
 st.caption(
     ui.md_escape(
         f"{style.name} is greedy: at each point it takes the longest piece in the vocabulary that matches, "

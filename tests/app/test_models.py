@@ -81,7 +81,7 @@ def test_sidebar_says_which_arithmetic_and_exact_mode_loads_unpacked(make_app, a
     assert "fused" not in captions and "kernel" not in captions
     # the card names the architecture and the checkpoint's prediction heads as ModelInfo lists them
     assert info.architecture == "bert" and info.heads == ("mlm", "nsp")
-    assert "bert · 2 layers" in captions and "prediction heads: MLM ✓ · NSP ✓ · pooler ✓" in captions
+    assert "BERT · 2 layers" in captions and "prediction heads: MLM ✓ · NSP ✓ · pooler ✓" in captions
 
 
 def test_a_model_still_in_use_is_adopted_back_not_loaded_twice(tmp_path, load_calls):
