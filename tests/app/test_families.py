@@ -100,3 +100,28 @@ def test_replaced_tokens_view_for_an_electra_discriminator(family_dirs, monkeypa
     assert not at.exception
     edited = figure(at, "sv_rtd_edited")
     assert decode(edited["data"][0]["z"]).size >= len(expected) - 1
+
+
+def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
+    family_dirs, monkeypatch, tiny_checkpoint
+):
+    at = _app(
+        monkeypatch,
+        tiny_checkpoint,
+        "views/compare.py",
+        a="we sat on the [MASK] of the river",
+        model2=str(family_dirs["distilbert"]),
+    )
+    assert not at.exception, [e.value for e in at.exception]
+    left, right = figure(at, "cmp_attention_left"), figure(at, "cmp_attention_right")
+    model = bert_core.load_pretrained(family_dirs["distilbert"])
+    r = model.analyze("we sat on the [MASK] of the river")
+    assert decode(right["data"][0]["z"]).shape == r.attentions[-1, 0].shape
+    assert left["layout"]["title"]["text"] and right["layout"]["title"]["text"]
+    masks = figure(at, "cmp_masks_right")
+    assert len(masks["data"][0]["y"]) == 5 or len(decode(masks["data"][0]["x"])) == 5
+    senses = figure(at, "cmp_senses")
+    assert len(senses["data"]) == 2  # one curve per model
+    assert at.query_params["model2"] == [str(family_dirs["distilbert"])] or at.query_params["model2"] == str(
+        family_dirs["distilbert"]
+    )

@@ -1,0 +1,167 @@
+"""Compare: one sentence, two models side by side — attention at a chosen layer and head, masked-word
+predictions, and how far "bank" by a river and "bank" with money drift apart, layer by layer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import bert_core
+from app import cache, charts, models, transforms, ui
+
+KEY_SECOND = "model2"  # the URL keeps both models: the sidebar's `model` and this one
+SENSES = (
+    "We sat on the bank of the river and watched the water.",
+    "She went to the bank to deposit her salary.",
+)
+TARGET = "bank"
+
+st.header("Compare two models")
+st.caption(
+    "The same sentence through two models: the sidebar's model on the left, the one picked here on the right "
+    "(e.g. bert-base-uncased and distilbert-base-uncased, or the demo BERT and a variant). Each model is "
+    "loaded once and shared by every page and session."
+)
+left, inputs = ui.page_model()
+current = st.session_state.get(KEY_SECOND) or st.query_params.get(KEY_SECOND)
+options = [o for o in models.model_options(current) if o != left.source] or [left.source]
+second = st.selectbox(
+    "Second model",
+    options,
+    key=KEY_SECOND,
+    bind="query-params",
+    accept_new_options=True,
+    help="Pick a listed model, or type a hub id or a local checkpoint directory and press Enter.",
+)
+try:
+    right = models.load_model((second or "").strip() or options[0])
+except models.ModelUnavailable as exc:
+    st.error("The second model can't be loaded: " + ui.md_escape(exc.reason))
+    st.stop()
+sides = [("left", left), ("right", right)]
+fs = ui.font_size()
+
+
+def card(active: models.ActiveModel) -> str:
+    info = active.model.info
+    return ui.md_escape(
+        f"{info.architecture_name} · {info.num_layers} layers · {info.num_heads} heads · hidden {info.hidden_size}"
+        f" — {models.describe_source(active.source)}"
+    )
+
+
+st.subheader("Attention")
+columns = st.columns(2)
+for (name, active), column in zip(sides, columns, strict=True):
+    with column:
+        st.caption(card(active))
+        result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b, stop=False, notes=False)
+        if result is None:
+            continue
+        n_layers, n_heads = result.num_layers, result.num_heads
+        if n_layers > 1:
+            ui.start_value(
+                f"cmp_layer_{name}", n_layers, lambda v, n=n_layers: isinstance(v, int) and 1 <= v <= n
+            )
+            layer = st.slider("Layer", 1, n_layers, key=f"cmp_layer_{name}", bind="query-params")
+        else:  # a slider needs two values to choose from
+            layer = 1
+            st.caption("Layer 1 (this model has a single layer)")
+        heads = ["mean"] + [str(h) for h in range(1, n_heads + 1)]
+        ui.start_value(f"cmp_head_{name}", "mean", lambda v, hs=heads: v in hs)
+        head = st.selectbox("Head", heads, key=f"cmp_head_{name}", bind="query-params")
+        maps = result.attentions[layer - 1]  # (N, S, S)
+        matrix = maps.mean(axis=0) if head == "mean" else maps[int(head) - 1]
+        labels = ui.token_labels(result.tokens, active.model.info.piece_style)
+        fig = charts.heatmap(
+            matrix,
+            labels,
+            labels,
+            title=f"Layer {layer}, head {head}",
+            zmin=0.0,
+            zmax=float(matrix.max()) or 1.0,
+            value_name="attention",
+            font_size=fs,
+        )
+        ui.show_figure(
+            fig,
+            key=f"cmp_attention_{name}",
+            data=lambda m=matrix, t=result.tokens: pd.DataFrame(m, columns=t).assign(token=t),
+            filename=f"attention_{name}",
+        )
+
+st.subheader("Masked words")
+text = inputs.text_a or ""
+columns = st.columns(2)
+for (name, active), column in zip(sides, columns, strict=True):
+    with column:
+        if not active.model.info.has_mlm_head:
+            st.info(ui.md_escape(f"{active.model.info.architecture_name}: this checkpoint has no MLM head."))
+            continue
+        try:
+            predictions = cache.predict_masks(active, text, inputs.text_b, top_k=5)
+        except bert_core.BertScopeError as exc:
+            st.info(ui.user_message(exc))
+            continue
+        style = active.model.info.piece_style
+        p = predictions[0]
+        fig = charts.bars(
+            [style.display(t) for t in p.tokens],
+            p.probabilities,
+            title=f"First mask (piece {p.position})",
+            value_name="probability",
+            range_max=1.0,
+            font_size=fs,
+        )
+        ui.show_figure(
+            fig,
+            key=f"cmp_masks_{name}",
+            data=pd.DataFrame({"token": p.tokens, "probability": p.probabilities}),
+            filename=f"masked_{name}",
+        )
+
+st.subheader("Two banks, layer by layer")
+st.caption(
+    ui.md_escape(
+        f"Cosine similarity of '{TARGET}' in “{SENSES[0]}” and in “{SENSES[1]}” at every layer. Depth is drawn "
+        "as a fraction (0 = embeddings, 1 = last layer) so models of different depths line up."
+    )
+)
+curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+for name, active in sides:
+    batch = ui.lines_analysis(active, list(SENSES))
+    if batch is None or len(batch.results) < 2:
+        continue
+    vectors = []
+    for r in batch.results:
+        found = transforms.target_occurrences(r, TARGET, active.model.tokenizer.normalize)
+        if not found:
+            break
+        vectors.append(r.hidden_states[:, found[0]].mean(axis=1))  # (L + 1, S_word, H) -> (L + 1, H)
+    if len(vectors) < 2:
+        st.info(ui.md_escape(f"{card(active)}: '{TARGET}' is not one word for this tokenizer."))
+        continue
+    a, b = vectors
+    cos = (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1) + 1e-12)  # (L + 1,)
+    curves[f"{name}: {active.model.info.architecture_name} ({active.source})"] = (
+        np.linspace(0.0, 1.0, len(cos)),
+        cos,
+    )
+if curves:
+    fig = charts.lines(
+        next(iter(curves.values()))[0],
+        {k: v for k, (_, v) in curves.items()},
+        title=f"'{TARGET}' (river) vs '{TARGET}' (money)",
+        x_name="depth (fraction of the layers)",
+        value_name="cosine",
+        font_size=fs,
+    )
+    for trace, (x, _) in zip(fig.data, curves.values(), strict=True):
+        trace.x = list(x)  # each model its own depths
+    fig.update_xaxes(dtick=0.25)
+    table = pd.concat(
+        [pd.DataFrame({"model": k, "depth": x, "cosine": y}) for k, (x, y) in curves.items()],
+        ignore_index=True,
+    )
+    ui.show_figure(fig, key="cmp_senses", data=table, filename="bank_by_layer")
