@@ -167,3 +167,80 @@ def analyze_lines(active: ActiveModel, texts: list[str]) -> Lines:
     memory stays bounded; lines the tokenizer rejects are listed in `rejected` instead of failing the rest."""
     with st.spinner("Running the model…"):
         return _lines(active.key, tuple(texts), active.model)
+
+
+# -- passes of their own (Inside the model): each cached per input, since each is several forwards ------------
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _details(key: str, text: str, pair: str | None, layer: int, _model: bert_core.BertScopeModel):
+    _count_forward_pass()
+    return _model.attention_details(text, pair, layer=layer)
+
+
+def attention_details(
+    active: ActiveModel, text: str, pair: str | None, layer: int
+) -> bert_core.AttentionDetails:
+    """One layer's queries, keys, values and raw scores (0-based `layer`), computed for that layer only."""
+    with st.spinner("Taking the layer apart…"):
+        return _details(active.key, text, pair, layer, active.model)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _value_weighted(key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel):
+    _count_forward_pass()
+    return _model.value_weighted_attention(text, pair)
+
+
+def value_weighted(active: ActiveModel, text: str, pair: str | None) -> bert_core.ValueWeightedAttention:
+    with st.spinner("Weighing the values…"):
+        return _value_weighted(active.key, text, pair, active.model)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _logit_lens(
+    key: str, text: str, pair: str | None, position: int | None, _model: bert_core.BertScopeModel
+):
+    _count_forward_pass()
+    return _model.logit_lens(text, position, top_k=5, text_pair=pair)
+
+
+def logit_lens(active: ActiveModel, text: str, pair: str | None, position: int | None) -> bert_core.LogitLens:
+    return _logit_lens(active.key, text, pair, position, active.model)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _pll(key: str, text: str, _model: bert_core.BertScopeModel):
+    _count_forward_pass()
+    return _model.pseudo_log_likelihood(text)
+
+
+def pseudo_log_likelihood(active: ActiveModel, text: str) -> bert_core.PseudoLogLikelihood:
+    with st.spinner("Masking each piece in turn…"):
+        return _pll(active.key, text, active.model)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _importance(key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel):
+    _count_forward_pass()
+    return _model.head_importance(text, text_pair=pair)
+
+
+def head_importance(active: ActiveModel, text: str, pair: str | None) -> bert_core.HeadImportance:
+    with st.spinner("Switching off every head in turn…"):
+        return _importance(active.key, text, pair, active.model)
+
+
+@st.cache_resource(max_entries=4, ttl=3600, show_spinner=False)
+def _ablated(key: str, text: str, pair: str | None, off: tuple[tuple[int, int], ...], _model):
+    _count_forward_pass()
+    mask = np.ones((_model.config.num_hidden_layers, _model.config.num_attention_heads), dtype=np.float32)
+    for layer, head in off:
+        mask[layer, head] = 0.0
+    return _freeze(_model.analyze(text, pair, head_mask=mask))
+
+
+def ablated(active: ActiveModel, text: str, pair: str | None, off: tuple[tuple[int, int], ...]):
+    """The analysis with the (layer, head) pairs in `off` (0-based) switched off."""
+    with st.spinner("Running with the heads switched off…"):
+        return _ablated(active.key, text, pair, off, active.model)

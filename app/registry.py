@@ -25,5 +25,6 @@ PAGES: list[PageSpec] = [
     PageSpec("views/word_senses.py", "Word senses", "senses"),
     PageSpec("views/sentence_vector.py", "Sentence vector & NSP", "sentence"),
     PageSpec("views/pretraining.py", "Pre-training", "pretraining"),
+    PageSpec("views/inside.py", "Inside the model", "inside"),
     PageSpec("views/compare.py", "Compare models", "compare"),
 ]

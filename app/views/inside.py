@@ -1,0 +1,367 @@
+"""Inside the model: what raw attention maps leave out — queries and keys, value-weighted attention,
+rollout and flow, head roles, head ablation, the logit lens, hidden states by layer and sentence scores.
+
+One view at a time (chosen in the URL), so only that view's numbers are computed; views that need passes of
+their own (q/k, value-weighted, ablation, logit lens, pseudo-likelihood) cache them per input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import bert_core
+from app import cache, charts, transforms, ui
+from app import inputs as inputs_module
+
+VIEWS = {
+    "qk": "Query & key",
+    "value": "Value-weighted attention",
+    "rollout": "Rollout & flow",
+    "roles": "Head roles",
+    "ablation": "Head ablation",
+    "lens": "Logit lens",
+    "hidden": "Hidden states by layer",
+    "pll": "Sentence scores (pseudo-likelihood)",
+}
+MINIMAL_PAIRS = {
+    "agreement": "The keys to the cabinet are on the table.\nThe keys to the cabinet is on the table.",
+    "bank in context": "We fished from the bank of the river.\nWe fished from the bank of the money.",
+    "article": "She ate an apple.\nShe ate a apple.",
+    "word order": "The dog chased the cat.\nThe dog the cat chased.",
+}
+
+st.header("Inside the model")
+active, inputs = ui.page_model()
+info = active.model.info
+style = info.piece_style
+fs = ui.font_size()
+view = st.radio(
+    "View", list(VIEWS), format_func=VIEWS.get, key="inside_view", horizontal=True, bind="query-params"
+)
+result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
+labels = ui.token_labels(result.tokens, style)
+n_layers, n_heads = result.num_layers, result.num_heads
+
+
+def layer_and_head(prefix: str, *, heads: bool = True) -> tuple[int, int | None]:
+    """A layer slider and (optionally) a head choice, 0-based, kept per view."""
+    c1, c2 = st.columns(2)
+    if n_layers > 1:
+        ui.start_value(f"{prefix}_layer", n_layers, lambda v: isinstance(v, int) and 1 <= v <= n_layers)
+        layer = c1.slider("Layer", 1, n_layers, key=f"{prefix}_layer")
+    else:
+        layer = 1
+    head = None
+    if heads:
+        ui.start_value(f"{prefix}_head", 1, lambda v: isinstance(v, int) and 1 <= v <= n_heads)
+        head = c2.selectbox("Head", list(range(1, n_heads + 1)), key=f"{prefix}_head")
+    return layer - 1, None if head is None else head - 1
+
+
+def matrix_figure(matrix: np.ndarray, title: str, key: str, value: str, *, rows=None, zmin=0.0) -> None:
+    rows = labels if rows is None else rows
+    fig = charts.heatmap(
+        matrix, rows, labels, title=title, zmin=zmin, zmax=float(np.nanmax(matrix)) or 1.0,
+        value_name=value, font_size=fs,
+    )  # fmt: skip
+    frame = pd.DataFrame(matrix, columns=list(result.tokens)).assign(row=list(rows))
+    ui.show_figure(fig, key=key, data=frame, filename=key)
+
+
+if view == "qk":
+    st.caption(
+        "How one query token's attention row is made: its query vector against every key, elementwise, summed "
+        "and scaled (q·k/√d), then the softmax — the neuron view of bertviz (Vig, 2019), here for any model."
+    )
+    layer, head = layer_and_head("qk")
+    ui.start_value("qk_token", 0, lambda v: isinstance(v, int) and 0 <= v < len(labels))
+    token = st.selectbox(
+        "Query token", list(range(len(labels))), format_func=labels.__getitem__, key="qk_token"
+    )
+    try:
+        d = cache.attention_details(active, inputs.text_a, inputs.text_b, layer)
+    except bert_core.BertScopeError as exc:
+        st.error(ui.user_message(exc))
+        st.stop()
+    q, k = d.queries[head, token], d.keys[head]  # (D,), (S, D)
+    products = k * q[None, :]  # (S, D): each key's elementwise product with the query
+    dims = [f"d{i}" for i in range(q.shape[0])]
+    fig = charts.heatmap(
+        np.vstack([q[None, :], k, products]),
+        [f"query {labels[token]}"] + [f"key {t}" for t in labels] + [f"q×k {t}" for t in labels],
+        dims,
+        title="Query, keys, and their elementwise products",
+        colorscale="RdBu",
+        value_name="value",
+        font_size=fs,
+    )
+    ui.show_figure(
+        fig,
+        key="qk_vectors",
+        data=pd.DataFrame(np.vstack([q[None, :], k]), columns=dims).assign(row=["query", *result.tokens]),
+        filename="query_keys",
+    )
+    scores, probs = d.scores[head, token], d.probabilities[head, token]
+    frame = pd.DataFrame({"key": result.tokens, "score q·k/√d": scores, "softmax": probs})
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.show_figure(
+            charts.bars(labels, scores, title="Scores q·k/√d", value_name="score", font_size=fs),
+            key="qk_scores",
+            data=frame,
+            filename="scores",
+        )
+    with c2:
+        ui.show_figure(
+            charts.bars(
+                labels,
+                probs,
+                title="After softmax: the attention row",
+                value_name="weight",
+                range_max=1.0,
+                font_size=fs,
+            ),  # fmt: skip
+            key="qk_softmax",
+            data=frame,
+            filename="softmax",
+        )
+
+elif view == "value":
+    st.caption(
+        "Attention weights ignore how large the attended vectors are. Value-weighted attention ‖α·f(x)‖ "
+        "(Kobayashi et al., 2020) scales each weight by the size of what the token actually contributes: "
+        "[CLS]/[SEP] heads often have large weights but tiny vectors."
+    )
+    layer, head = layer_and_head("value")
+    try:
+        vw = cache.value_weighted(active, inputs.text_a, inputs.text_b)
+    except bert_core.BertScopeError as exc:
+        st.error(ui.user_message(exc))
+        st.stop()
+    c1, c2 = st.columns(2)
+    with c1:
+        matrix_figure(result.attentions[layer, head], f"Raw weights α, layer {layer + 1} head {head + 1}",
+                      "value_raw", "α")  # fmt: skip
+    with c2:
+        matrix_figure(vw.per_head[layer, head], "‖α·f(x)‖, same head", "value_weighted", "norm")
+    matrix_figure(vw.summed[layer], f"‖Σ_h α·f(x)‖, the whole layer {layer + 1}", "value_summed", "norm")
+    norms = vw.value_norms[layer, head]
+    ui.show_figure(
+        charts.bars(labels, norms, title="‖f(x_j)‖ per token, this head", value_name="norm", font_size=fs),
+        key="value_norms",
+        data=pd.DataFrame({"token": result.tokens, "norm": norms}),
+        filename="value_norms",
+    )
+
+elif view == "rollout":
+    st.caption(
+        "Information mixes across layers, so one layer's map says little about the input. Rollout multiplies "
+        "each layer's (0.5·mean over heads + 0.5·I) maps up to a layer; flow treats them as capacities of a "
+        "layered graph (Abnar & Zuidema, 2020)."
+    )
+    layer, _ = layer_and_head("rollout", heads=False)
+    rolled = bert_core.attention_rollout(result.attentions)
+    matrix_figure(rolled[layer], f"Rollout up to layer {layer + 1}", "rollout", "share")
+    limit = bert_core.interpret.MAX_FLOW_TOKENS
+    if len(labels) > limit:
+        st.info(f"Attention flow is computed for inputs of at most {limit} pieces (its cost grows as S⁴).")
+    else:
+        with st.spinner("Solving the max-flow problems…"):
+            flow = bert_core.attention_flow(result.attentions)
+        matrix_figure(flow[layer], f"Flow up to layer {layer + 1}", "flow", "share")
+
+elif view == "roles":
+    st.caption(
+        "Heads specialise (Clark et al., 2019): some attend to [CLS] or [SEP], to the previous or next token, "
+        "to punctuation, or broadly. A head is labelled when at least half its attention goes to one target, "
+        "'broad' when its rows are near uniform."
+    )
+    roles = bert_core.head_roles(result, style=style)
+    rows = []
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            rows.append(
+                {
+                    "layer": layer + 1,
+                    "head": head + 1,
+                    "role": roles.labels[layer][head] or "",
+                    "to [CLS]": roles.to_cls[layer, head],
+                    "to [SEP]": roles.to_sep[layer, head],
+                    "to punctuation": roles.to_punctuation[layer, head],
+                    "to previous": roles.to_previous[layer, head],
+                    "to next": roles.to_next[layer, head],
+                    "to itself": roles.to_self[layer, head],
+                    "entropy (normalised)": roles.normalized_entropy[layer, head],
+                }
+            )
+    table = pd.DataFrame(rows)
+    names = sorted({r for r in table["role"] if r})
+    codes = np.array([[names.index(r) + 1 if r else 0 for r in row] for row in roles.labels], dtype=float)
+    fig = charts.heatmap(
+        codes, [f"layer {i + 1}" for i in range(n_layers)], [f"head {h + 1}" for h in range(n_heads)],
+        title="Role per head (" + ", ".join(f"{i + 1} = {n}" for i, n in enumerate(names)) + "; 0 = none)",
+        zmin=0.0, zmax=max(1.0, float(len(names))), colorscale="Viridis", value_name="role", font_size=fs,
+    )  # fmt: skip
+    ui.show_figure(fig, key="roles_grid", data=table, filename="head_roles")
+    st.dataframe(table, hide_index=True, key="roles_table")
+
+elif view == "ablation":
+    st.caption(
+        "Switch heads off (their output zeroed) and see what changes against the intact model; or measure, for "
+        "one masked word, how much its log-probability drops when each head alone is off (Michel et al., 2019)."
+    )
+    choices = [f"{layer + 1}.{head + 1}" for layer in range(n_layers) for head in range(n_heads)]
+    off_names = st.multiselect("Heads to switch off (layer.head)", choices, key="ablation_heads")
+    off = tuple(sorted((int(c.split(".")[0]) - 1, int(c.split(".")[1]) - 1) for c in off_names))
+    if off:
+        changed = cache.ablated(active, inputs.text_a, inputs.text_b, off)
+        drift = np.linalg.norm(changed.hidden_states - result.hidden_states, axis=-1)  # (L + 1, S)
+        matrix_figure(drift, "How far each token's vector moved (L2), by layer",
+                      "ablation_drift", "distance", rows=[f"layer {i}" for i in range(n_layers + 1)])  # fmt: skip
+        first = [
+            transforms.cosine_matrix(np.stack([result.hidden_states[i, 0], changed.hidden_states[i, 0]]))[
+                0, 1
+            ]
+            for i in range(n_layers + 1)
+        ]
+        ui.show_figure(
+            charts.lines(
+                list(range(n_layers + 1)),
+                {"cosine(intact, ablated) of the first token": first},
+                title="The [CLS] vector against the intact model's",
+                value_name="cosine",
+                font_size=fs,
+            ),  # fmt: skip
+            key="ablation_cls",
+            data=pd.DataFrame({"layer": range(n_layers + 1), "cosine": first}),
+            filename="ablation_cls",
+        )
+    if not info.has_mlm_head:
+        st.info("Head importance needs an MLM head: load a masked-language-model checkpoint.")
+    elif st.toggle("Importance of every head for the first [MASK]", key="ablation_importance"):
+        try:
+            imp = cache.head_importance(active, inputs.text_a, inputs.text_b)
+        except bert_core.BertScopeError as exc:
+            st.info(ui.user_message(exc))
+        else:
+            fig = charts.heatmap(
+                imp.drop, [f"layer {i + 1}" for i in range(n_layers)], [f"head {h + 1}" for h in range(n_heads)],
+                title=f"Drop in log P({style.display(imp.token)}) at piece {imp.position} with that head off",
+                colorscale="RdBu", value_name="drop (nats)", font_size=fs,
+            )  # fmt: skip
+            frame = pd.DataFrame(imp.drop, columns=[f"head {h + 1}" for h in range(n_heads)])
+            ui.show_figure(fig, key="ablation_importance_map", data=frame.assign(layer=range(1, n_layers + 1)),
+                           filename="head_importance")  # fmt: skip
+
+elif view == "lens":
+    st.caption(
+        "The MLM head applied to every layer's vector at one position (the logit lens, nostalgebraist 2020): "
+        "at which layer does the final answer appear?"
+    )
+    if not info.has_mlm_head:
+        st.info("The logit lens needs an MLM head: load a masked-language-model checkpoint.")
+        st.stop()
+    mask_id = active.model.tokenizer.mask_token_id
+    default = next(
+        (i for i, t in enumerate(result.input_ids.tolist()) if t == mask_id), 1 if len(labels) > 1 else 0
+    )
+    ui.start_value("lens_position", default, lambda v: isinstance(v, int) and 0 <= v < len(labels))
+    position = st.selectbox("Position", list(range(len(labels))), format_func=labels.__getitem__,
+                            key="lens_position")  # fmt: skip
+    try:
+        lens = cache.logit_lens(active, inputs.text_a, inputs.text_b, position)
+    except bert_core.BertScopeError as exc:
+        st.error(ui.user_message(exc))
+        st.stop()
+    table = pd.DataFrame(
+        {
+            "layer": range(len(lens.top_tokens)),
+            "top prediction": [style.display(t[0]) for t in lens.top_tokens],
+            "probability": lens.top_probabilities[:, 0],
+            "next four": [" · ".join(style.display(x) for x in t[1:]) for t in lens.top_tokens],
+            f"rank of '{style.display(lens.final_token)}'": lens.final_token_rank,
+        }
+    )
+    st.dataframe(table, hide_index=True, key="lens_table")
+    ui.show_figure(
+        charts.lines(
+            list(range(len(lens.final_token_rank))),
+            {f"rank of {style.display(lens.final_token)}": lens.final_token_rank},
+            title="Rank of the final answer by layer (1 = top)",
+            value_name="rank",
+            font_size=fs,
+        ),  # fmt: skip
+        key="lens_rank",
+        data=table,
+        filename="logit_lens",
+    )
+
+elif view == "hidden":
+    st.caption(
+        "Each token's vector through the layers: its length, how much it still points where it did a layer "
+        "down, and how close it already is to where it ends; then every token of one layer in two dimensions."
+    )
+    traj = bert_core.layer_trajectory(result)
+    layer_names = [f"layer {i}" for i in range(n_layers + 1)]
+    pick = st.radio("Measure", ["norm", "cosine to previous layer", "cosine to last layer"], key="hidden_measure",
+                    horizontal=True)  # fmt: skip
+    values = {"norm": traj.norms, "cosine to previous layer": traj.cosine_to_previous,
+              "cosine to last layer": traj.cosine_to_last}[pick]  # fmt: skip
+    matrix_figure(np.nan_to_num(values), f"{pick} per token and layer", "hidden_trajectory", pick,
+                  rows=layer_names, zmin=None)  # fmt: skip
+    ui.start_value("hidden_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
+    layer = st.slider("PCA at layer", 0, n_layers, key="hidden_layer")
+    tokens_map = bert_core.token_pca(result, layer)
+    points = tokens_map.coordinates
+    names = [labels[i] for i in tokens_map.positions]
+    share = tokens_map.explained_variance_ratio
+    groups = [0 if not result.special_tokens_mask[i] else 1 for i in tokens_map.positions]
+    fig = charts.scatter_2d(points, groups, ["pieces", "specials"], names, title=f"Tokens at layer {layer} "
+                            f"(PC1 {share[0]:.0%}, PC2 {share[1]:.0%} of the variance)", font_size=fs)  # fmt: skip
+    ui.show_figure(fig, key="hidden_pca", data=pd.DataFrame(points, columns=["pc1", "pc2"]).assign(token=names),
+                   filename="token_pca")  # fmt: skip
+
+elif view == "pll":
+    st.caption(
+        "Pseudo-log-likelihood (Salazar et al., 2020): mask each piece in turn and add up the log-probability "
+        "the model gives the true piece. Higher (less negative) = more natural to the model; compare sentences "
+        "that differ in one place."
+    )
+    if not info.has_mlm_head:
+        st.info("Pseudo-likelihood needs an MLM head: load a masked-language-model checkpoint.")
+        st.stop()
+    try:
+        total, pieces = cache.pseudo_log_likelihood(active, inputs.text_a)
+    except bert_core.BertScopeError as exc:
+        st.error(ui.user_message(exc))
+        st.stop()
+    st.metric("PLL of sentence A (nats)", f"{total:.2f}")
+    names = [f"{i}: {style.display(p)}" for i, (p, _) in enumerate(pieces)]
+    logps = [lp for _, lp in pieces]
+    ui.show_figure(
+        charts.bars(
+            names, logps, title="log P(piece | the rest)", value_name="log-probability", font_size=fs
+        ),
+        key="pll_strip",
+        data=pd.DataFrame({"piece": [p for p, _ in pieces], "log_probability": logps}),
+        filename="pseudo_log_likelihood",
+    )
+    st.subheader("Minimal pairs")
+    preset = st.selectbox("Preset", list(MINIMAL_PAIRS), key="pll_preset")
+    raw = st.text_area("Sentences, one per line", value=MINIMAL_PAIRS[preset], key=f"pll_text_{preset}")
+    lines, notes = inputs_module.prepare_lines([line.strip() for line in raw.splitlines() if line.strip()])
+    for note in notes:
+        st.warning(note)
+    ranked = []
+    for line in lines:
+        try:
+            ranked.append((line, cache.pseudo_log_likelihood(active, line).total))
+        except bert_core.BertScopeError as exc:
+            st.info(ui.md_escape(f"{line[:40]}: ") + ui.user_message(exc))
+    if ranked:
+        ranked.sort(key=lambda item: -item[1])
+        st.dataframe(
+            pd.DataFrame(ranked, columns=["sentence", "PLL (nats)"]), hide_index=True, key="pll_ranked"
+        )

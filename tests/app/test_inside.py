@@ -1,0 +1,71 @@
+"""The Inside the model page: every view renders on the tiny model and draws the core's own numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bert_core
+from app import cache
+from tests.app.conftest import decode, figure
+
+PAGE = "views/inside.py"
+TEXT = "we sat on the [MASK] of the river ."
+
+
+def open_view(make_app, view: str, text: str = TEXT):
+    at = make_app(PAGE, a=text)
+    at.radio(key="inside_view").set_value(view).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("view", ["qk", "value", "rollout", "roles", "ablation", "lens", "hidden", "pll"])
+def test_every_view_renders(make_app, view):
+    at = open_view(make_app, view, TEXT)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.get("error"), [e.value for e in at.get("error")]
+
+
+def test_query_key_view_draws_the_layers_own_scores_and_a_head_change_runs_nothing(make_app, tiny_model):
+    at = open_view(make_app, "qk", TEXT)
+    details = tiny_model.attention_details(TEXT, layer=tiny_model.config.num_hidden_layers - 1)
+    scores = decode(figure(at, "qk_scores")["data"][0]["x"])
+    if scores.dtype.kind not in "fi":  # horizontal bars: values on y
+        scores = decode(figure(at, "qk_scores")["data"][0]["y"])
+    np.testing.assert_allclose(np.asarray(scores, dtype=np.float64), details.scores[0, 0], atol=1e-5)
+    before = at.session_state[cache.FORWARD_PASSES]
+    at.selectbox(key="qk_head").set_value(2).run()
+    assert not at.exception and at.session_state[cache.FORWARD_PASSES] == before
+
+
+def test_pll_and_logit_lens_equal_the_core(make_app, tiny_model):
+    at = open_view(make_app, "pll", "the cat sat on the bank .")
+    total, pieces = tiny_model.pseudo_log_likelihood("the cat sat on the bank .")
+    assert float(at.metric[0].value) == pytest.approx(total, abs=0.01)
+    ranked = [t for t in at.dataframe if "PLL (nats)" in t.value.columns][0].value
+    assert list(ranked["PLL (nats)"]) == sorted(ranked["PLL (nats)"], reverse=True)
+    at = open_view(make_app, "lens", TEXT)
+    lens = tiny_model.logit_lens(TEXT, 5)
+    table = [t for t in at.dataframe if "top prediction" in t.value.columns][0].value
+    assert list(table["top prediction"]) == [t[0] for t in lens.top_tokens]
+
+
+def test_importance_without_a_mask_is_an_inline_message(make_app):
+    at = open_view(make_app, "ablation", "the cat sat on the bank .")
+    at.toggle(key="ablation_importance").set_value(True).run()
+    assert not at.exception
+    assert any("MASK" in str(i.value) for i in at.info)
+
+
+def test_ablation_moves_the_vectors_of_later_layers_only(make_app, tiny_model):
+    at = open_view(make_app, "ablation", TEXT)
+    at.multiselect(key="ablation_heads").set_value(["2.1"]).run()
+    assert not at.exception
+    drift = decode(figure(at, "ablation_drift")["data"][0]["z"])
+    assert np.allclose(drift[:2], 0.0) and drift[2:].max() > 0  # layers below the ablated one are untouched
+    mask = np.ones((2, 4), dtype=np.float32)
+    mask[1, 0] = 0
+    expected = tiny_model.analyze(TEXT, head_mask=mask).hidden_states - tiny_model.analyze(TEXT).hidden_states
+    np.testing.assert_allclose(drift, np.linalg.norm(expected, axis=-1), atol=1e-4)
+    assert isinstance(bert_core.attention_rollout, object)
