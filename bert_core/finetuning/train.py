@@ -42,10 +42,10 @@ from ..pretraining.train import (
     FINETUNING_INFO_FILE,
     PRETRAINING_INFO_FILE,
     SAVE_DTYPES,
-    adamw,
     checkpoint_state,
     init_bert_weights,
-    warmup_then_decay,
+    optimizer_and_schedule,
+    optimizer_step,
     write_checkpoint,
 )
 from ..tokenizer import Encoding
@@ -549,15 +549,9 @@ def _finetune(
     )
     per_epoch = math.ceil(len(train_set) / config.batch_size)
     total = per_epoch * config.epochs
-    warmup = config.warmup_steps(total)
-    optimizer = adamw(
-        network,
-        config.learning_rate,
-        weight_decay=config.weight_decay,
-        betas=config.adam_betas,
-        eps=config.adam_eps,
+    optimizer, scheduler = optimizer_and_schedule(
+        network, config, warmup_steps=config.warmup_steps(total), total_steps=total
     )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_then_decay(s, warmup, total))
     result = FinetuneResult(model, labels, len(train_set), len(held_out), skipped, new_weights)
     log.info(
         "fine-tuning a %s %s head on %d examples (%d held out), %d steps; new weights: %s",
@@ -604,17 +598,9 @@ def _finetune(
         for i in range(0, len(train_set), config.batch_size):
             batch = _batch(model, [train_set[j] for j in shuffled[i : i + config.batch_size]])
             loss = _loss(_logits(model, batch, dropout), batch)
-            value = float(loss.detach())
-            if not math.isfinite(value):
-                raise FloatingPointError(
-                    f"the loss became {value} at step {step + 1}; lower --lr and try again"
-                )
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(network.parameters(), config.max_grad_norm))
-            lr = optimizer.param_groups[0]["lr"]
-            optimizer.step()
-            scheduler.step()
+            value, grad_norm, lr = optimizer_step(
+                network, optimizer, scheduler, loss, max_grad_norm=config.max_grad_norm, step=step + 1
+            )
             step += 1
             losses.append(value)
             stats = StepStats(

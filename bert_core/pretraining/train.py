@@ -383,24 +383,26 @@ def evaluate(network: Network, batches: Sequence[Batch]) -> dict[str, float]:
     return {k: float(np.mean(v)) for k, v in totals.items() if v}
 
 
-def adamw(
-    network: nn.Module,
-    learning_rate: float,
-    *,
-    weight_decay: float,
-    betas: tuple[float, float],
-    eps: float,
-) -> torch.optim.Optimizer:
-    """AdamW as BERT uses it; shared by the pre-training and fine-tuning labs."""
+def optimizer_and_schedule(
+    network: nn.Module, config: Any, *, warmup_steps: int, total_steps: int
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW as BERT uses it, and its learning rate warmed up then decayed (`warmup_then_decay`). `config` is
+    either lab's (TrainingConfig, FinetuneConfig): its learning_rate, weight_decay, adam_betas, adam_eps."""
     decay, no_decay = [], []
     for name, param in network.named_parameters():
         # As in BERT: biases and LayerNorm gains are not pulled towards zero.
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(param)
     groups = [
-        {"params": decay, "weight_decay": weight_decay},
+        {"params": decay, "weight_decay": config.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, eps=eps)
+    optimizer = torch.optim.AdamW(
+        groups, lr=config.learning_rate, betas=config.adam_betas, eps=config.adam_eps
+    )
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: warmup_then_decay(step, warmup_steps, total_steps)
+    )
+    return optimizer, schedule
 
 
 def warmup_then_decay(step: int, warmup_steps: int, total_steps: int) -> float:
@@ -414,6 +416,32 @@ def warmup_then_decay(step: int, warmup_steps: int, total_steps: int) -> float:
 def learning_rate_factor(step: int, config: TrainingConfig) -> float:
     """`warmup_then_decay` with the pre-training config's warm-up and step count."""
     return warmup_then_decay(step, config.warmup_steps, config.steps)
+
+
+def optimizer_step(
+    network: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    loss: torch.Tensor,
+    *,
+    max_grad_norm: float,
+    step: int,
+) -> tuple[float, float, float]:
+    """Backpropagate `loss`, clip the gradients and step the optimiser and the schedule: (the loss, the gradient
+    norm before clipping, the learning rate this step used). A loss that is not finite raises
+    FloatingPointError before any weight changes, so the last checkpoint stays good."""
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise FloatingPointError(
+            f"the loss became {value} at step {step}; lower --lr or raise --warmup and try again"
+        )
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(network.parameters(), max_grad_norm))
+    lr = optimizer.param_groups[0]["lr"]
+    optimizer.step()
+    scheduler.step()
+    return value, grad_norm, lr
 
 
 # -- saving -----------------------------------------------------------------------------------------------
@@ -562,14 +590,9 @@ def _train(
     result = TrainingResult(network, tokenizer, bert_config)
     result.eval_before = evaluate(network, eval_batches)
 
-    optimizer = adamw(
-        network,
-        config.learning_rate,
-        weight_decay=config.weight_decay,
-        betas=config.adam_betas,
-        eps=config.adam_eps,
+    optimizer, scheduler = optimizer_and_schedule(
+        network, config, warmup_steps=config.warmup_steps, total_steps=config.steps
     )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: learning_rate_factor(s, config))
     network.train()
 
     def checkpoint(step: int, final: bool) -> None:
@@ -607,18 +630,9 @@ def _train(
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
             mlm, pair, accuracy = compute_losses(network, batch)
         loss = mlm if pair is None else mlm + pair
-        loss_value = float(loss.detach())
-        if not math.isfinite(loss_value):
-            # Stop before the optimiser spreads the NaN into every weight; the last checkpoint stays good.
-            raise FloatingPointError(
-                f"the loss became {loss_value} at step {step + 1}; lower --lr or raise --warmup and try again"
-            )
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(network.parameters(), config.max_grad_norm))
-        lr = optimizer.param_groups[0]["lr"]
-        optimizer.step()
-        scheduler.step()
+        loss_value, grad_norm, lr = optimizer_step(
+            network, optimizer, scheduler, loss, max_grad_norm=config.max_grad_norm, step=step + 1
+        )
         stats = StepStats(
             step=step + 1,
             total_steps=config.steps,
