@@ -265,8 +265,12 @@ def test_the_cli_reports_bad_input_with_exit_status_2(tmp_path, tiny_checkpoint,
 
 
 def test_the_cli_makes_data_and_fine_tunes_on_it(tmp_path, tiny_checkpoint, capsys):
+    from app.cli import main as bertscope
+
     data = tmp_path / "senses.csv"
-    assert finetune_cli(["make-data", "--task", "senses", "--out", str(data), "--examples", "52"]) == 0
+    assert (
+        bertscope(["finetune", "make-data", "--task", "senses", "--out", str(data), "--examples", "52"]) == 0
+    )
     out = tmp_path / "model"
     args = ["--task", "classify", "--data", str(data), "--from", str(tiny_checkpoint), "--out", str(out)]
     assert finetune_cli([*args, "--epochs", "1", "--batch-size", "16", "--threads", "1"]) == 0
