@@ -1,7 +1,8 @@
-"""The `bertscope` command: start the app, or run a pre-training job.
+"""The `bertscope` command: start the app, or run a pre-training or fine-tuning job.
 
 bertscope [--model SOURCE] [--port N] [extra streamlit flags...]
 bertscope pretrain --corpus FILE --out DIR [options]
+bertscope finetune --task TASK --data FILE --from DIR --out DIR [options]
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         from bert_core.pretraining.cli import main as pretrain_main
 
         return pretrain_main(argv[1:])
+    if argv and argv[0] == "finetune":
+        from bert_core.finetuning.cli import main as finetune_main
+
+        return finetune_main(argv[1:])
     return run_app(argv)
 
 

@@ -30,6 +30,26 @@ TextInput = str | tuple[str, str | None]
 TASKS = ("classify", "tag", "qa", "choice")
 
 
+def pad_encodings(
+    encodings: Sequence[Encoding], pad_id: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """One (B, S) batch of int64 ids, segment ids and positions, S the longest encoding, and the (B, S)
+    attention mask (1 = real token), None when no row is padded."""
+    lengths = [len(e.tokens) for e in encodings]
+    longest = max(lengths)
+    ids = np.full((len(encodings), longest), pad_id, dtype=np.int64)
+    types = np.zeros((len(encodings), longest), dtype=np.int64)
+    # Padding positions take position 0: masked out, so any valid row does.
+    positions = np.zeros((len(encodings), longest), dtype=np.int64)
+    for row, enc in enumerate(encodings):
+        ids[row, : lengths[row]] = enc.input_ids
+        types[row, : lengths[row]] = enc.token_type_ids
+        positions[row, : lengths[row]] = enc.position_ids
+    if min(lengths) == longest:
+        return ids, types, positions, None
+    return ids, types, positions, (np.arange(longest)[None, :] < np.array(lengths)[:, None]).astype(np.int64)
+
+
 class BertScopeModel(AnalysisPasses, TaskPasses):
     """A checkpoint ready for analysis. Build it with `bert_core.load_pretrained`.
 
@@ -154,29 +174,13 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
     ) -> EncoderOutput:
         """Pad the encodings into one (B, S) batch and run the encoder without building a graph.
         head_mask: (L, N) for every row, or (B, L, N) for one mask per row."""
-        lengths = [len(e.tokens) for e in encodings]
-        longest = max(lengths)
-        pad = self.tokenizer.pad_token_id or 0
-        ids = np.full((len(encodings), longest), pad, dtype=np.int64)
-        types = np.zeros((len(encodings), longest), dtype=np.int64)
-        # Padding positions take position 0: masked out, so any valid row does.
-        positions = np.zeros((len(encodings), longest), dtype=np.int64)
-        for row, enc in enumerate(encodings):
-            ids[row, : lengths[row]] = enc.input_ids
-            types[row, : lengths[row]] = enc.token_type_ids
-            positions[row, : lengths[row]] = enc.position_ids
-        mask = None
-        if min(lengths) != longest:
-            mask = torch.from_numpy(
-                (np.arange(longest)[None, :] < np.array(lengths)[:, None]).astype(np.int64)
-            )
-            mask = mask.to(self.device)
+        ids, types, positions, mask = pad_encodings(encodings, self.tokenizer.pad_token_id or 0)
         with torch.inference_mode():
             return self.network(
                 torch.from_numpy(ids).to(self.device),
                 torch.from_numpy(types).to(self.device),
                 torch.from_numpy(positions).to(self.device),
-                attention_mask=mask,
+                attention_mask=None if mask is None else torch.from_numpy(mask).to(self.device),
                 head_mask=head_mask,
                 keep_attentions=keep_attentions,
                 details_layer=details_layer,

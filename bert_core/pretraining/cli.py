@@ -17,7 +17,9 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .train import MASKING_MODES, PAIR_TASKS, SAVE_DTYPES, StepStats, TrainingConfig
 
@@ -110,15 +112,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 class ProgressBar:
-    """A one-line progress bar on a terminal; one line every `every` steps when stderr is a file."""
+    """A one-line progress bar on a terminal; one line every `every` steps when stderr is a file.
 
-    def __init__(self, stream=None, every: int = 50) -> None:
+    Reads `step`, `total_steps`, `loss`, `learning_rate` and `elapsed_s` off each step's stats; `detail`
+    (stats -> text) adds what a lab reports beside the loss (pre-training's MLM and pair losses by default).
+    """
+
+    def __init__(self, stream=None, every: int = 50, detail: Callable[[Any], str] | None = None) -> None:
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.every = every
+        self.detail = detail or _pretraining_detail
         self.smoothed: float | None = None
 
-    def __call__(self, s: StepStats) -> None:
+    def __call__(self, s) -> None:
         # An exponential moving average: single-batch losses jump around too much to read.
         self.smoothed = s.loss if self.smoothed is None else 0.98 * self.smoothed + 0.02 * s.loss
         if not self.tty and s.step % self.every and s.step != s.total_steps:
@@ -127,9 +134,8 @@ class ProgressBar:
         width = 24
         bar = "#" * int(done * width) + "." * (width - int(done * width))
         eta = s.elapsed_s / s.step * (s.total_steps - s.step)
-        pair = "" if s.pair_loss is None else f" pair {s.pair_loss:.3f} acc {s.pair_accuracy:.2f}"
         line = (
-            f"step {s.step}/{s.total_steps} [{bar}] loss {self.smoothed:.3f} (mlm {s.mlm_loss:.3f}{pair})"
+            f"step {s.step}/{s.total_steps} [{bar}] loss {self.smoothed:.3f}{self.detail(s)}"
             f" lr {s.learning_rate:.1e} {_clock(s.elapsed_s)} elapsed, {_clock(eta)} left"
         )
         if self.tty:
@@ -137,6 +143,11 @@ class ProgressBar:
         else:
             self.stream.write(line + "\n")
         self.stream.flush()
+
+
+def _pretraining_detail(s: StepStats) -> str:
+    pair = "" if s.pair_loss is None else f" pair {s.pair_loss:.3f} acc {s.pair_accuracy:.2f}"
+    return f" (mlm {s.mlm_loss:.3f}{pair})"
 
 
 def _clock(seconds: float) -> str:

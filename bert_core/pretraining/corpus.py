@@ -42,6 +42,9 @@ class Sentence:
     text: str
     topic: str
     senses: dict[str, str]  # ambiguous words of this topic that the sentence contains -> their sense
+    # (slot name, what it expanded to, before tidying) in the order the slots were filled (a slot inside
+    # another comes before it): what the fine-tuning lab's role tags and questions are built from
+    slots: tuple[tuple[str, str], ...] = ()
 
 
 FEMALE_NAMES = (
@@ -879,6 +882,7 @@ class _Expander:
     def __init__(self, rng: np.random.Generator, slots: dict[str, tuple[str, ...]]) -> None:
         self.rng = rng
         self.slots = slots
+        self.filled: list[tuple[str, str]] = []  # (slot, expansion); recording draws nothing from rng
 
     def choice(self, options: tuple[str, ...] | list[str]) -> str:
         return options[int(self.rng.integers(len(options)))]
@@ -897,7 +901,9 @@ class _Expander:
                 name = text[i + 1 : j]
                 if name not in self.slots:
                     raise KeyError(f"template slot {{{name}}} is not defined")
-                parts.append(self.expand(self.choice(self.slots[name])))
+                value = self.expand(self.choice(self.slots[name]))
+                self.filled.append((name, value))
+                parts.append(value)
                 i = j + 1
             elif c == "(":
                 alternatives: list[str] = []
@@ -1000,10 +1006,11 @@ def generate_document(
         else:
             # A pronoun in object position would need "him"/"her"; the name is always right there.
             template = template.replace("{P}", "{Name}")
-        text = _tidy(_Expander(rng, slots).expand(template))
+        expander = _Expander(rng, slots)
+        text = _tidy(expander.expand(template))
         words = set(re.findall(r"[a-z]+", text.lower()))
         senses = {w: s for w, s in topic.senses.items() if w in words or w + "s" in words}
-        sentences.append(Sentence(text, topic.name, senses))
+        sentences.append(Sentence(text, topic.name, senses, tuple(expander.filled)))
     return topic.name, sentences
 
 

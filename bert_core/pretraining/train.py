@@ -38,6 +38,8 @@ from .vocab import train_tokenizer
 log = logging.getLogger(__name__)
 
 PRETRAINING_INFO_FILE = "pretraining.json"
+FINETUNING_INFO_FILE = "finetuning.json"
+LAB_INFO_FILES = (PRETRAINING_INFO_FILE, FINETUNING_INFO_FILE)
 PAIR_TASKS = ("nsp", "sop", "none")
 MASKING_MODES = ("dynamic", "static")
 SAVE_DTYPES = {"float32": torch.float32, "float16": torch.float16}
@@ -381,7 +383,11 @@ def evaluate(network: Network, batches: Sequence[Batch]) -> dict[str, float]:
     return {k: float(np.mean(v)) for k, v in totals.items() if v}
 
 
-def _optimizer(network: nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
+def optimizer_and_schedule(
+    network: nn.Module, config: Any, *, warmup_steps: int, total_steps: int
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW as BERT uses it, and its learning rate warmed up then decayed (`warmup_then_decay`). `config` is
+    either lab's (TrainingConfig, FinetuneConfig): its learning_rate, weight_decay, adam_betas, adam_eps."""
     decay, no_decay = [], []
     for name, param in network.named_parameters():
         # As in BERT: biases and LayerNorm gains are not pulled towards zero.
@@ -390,15 +396,52 @@ def _optimizer(network: nn.Module, config: TrainingConfig) -> torch.optim.Optimi
         {"params": decay, "weight_decay": config.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=config.learning_rate, betas=config.adam_betas, eps=config.adam_eps)
+    optimizer = torch.optim.AdamW(
+        groups, lr=config.learning_rate, betas=config.adam_betas, eps=config.adam_eps
+    )
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: warmup_then_decay(step, warmup_steps, total_steps)
+    )
+    return optimizer, schedule
+
+
+def warmup_then_decay(step: int, warmup_steps: int, total_steps: int) -> float:
+    """Multiplier of the peak learning rate before step `step` (0-based): linear warm-up over `warmup_steps`,
+    then linear decay to zero at `total_steps`."""
+    if warmup_steps and step < warmup_steps:
+        return (step + 1) / warmup_steps
+    return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
 
 
 def learning_rate_factor(step: int, config: TrainingConfig) -> float:
-    """Multiplier of the peak learning rate before step `step` (0-based): linear warm-up, linear decay."""
-    if config.warmup_steps and step < config.warmup_steps:
-        return (step + 1) / config.warmup_steps
-    remaining = config.steps - step
-    return max(0.0, remaining / max(1, config.steps - config.warmup_steps))
+    """`warmup_then_decay` with the pre-training config's warm-up and step count."""
+    return warmup_then_decay(step, config.warmup_steps, config.steps)
+
+
+def optimizer_step(
+    network: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    loss: torch.Tensor,
+    *,
+    max_grad_norm: float,
+    step: int,
+) -> tuple[float, float, float]:
+    """Backpropagate `loss`, clip the gradients and step the optimiser and the schedule: (the loss, the gradient
+    norm before clipping, the learning rate this step used). A loss that is not finite raises
+    FloatingPointError before any weight changes, so the last checkpoint stays good."""
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise FloatingPointError(
+            f"the loss became {value} at step {step}; lower --lr or raise --warmup and try again"
+        )
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(network.parameters(), max_grad_norm))
+    lr = optimizer.param_groups[0]["lr"]
+    optimizer.step()
+    scheduler.step()
+    return value, grad_norm, lr
 
 
 # -- saving -----------------------------------------------------------------------------------------------
@@ -413,7 +456,43 @@ def save_checkpoint(
     save_dtype: str = "float32",
     info: dict[str, Any] | None = None,
 ) -> Path:
-    """Write a Hugging Face checkpoint directory that `load_pretrained` (and transformers) can read.
+    """Write a Hugging Face checkpoint directory that `load_pretrained` (and transformers) can read."""
+    # The tied MLM decoder is not in the state dict (it *is* the word-embedding table), so no key is duplicated.
+    state = checkpoint_state(network, save_dtype)
+    tied = "mlm" not in network.head_names or network.head("mlm").tied
+    if not tied and "cls.predictions.bias" in state:
+        # An untied head's state dict names one bias twice (transformers reads decoder.bias); safetensors
+        # refuses two names for one storage, so the second name gets its own copy.
+        state["cls.predictions.decoder.bias"] = state["cls.predictions.bias"].clone()
+    config = bert_config.to_dict()
+    config["tie_word_embeddings"] = tied
+    config["torch_dtype"] = save_dtype
+
+    def files(staging: Path) -> None:
+        # vocab.txt + tokenizer_config.json only: the loader rebuilds BERT's normaliser from them with the
+        # current code, whereas a tokenizer.json would freeze this version's normaliser into the checkpoint.
+        tokenizer.save(staging, tokenizer_json=False)
+        if info is not None:
+            (staging / PRETRAINING_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+
+    return write_checkpoint(directory, state, config, files=files)
+
+
+def checkpoint_state(network: nn.Module, save_dtype: str = "float32") -> dict[str, torch.Tensor]:
+    """The network's state dict as CPU tensors of the storage type (a key of SAVE_DTYPES)."""
+    dtype = SAVE_DTYPES[save_dtype]
+    return {k: v.detach().to("cpu", dtype).contiguous() for k, v in network.state_dict().items()}
+
+
+def write_checkpoint(
+    directory: str | Path,
+    state: dict[str, torch.Tensor],
+    config: dict[str, Any],
+    *,
+    files: Callable[[Path], None] | None = None,
+) -> Path:
+    """Write model.safetensors, config.json and whatever `files(staging_directory)` adds (tokenizer, lab
+    metadata) into `directory`, removing files an earlier checkpoint left there that would win over these.
 
     Files are first written to a temporary directory beside the target and then moved in one by one, so a
     reader (or a crash) never sees a half-written model.safetensors.
@@ -422,26 +501,12 @@ def save_checkpoint(
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    dtype = SAVE_DTYPES[save_dtype]
-    # The tied MLM decoder is not in the state dict (it *is* the word-embedding table), so no key is duplicated.
-    state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in network.state_dict().items()}
-    tied = "mlm" not in network.head_names or network.head("mlm").tied
-    if not tied and "cls.predictions.bias" in state:
-        # An untied head's state dict names one bias twice (transformers reads decoder.bias); safetensors
-        # refuses two names for one storage, so the second name gets its own copy.
-        state["cls.predictions.decoder.bias"] = state["cls.predictions.bias"].clone()
     with tempfile.TemporaryDirectory(dir=directory, prefix=".partial-") as tmp:
         tmp_dir = Path(tmp)
         save_file(state, str(tmp_dir / "model.safetensors"), metadata={"format": "pt"})
-        config = bert_config.to_dict()
-        config["tie_word_embeddings"] = tied
-        config["torch_dtype"] = save_dtype
         (tmp_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        # vocab.txt + tokenizer_config.json only: the loader rebuilds BERT's normaliser from them with the
-        # current code, whereas a tokenizer.json would freeze this version's normaliser into the checkpoint.
-        tokenizer.save(tmp_dir, tokenizer_json=False)
-        if info is not None:
-            (tmp_dir / PRETRAINING_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        if files is not None:
+            files(tmp_dir)
         written = {item.name for item in tmp_dir.iterdir()}
         _remove_stale_files(directory, written)
         for item in tmp_dir.iterdir():
@@ -454,8 +519,8 @@ def _remove_stale_files(directory: Path, written: set[str]) -> None:
     """Delete the known checkpoint files in `directory` that this save does not replace."""
     for item in directory.iterdir():
         name = item.name
-        # pretraining.json too (when this save writes none): another run's metadata describes other weights.
-        known = name in (*STALE_CHECKPOINT_FILES, PRETRAINING_INFO_FILE)
+        # The labs' metadata too (when this save writes none): another run's describes other weights.
+        known = name in (*STALE_CHECKPOINT_FILES, *LAB_INFO_FILES)
         stale = known or STALE_SHARD.fullmatch(name) is not None
         if stale and name not in written and item.is_file():
             log.info("removing %s left over from an earlier checkpoint in %s", name, directory)
@@ -525,8 +590,9 @@ def _train(
     result = TrainingResult(network, tokenizer, bert_config)
     result.eval_before = evaluate(network, eval_batches)
 
-    optimizer = _optimizer(network, config)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: learning_rate_factor(s, config))
+    optimizer, scheduler = optimizer_and_schedule(
+        network, config, warmup_steps=config.warmup_steps, total_steps=config.steps
+    )
     network.train()
 
     def checkpoint(step: int, final: bool) -> None:
@@ -564,18 +630,9 @@ def _train(
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
             mlm, pair, accuracy = compute_losses(network, batch)
         loss = mlm if pair is None else mlm + pair
-        loss_value = float(loss.detach())
-        if not math.isfinite(loss_value):
-            # Stop before the optimiser spreads the NaN into every weight; the last checkpoint stays good.
-            raise FloatingPointError(
-                f"the loss became {loss_value} at step {step + 1}; lower --lr or raise --warmup and try again"
-            )
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(network.parameters(), config.max_grad_norm))
-        lr = optimizer.param_groups[0]["lr"]
-        optimizer.step()
-        scheduler.step()
+        loss_value, grad_norm, lr = optimizer_step(
+            network, optimizer, scheduler, loss, max_grad_norm=config.max_grad_norm, step=step + 1
+        )
         stats = StepStats(
             step=step + 1,
             total_steps=config.steps,

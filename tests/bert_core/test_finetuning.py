@@ -1,0 +1,373 @@
+"""The fine-tuning lab: data files and their errors, the project's generated data, a few steps of training on
+tiny separable tasks, and checkpoints that BERTScope and transformers both load with the same logits."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import bert_core
+from bert_core import InputError
+from bert_core.finetuning import corpus_tasks, metrics
+from bert_core.finetuning.cli import main as finetune_cli
+from bert_core.finetuning.data import Example, read_examples, write_examples
+from bert_core.finetuning.train import FinetuneConfig, build_model, finetune, make_features
+from bert_core.pretraining.corpus import PERSON_NAMES, SHARED_SLOTS, TOPICS
+from tests.variants import FAMILY_PREFIX, TASK_CLASSES, make_task_checkpoint, make_variant
+
+transformers = pytest.importorskip("transformers")
+
+RIVER = ["the river water ran by the bank", "we sat on the bank of the river", "the water by the bank"]
+MONEY = ["we deposited cash at the bank", "my money was in the bank", "she deposited the cash"]
+# A high rate and small batches: a few dozen steps move a tiny random encoder's head far enough to see.
+FAST = dict(epochs=6, batch_size=4, learning_rate=5e-3, warmup=0, eval_fraction=0.25, seed=0)
+
+
+def _classify_examples(n: int = 48) -> list[Example]:
+    texts = [(t, "river") for t in RIVER] + [(t, "money") for t in MONEY]
+    return [Example(i + 2, *[texts[i % 6][0]], label=texts[i % 6][1]) for i in range(n)]
+
+
+def _tag_examples(n: int = 48) -> list[Example]:
+    kinds = {"river": "B-LOC", "water": "B-LOC", "cash": "B-OBJ", "money": "B-OBJ", "bank": "B-LOC"}
+    rows = []
+    for i in range(n):
+        words = (RIVER + MONEY)[i % 6].split()
+        rows.append(
+            Example(i + 2, " ".join(words), words=tuple(words), tags=tuple(kinds.get(w, "O") for w in words))
+        )
+    return rows
+
+
+def _qa_examples(n: int = 48) -> list[Example]:
+    rows = []
+    for i in range(n):
+        place = ["the bank", "the river", "the water"][i % 3]
+        context = f"we sat by {place} and it ran by."
+        rows.append(Example(i + 2, "where did we sit?", context, answer_start=10, answer_text=place))
+    return rows
+
+
+def _pair_examples(n: int = 48) -> list[Example]:
+    rows = []
+    for i in range(n):
+        a, b = RIVER[i % 3], (RIVER if i % 2 else MONEY)[(i // 2) % 3]
+        rows.append(Example(i + 2, a, b, label="same" if i % 2 else "different"))
+    return rows
+
+
+EXAMPLES = {"classify": _classify_examples, "tag": _tag_examples, "qa": _qa_examples, "pair": _pair_examples}
+HEAD = {"classify": "classify", "pair": "classify", "tag": "tag", "qa": "qa"}
+
+
+# -- training ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task", ["classify", "tag", "qa", "pair"])
+def test_a_few_steps_lower_the_loss_on_a_separable_task(tiny_checkpoint, task):
+    result = finetune(EXAMPLES[task](), tiny_checkpoint, FinetuneConfig(task, **FAST))
+    before, after = result.history[0], result.history[-1]
+    assert after["loss"] < 0.9 * before["loss"] and after["train_loss"] < result.steps[0].loss
+    score = {"classify": "accuracy", "pair": "accuracy", "tag": "entity_f1", "qa": "exact_match"}[task]
+    assert after[score] >= 0.9 > before[score]
+    assert len(result.history) == 7 and result.eval_examples == 12 and result.train_examples == 36
+    assert result.model.task == HEAD[task] and not result.model.network.training
+
+
+def test_the_trained_classifier_predicts_and_runs_are_reproducible(tiny_checkpoint):
+    config = FinetuneConfig("classify", **FAST)
+    state = torch.get_rng_state()
+    result = finetune(_classify_examples(), tiny_checkpoint, config)
+    assert torch.equal(torch.get_rng_state(), state)  # the caller's generator is left alone
+    assert result.scores["macro_f1"] == 1.0
+    assert result.model.classify("the river water ran by the bank")[0][0] == "river"
+    again = finetune(_classify_examples(), tiny_checkpoint, config)
+    assert [s.loss for s in again.steps] == pytest.approx([s.loss for s in result.steps], abs=1e-6)
+
+
+def test_tag_labels_sit_on_each_words_first_piece(tiny_checkpoint):
+    source = bert_core.load_pretrained(tiny_checkpoint, pack_weights=False)
+    model, labels, new = build_model(source, FinetuneConfig("tag"), ("O", "B-LOC", "I-LOC"))
+    words = ("unwanted", "cash", "deposited", "at", "the", "river", "bank")
+    tags = ("O", "O", "O", "O", "O", "B-LOC", "I-LOC")
+    [feature], _ = make_features(model, [Example(1, " ".join(words), words=words, tags=tags)], "tag", labels)
+    tokens, targets = feature.encoding.tokens, feature.target
+    assert tokens[:4] == ["[CLS]", "un", "##want", "##ed"]
+    labelled = [(t, labels[i]) for t, i in zip(tokens, targets.tolist(), strict=True) if i >= 0]
+    assert labelled == [("un", "O"), ("cash", "O"), ("deposit", "O"), ("at", "O"), ("the", "O")] + [
+        ("river", "B-LOC"),
+        ("bank", "I-LOC"),
+    ]
+    assert new == ("classifier.bias", "classifier.weight")
+
+
+def test_a_long_context_is_cut_to_the_window_holding_the_answer(tiny_checkpoint):
+    source = bert_core.load_pretrained(tiny_checkpoint, pack_weights=False)
+    model, _, _ = build_model(source, FinetuneConfig("qa"), ())
+    context = "the river ran by the bank. " * 12 + "we deposited my cash at the bank."
+    start = context.index("my cash")
+    example = Example(1, "what was deposited?", context, answer_start=start, answer_text="my cash")
+    assert len(model.tokenizer.encode("what was deposited?", context, max_length=10**9)) > 64
+    [feature], skipped = make_features(model, [example], "qa", ())
+    enc, (first, last) = feature.encoding, feature.target
+    assert len(enc) <= 64 and skipped == 0
+    assert context[enc.offsets[first][0] : enc.offsets[last][1]] == "my cash"
+
+
+# -- checkpoints both libraries load ------------------------------------------------------------------------
+
+CHECKPOINTS = [("bert", "classify"), ("bert", "tag"), ("bert", "qa"), ("bert", "pair")]
+CHECKPOINTS += [("roberta", "classify"), ("distilbert", "qa"), ("albert", "tag"), ("electra", "pair")]
+
+
+@pytest.mark.parametrize("arch, task", CHECKPOINTS)
+def test_the_saved_checkpoint_loads_in_both_libraries_with_equal_logits(
+    tmp_path, tiny_checkpoint, arch, task
+):
+    source = tiny_checkpoint if arch == "bert" else make_variant(tmp_path / "src", arch, "mlm")
+    config = FinetuneConfig(task, **{**FAST, "epochs": 1})
+    result = finetune(EXAMPLES[task](16), source, config, out_dir=tmp_path / "out", info={"note": "test"})
+    head = HEAD[task]
+    ours = bert_core.load_pretrained(tmp_path / "out")
+    assert ours.info.task == head and not ours.ignored_weights
+    assert ours.info.labels == (result.labels if head != "qa" else ())
+    saved = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert saved["architectures"] == [FAMILY_PREFIX[arch] + TASK_CLASSES[head]]
+    auto = {"classify": "AutoModelForSequenceClassification", "tag": "AutoModelForTokenClassification"}
+    hf = getattr(transformers, auto.get(head, "AutoModelForQuestionAnswering")).from_pretrained(
+        tmp_path / "out", attn_implementation="eager"
+    )
+    hf.eval()
+    assert type(hf).__name__ == FAMILY_PREFIX[arch] + TASK_CLASSES[head]
+    if head != "qa":
+        assert [hf.config.id2label[i] for i in range(len(result.labels))] == list(result.labels)
+    text, pair = (
+        ("where did we sit?", "we sat by the bank.")
+        if task in ("qa", "pair")
+        else ("we sat by the bank", None)
+    )
+    enc = ours.encode(text, pair)
+    inputs = {"input_ids": torch.from_numpy(np.array(enc.input_ids))[None]}
+    if arch != "distilbert":
+        inputs["token_type_ids"] = torch.from_numpy(np.array(enc.token_type_ids))[None]
+    with torch.inference_mode():
+        out = hf(**inputs)
+    theirs = torch.stack([out.start_logits, out.end_logits], -1) if head == "qa" else out.logits
+    np.testing.assert_allclose(ours._task_logits(head, [enc]).numpy(), theirs.numpy(), atol=1e-5, rtol=0)
+    info = json.loads((tmp_path / "out" / "finetuning.json").read_text())
+    assert info["final"] and info["task"] == task and info["note"] == "test" and len(info["history"]) == 2
+
+
+def test_float16_saves_half_the_bytes_and_still_loads(tmp_path, tiny_checkpoint):
+    config = FinetuneConfig("classify", **{**FAST, "epochs": 1, "save_dtype": "float16"})
+    finetune(_classify_examples(16), tiny_checkpoint, config, out_dir=tmp_path / "half")
+    m = bert_core.load_pretrained(tmp_path / "half")
+    assert m.info.task == "classify" and m.network.classifier.weight.dtype == torch.float32
+
+
+# -- bad input ----------------------------------------------------------------------------------------------
+
+
+def test_labels_the_models_head_does_not_have_are_refused(tmp_path, tiny_checkpoint):
+    source = make_task_checkpoint(tmp_path / "sst", "bert", "classify", ["NEG", "POS"])
+    data = tmp_path / "data.csv"
+    data.write_text("text,label\nthe river,river\nthe cash,money\nthe bank,POS\n", encoding="utf-8")
+    examples = read_examples(data, "classify")
+    with pytest.raises(InputError, match="labels the model's classify head does not know: money, river"):
+        finetune(examples, source, FinetuneConfig("classify"))
+    result = finetune(examples, source, FinetuneConfig("classify", epochs=1, eval_fraction=0, new_head=True))
+    assert result.labels == ("POS", "money", "river") and result.eval_examples == 0
+    # labels the head knows keep its order and its weights
+    known = [Example(1, "the bank", label="POS"), Example(2, "the river", label="NEG")]
+    kept = finetune(known, source, FinetuneConfig("classify", epochs=1, eval_fraction=0))
+    assert kept.labels == ("NEG", "POS") and kept.new_weights == ()
+    code = finetune_cli(
+        ["--task", "classify", "--data", str(data), "--from", str(source), "--out", str(tmp_path / "o")]
+    )
+    assert code == 2
+
+
+@pytest.mark.parametrize(
+    "task, content, message",
+    [
+        ("classify", "text\nthe bank\n", r"header row has no 'label' column; classify needs text, label"),
+        ("classify", "text,label\nthe bank,river\nthe cash\n", r"line 3: the row has no value for 'label'"),
+        ("classify", "text,label\nthe bank,river,extra\n", r"line 2: 3 values for 2 columns"),
+        ("classify", "text,label\n  ,river\n", r"line 2: 'text' is empty"),
+        ("tag", "tokens,tags\nthe river bank,O B-LOC\n", r"line 2: 3 tokens but 2 tags"),
+        ("pair", "text,label\na,b\n", r"no 'text_pair' column"),
+        (
+            "qa",
+            "question,context,answer_start,answer_text\n ,the bank,4,bank\n",
+            r"line 2: the question is empty",
+        ),
+        (
+            "qa",
+            "question,context,answer_start,answer_text\nwhere?,the bank,0,bank\n",
+            "is not at character 0",
+        ),
+        ("qa", "question,context,answer_start,answer_text\nwhere?,the bank,x,bank\n", "answer_start must be"),
+    ],
+)
+def test_malformed_csv_rows_name_their_line(tmp_path, task, content, message):
+    path = tmp_path / "data.csv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError, match=message):
+        read_examples(path, task)
+
+
+def test_malformed_json_lines_name_their_line(tmp_path):
+    path = tmp_path / "data.jsonl"
+    path.write_text('{"tokens": ["a", "b"], "tags": ["O", "O"]}\n\n{"tokens": "a b"\n', encoding="utf-8")
+    with pytest.raises(InputError, match="line 3: not valid JSON"):
+        read_examples(path, "tag")
+    path.write_text('{"tokens": ["a", "b"], "tags": ["O"]}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="line 1: 2 tokens but 1 tags"):
+        read_examples(path, "tag")
+    with pytest.raises(InputError, match=r"\.csv .* or \.jsonl"):
+        read_examples(tmp_path / "data.txt", "tag")
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(InputError, match="holds no examples"):
+        read_examples(path, "tag")
+
+
+def test_an_answer_beyond_the_models_reach_is_an_error_or_skipped(tmp_path, tiny_checkpoint):
+    context = "we sat by " + "the river and " * 30 + "the bank."
+    answer = context[10:]  # longer than any window the model reads
+    examples = [Example(7, "where?", context, answer_start=10, answer_text=answer)] + _qa_examples(8)
+    with pytest.raises(InputError, match="line 7: the answer .* lies beyond what the model reads"):
+        finetune(examples, tiny_checkpoint, FinetuneConfig("qa", epochs=1))
+    result = finetune(examples, tiny_checkpoint, FinetuneConfig("qa", epochs=1, skip_unreachable=True))
+    assert result.skipped == 1 and result.train_examples + result.eval_examples == 8
+    wordy = Example(9, "where " * 70 + "?", "the bank", answer_start=4, answer_text="bank")
+    with pytest.raises(InputError, match="line 9: the question takes .* shorten it"):
+        finetune([wordy, *_qa_examples(8)], tiny_checkpoint, FinetuneConfig("qa", epochs=1))
+    with pytest.raises(InputError, match="max_length 100 is more than the model's 64 positions"):
+        finetune(examples, tiny_checkpoint, FinetuneConfig("qa", max_length=100))
+
+
+def test_the_cli_reports_bad_input_with_exit_status_2(tmp_path, tiny_checkpoint, capsys):
+    data = tmp_path / "qa.jsonl"
+    data.write_text(
+        json.dumps({"question": "", "context": "the bank", "answer_start": 4, "answer_text": "bank"})
+    )
+    args = ["--task", "qa", "--data", str(data), "--from", str(tiny_checkpoint), "--out", str(tmp_path / "o")]
+    assert finetune_cli(args) == 2
+    assert "qa.jsonl, line 1: the question is empty" in capsys.readouterr().err
+    assert finetune_cli([*args[:5], str(tmp_path / "missing"), *args[6:]]) == 2
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(SystemExit) as exit_info:
+        finetune_cli([*args, "--eval-fraction", "1.5"])
+    assert exit_info.value.code == 2
+
+
+def test_the_cli_makes_data_and_fine_tunes_on_it(tmp_path, tiny_checkpoint, capsys):
+    from app.cli import main as bertscope
+
+    data = tmp_path / "senses.csv"
+    assert (
+        bertscope(["finetune", "make-data", "--task", "senses", "--out", str(data), "--examples", "52"]) == 0
+    )
+    out = tmp_path / "model"
+    args = ["--task", "classify", "--data", str(data), "--from", str(tiny_checkpoint), "--out", str(out)]
+    assert finetune_cli([*args, "--epochs", "1", "--batch-size", "16", "--threads", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "accuracy" in captured.out and f"model written to {out}" in captured.out
+    assert "epoch 1/1: train loss" in captured.err and "step 3/3" in captured.err
+    assert len(bert_core.load_pretrained(out).info.labels) == 26
+
+
+# -- the project's own data ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind, suffix", [("senses", ".jsonl"), ("roles", ".csv"), ("qa", ".jsonl")])
+def test_make_data_is_deterministic_and_reads_back(tmp_path, kind, suffix):
+    a = corpus_tasks.make_data(kind, tmp_path / f"a{suffix}", 60, seed=3)
+    b = corpus_tasks.make_data(kind, tmp_path / f"b{suffix}", 60, seed=3)
+    c = corpus_tasks.make_data(kind, tmp_path / f"c{suffix}", 60, seed=4)
+    assert a.read_bytes() == b.read_bytes() != c.read_bytes()
+    assert len(read_examples(a, corpus_tasks.KINDS[kind])) == 60
+
+
+def test_sense_examples_are_labelled_by_the_sense_their_topic_gives():
+    rows = corpus_tasks.sense_examples(260, seed=1)
+    assert {r["label"] for r in rows} == set(corpus_tasks.SENSE_LABELS) and len(
+        corpus_tasks.SENSE_LABELS
+    ) == 26
+    assert all(sum(r["label"] == label for r in rows) == 10 for label in corpus_tasks.SENSE_LABELS)
+    assert len({r["text"] for r in rows}) == len(rows)
+    for r in rows:
+        words = set(r["text"].lower().replace(".", " ").replace(",", " ").split())
+        assert r["word"] in words or r["word"] + "s" in words
+        assert r["label"] == f"{r['word']}-{r['sense']}"
+    river = [r["text"] for r in rows if r["label"] == "bank-river"]
+    money = [r["text"] for r in rows if r["label"] == "bank-money"]
+    assert river and money and not set(river) & set(money)
+
+
+def test_role_tags_mark_the_slots_the_grammar_filled():
+    rows = corpus_tasks.role_examples(200, seed=2)
+    found = {role: [] for role in corpus_tasks.ROLES}
+    for row in rows:
+        text = " ".join(row["tokens"])
+        entities = metrics.entity_spans(
+            row["tags"], Example(1, text, words=tuple(row["tokens"])).word_spans()
+        )
+        assert entities and all(t == "O" or t[:2] in ("B-", "I-") for t in row["tags"])
+        for kind, start, end in entities:
+            found[kind].append(text[start:end])
+    fillers = {role: set() for role in corpus_tasks.ROLES}  # every filler of the slots of each role
+    for topic in TOPICS:
+        for slot, values in {**SHARED_SLOTS, **topic.slots}.items():
+            if slot in corpus_tasks.ROLE_SLOTS:
+                fillers[corpus_tasks.ROLE_SLOTS[slot]].update(v.lower() for v in values)
+    assert all(found.values())
+    assert set(found["PERSON"]) <= set(PERSON_NAMES)
+    for role in ("PLACE", "TIME", "OBJECT"):
+        assert {text.lower() for text in found[role]} <= fillers[role], role
+
+
+def test_qa_examples_are_right_by_construction():
+    rows = corpus_tasks.qa_examples(90, seed=5)
+    assert {k: sum(r["kind"] == k for r in rows) for k in ("who", "where", "when")} == dict.fromkeys(
+        ("who", "where", "when"), 30
+    )
+    for r in rows:
+        context, start, answer = r["context"], r["answer_start"], r["answer_text"]
+        assert context[start : start + len(answer)] == answer and r["question"].endswith("?")
+        if r["kind"] == "who":
+            assert answer in PERSON_NAMES
+            assert context[start:].split(".")[0] + "?" == answer + r["question"][3:]
+        elif r["kind"] == "when":
+            assert answer in SHARED_SLOTS["time"] and r["question"].startswith("When did ")
+            assert answer not in r["question"]
+        else:
+            assert r["question"].startswith("Where did ") and answer.split()[-1] not in r["question"].split()
+
+
+# -- metrics --------------------------------------------------------------------------------------------------
+
+
+def test_metrics_match_their_reference_definitions():
+    gold, guess = ["a", "a", "b", "c"], ["a", "b", "b", "b"]
+    assert metrics.accuracy(gold, guess) == 0.5
+    # F1 per label: a 2/3, b 1/2, c 0 -> macro (2/3 + 1/2 + 0) / 3, as scikit-learn's average="macro"
+    assert metrics.macro_f1(gold, guess) == pytest.approx((2 / 3 + 1 / 2) / 3)
+    spans = [(0, 3), (4, 7), (8, 12), (13, 15)]
+    g = metrics.entity_spans(["B-PER", "I-PER", "O", "B-LOC"], spans)
+    p = metrics.entity_spans(["B-PER", "O", "O", "B-LOC"], spans)
+    assert g == {("PER", 0, 7), ("LOC", 13, 15)} and metrics.entity_f1([g], [p]) == 0.5
+    assert metrics.exact_match("The Bank.", "bank") == 1.0
+    assert metrics.token_f1("the river bank", "bank of england") == pytest.approx(0.4)
+
+
+def test_written_rows_read_back_in_either_format(tmp_path):
+    rows = [{"tokens": ["the", "bank"], "tags": ["O", "B-LOC"]}]
+    for name in ("t.csv", "t.jsonl"):
+        [example] = read_examples(write_examples(tmp_path / name, rows, "tag"), "tag")
+        assert (
+            example.words == ("the", "bank") and example.tags == ("O", "B-LOC") and example.text == "the bank"
+        )
