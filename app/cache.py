@@ -244,3 +244,32 @@ def ablated(active: ActiveModel, text: str, pair: str | None, off: tuple[tuple[i
     """The analysis with the (layer, head) pairs in `off` (0-based) switched off."""
     with st.spinner("Running with the heads switched off…"):
         return _ablated(active.key, text, pair, off, active.model)
+
+
+# -- fine-tuned heads (the Task page) -----------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _task(key: str, method: str, args: tuple, _model: bert_core.BertScopeModel):
+    _count_forward_pass()
+    return getattr(_model, method)(*args)
+
+
+def task_prediction(active: ActiveModel, method: str, *args):
+    """The task head's answer: `method` is one of the model's classify, tag, entities, answer, choose; `args`
+    its (hashable) arguments."""
+    with st.spinner("Asking the head…"):
+        return _task(active.key, method, tuple(args), active.model)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _attribution(key: str, text: str, pair: str | None, target, method: str, steps: int, _model):
+    _count_forward_pass()
+    return _model.attribute(text, pair, target=target, method=method, steps=steps)
+
+
+def attribution(
+    active: ActiveModel, text: str, pair: str | None, *, target=None, method: str, steps: int = 50
+):
+    with st.spinner("Attributing (integrated gradients takes a few passes)…"):
+        return _attribution(active.key, text, pair, target, method, steps, active.model)

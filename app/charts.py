@@ -667,3 +667,67 @@ def replaced_strip(
     fig.update_yaxes(visible=False)
     fig.update_xaxes(visible=False)
     return _layout(fig, title, int(140 + 2 * font_size), font_size)
+
+
+def saliency_strip(
+    tokens: Sequence[str], scores: Sequence[float], *, title: str, font_size: int = BASE_FONT
+) -> go.Figure:
+    """One row of tokens coloured by their attribution, blue for against and red for for the target, centred
+    on zero; the token is written in its cell (as text, never markup)."""
+    s = np.asarray(scores, dtype=np.float32)[None, :]  # (1, S)
+    bound = float(np.abs(s).max()) or 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=s,
+            x=np.arange(s.shape[1]),
+            y=[0],
+            zmin=-bound,
+            zmax=bound,
+            colorscale="RdBu_r",
+            text=[[label(t) for t in tokens]],
+            texttemplate="%{text}",
+            customdata=[[f"{v:+.4f}" for v in s[0]]],
+            hovertemplate="%{text}: %{customdata}<extra></extra>",
+            colorbar=dict(title="attribution"),
+        )
+    )
+    fig.update_yaxes(visible=False)
+    fig.update_xaxes(visible=False)
+    return _layout(fig, title, int(140 + 2 * font_size), font_size)
+
+
+def span_chips(
+    pieces: Sequence[tuple[str, str | None]], *, title: str, font_size: int = BASE_FONT
+) -> go.Figure:
+    """Text as chips: (fragment, label or None) in order; labelled fragments coloured by label, one legend entry
+    per label. Bars, not HTML, so typed text never becomes markup (the Tokens page's chips, by span)."""
+    widths = [max(len(t), 1) + 1.0 for t, _ in pieces]
+    starts, rows, x, row = [], [], 0.0, 0
+    for w in widths:
+        if x > 0 and x + w > 70:
+            row, x = row + 1, 0.0
+        starts.append(x)
+        rows.append(row)
+        x += w + 0.4
+    fig = go.Figure()
+    kinds = list(dict.fromkeys(k for _, k in pieces))
+    for n, kind in enumerate(kinds):
+        idx = [i for i, (_, k) in enumerate(pieces) if k == kind]
+        fig.add_trace(
+            go.Bar(
+                name=label(kind or "—"),
+                orientation="h",
+                base=[starts[i] for i in idx],
+                x=[widths[i] for i in idx],
+                y=[rows[i] for i in idx],
+                text=[label(pieces[i][0]) for i in idx],
+                textposition="inside",
+                insidetextanchor="middle",
+                marker_color="#e8e8e8" if kind is None else SEQUENCE_COLORS[n % 8],
+                hovertemplate="%{text}<extra>" + label(kind or "") + "</extra>",
+            )
+        )
+    fig.update_yaxes(autorange="reversed", visible=False)
+    fig.update_xaxes(visible=False)
+    fig.update_layout(barmode="overlay", bargap=0.25)
+    return _layout(fig, title, int(120 + 40 * (max(rows, default=0) + 1) * font_size / BASE_FONT), font_size)

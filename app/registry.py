@@ -26,5 +26,6 @@ PAGES: list[PageSpec] = [
     PageSpec("views/sentence_vector.py", "Sentence vector & NSP", "sentence"),
     PageSpec("views/pretraining.py", "Pre-training", "pretraining"),
     PageSpec("views/inside.py", "Inside the model", "inside"),
+    PageSpec("views/task.py", "Task", "task"),
     PageSpec("views/compare.py", "Compare models", "compare"),
 ]

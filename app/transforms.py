@@ -205,3 +205,18 @@ def replace_word(text: str, spans: Sequence[tuple[int, int, int]], word: int, re
         if w == word:
             return text[:start] + replacement + text[end:]
     raise ValueError(f"no word {word} in the text")
+
+
+def labelled_fragments(text: str, spans: Sequence[tuple[int, int, str]]) -> list[tuple[str, str | None]]:
+    """`text` cut into (fragment, label or None) pieces in order, labelled where a (start, end, label) span
+    covers it (spans sorted and not overlapping, as entities and an answer are)."""
+    out: list[tuple[str, str | None]] = []
+    at = 0
+    for start, end, kind in sorted(spans):
+        if start > at:
+            out.append((text[at:start], None))
+        out.append((text[start:end], kind))
+        at = max(at, end)
+    if at < len(text):
+        out.append((text[at:], None))
+    return [(t, k) for t, k in out if t.strip()]

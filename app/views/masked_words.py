@@ -145,3 +145,36 @@ for m, p in enumerate(predictions[:MAX_CHARTS]):
 st.dataframe(table, hide_index=True)
 if len(predictions) > 1:
     st.caption("Each mask is predicted on its own, with the other masks still hidden (one forward pass).")
+
+with st.expander("Why this guess? (saliency)"):
+    st.caption(
+        "Integrated gradients (Sundararajan et al., 2017) for one prediction: how much each token moved the "
+        "chosen guess's score at its mask. Computed only when this is open and a guess is picked."
+    )
+    # Labels as the options (widgets keep plain strings), each naming one (position, guess)
+    options = {
+        f"piece {p.position}: {style.display(t)}": (p.position, t)
+        for p in predictions[:MAX_CHARTS]
+        for t in p.tokens[:5]
+    }
+    picked = st.selectbox("Prediction", ["—", *options], key="mask_saliency")
+    chosen = options.get(picked)
+    if chosen is not None:
+        try:
+            explained = cache.attribution(
+                active, masked, inputs.text_b, target=chosen, method="integrated_gradients"
+            )
+        except bert_core.BertScopeError as exc:
+            st.info(ui.user_message(exc))
+        else:
+            ui.show_figure(
+                charts.saliency_strip(
+                    [style.display(t) for t in explained.tokens],
+                    explained.scores,
+                    title=f"Attribution to {explained.target}",
+                    font_size=ui.font_size(),
+                ),  # fmt: skip
+                key="mask_saliency_strip",
+                data=pd.DataFrame({"token": explained.tokens, "attribution": explained.scores}),
+                filename="mask_saliency",
+            )

@@ -1,0 +1,208 @@
+"""Task: what a fine-tuned head predicts — classes, tags, an answer span, a ranked choice — and why: a
+saliency strip over the tokens and, for classifiers, the first token's attention per layer."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import bert_core
+from app import cache, charts, transforms, ui
+
+EXAMPLES = (
+    "textattack/bert-base-uncased-SST-2 (sentiment), dslim/bert-base-NER (entities), "
+    "distilbert-base-cased-distilled-squad or deepset/roberta-base-squad2 (question answering), "
+    "roberta-large-mnli (sentence pairs), or a head trained here with `bertscope finetune`"
+)
+METHODS = {"integrated_gradients": "integrated gradients", "gradient_x_input": "gradient × input"}
+
+st.header("Task")
+active, inputs = ui.page_model()
+info = active.model.info
+style = info.piece_style
+fs = ui.font_size()
+if info.task is None:
+    st.info(ui.md_escape(f"This checkpoint has no fine-tuned task head. Load one, e.g. {EXAMPLES}."))
+    st.stop()
+
+text, pair = inputs.text_a, inputs.text_b
+if info.task == "qa":
+    st.caption(
+        "A question-answering head scores every context piece as the answer's start and end; the answer is the "
+        "span with the best start + end score (Devlin et al., 2019). Sentence A is the question, B the passage."
+    )
+    if not text or not text.strip() or not pair:
+        st.info("Type the question as sentence A and the passage as sentence B in the sidebar.")
+        st.stop()
+    ui.start_value("task_top_k", 3, lambda v: isinstance(v, int) and 1 <= v <= 10)
+    top_k = st.slider("Answers to show", 1, 10, key="task_top_k")
+    try:
+        answers = cache.task_prediction(active, "answer", text, pair, top_k)
+    except bert_core.BertScopeError as exc:
+        st.error(ui.user_message(exc))
+        st.stop()
+    best = answers[0]
+    st.metric("Answer", best[0], help=f"score (start + end logit) {best[3]:.3f}")
+    ui.show_figure(
+        charts.span_chips(
+            transforms.labelled_fragments(pair, [(best[1], best[2], "answer")]),
+            title="The answer in the passage",
+            font_size=fs,
+        ),  # fmt: skip
+        key="task_answer",
+        data=pd.DataFrame(answers, columns=["answer", "start", "end", "score"]),
+        filename="answers",
+    )
+    st.dataframe(pd.DataFrame(answers, columns=["answer", "start", "end", "score"]), hide_index=True,
+                 key="task_answers")  # fmt: skip
+elif info.task == "choice":
+    st.caption(
+        "A multiple-choice head scores the prompt (sentence A) followed by each choice; the softmax over the "
+        "scores ranks them."
+    )
+    raw = st.text_area(
+        "Choices, one per line", value="to deposit money\nto fish in the river", key="task_choices"
+    )
+    choices = [c.strip() for c in raw.splitlines() if c.strip()]
+    if len(choices) < 2:
+        st.info("Type at least two choices, one per line.")
+        st.stop()
+    try:
+        ranked = cache.task_prediction(active, "choose", text, tuple(choices))
+    except bert_core.BertScopeError as exc:
+        st.error(ui.user_message(exc))
+        st.stop()
+    frame = pd.DataFrame(ranked, columns=["choice", "probability"])
+    ui.show_figure(
+        charts.bars(
+            list(frame["choice"]),
+            list(frame["probability"]),
+            title="Choices, best first",
+            value_name="probability",
+            range_max=1.0,
+            font_size=fs,
+        ),  # fmt: skip
+        key="task_choose",
+        data=frame,
+        filename="choices",
+    )
+elif info.task == "tag":
+    st.caption("A token-classification head labels every piece; a word takes its first piece's label, and "
+               "B-/I- labels merge into entities.")  # fmt: skip
+    try:
+        tags = cache.task_prediction(active, "tag", text, pair)
+        entities = cache.task_prediction(active, "entities", text, pair)
+    except bert_core.BertScopeError as exc:
+        st.error(ui.user_message(exc))
+        st.stop()
+    for sentence, typed in ((0, text), (1, pair)):
+        if typed is None:
+            continue
+        spans = [(e.start, e.end, e.label) for e in entities if e.sentence == sentence]
+        ui.show_figure(
+            charts.span_chips(
+                transforms.labelled_fragments(typed, spans),
+                title=f"Entities in sentence {'AB'[sentence]}",
+                font_size=fs,
+            ),  # fmt: skip
+            key=f"task_entities_{'ab'[sentence]}",
+            data=pd.DataFrame([e.__dict__ for e in entities]),
+            filename="entities",
+        )
+    st.dataframe(
+        pd.DataFrame(tags, columns=["token", "label", "probability"]), hide_index=True, key="task_tags"
+    )
+else:
+    st.caption(
+        "A sequence-classification head reads the first token's vector (through the pooler for BERT and ALBERT) "
+        "and scores each label"
+        + (
+            " independently (multi-label: a sigmoid per label)."
+            if info.task_kind == "multi_label_classification"
+            else "; for regression it outputs the value itself."
+            if info.task_kind == "regression"
+            else "; the softmax turns the scores into probabilities."
+        )  # fmt: skip
+    )
+    try:
+        scores = cache.task_prediction(active, "classify", text, pair)
+    except bert_core.BertScopeError as exc:
+        st.error(ui.user_message(exc))
+        st.stop()
+    frame = pd.DataFrame(
+        scores, columns=["label", "value" if info.task_kind == "regression" else "probability"]
+    )
+    ui.show_figure(
+        charts.bars(
+            list(frame["label"]),
+            list(frame.iloc[:, 1]),
+            title="Prediction",
+            value_name=frame.columns[1],
+            range_max=None if info.task_kind == "regression" else 1.0,
+            font_size=fs,
+        ),  # fmt: skip
+        key="task_classify",
+        data=frame,
+        filename="classification",
+    )
+
+st.subheader("Why")
+st.caption(
+    "Integrated gradients (Sundararajan et al., 2017) credit each token with its share of the change in the "
+    "predicted score between a baseline (every word replaced by padding) and the input; gradient × input is "
+    "the one-step version. Red pushed towards the prediction, blue against it."
+)
+method = st.radio("Method", list(METHODS), format_func=METHODS.get, key="task_method", horizontal=True)
+try:
+    if info.task == "qa":
+        explained = cache.attribution(active, text, pair, target="start", method=method)
+    elif info.task == "choice":
+        explained = None
+        st.info("Saliency is offered for classifiers, taggers and question answering.")
+    else:
+        explained = cache.attribution(active, text, pair, method=method)
+except bert_core.BertScopeError as exc:
+    st.info(ui.user_message(exc))
+    explained = None
+if explained is not None:
+    shown = [style.display(t) for t in explained.tokens]
+    ui.show_figure(
+        charts.saliency_strip(
+            shown, explained.scores, title=f"Attribution to {explained.target}", font_size=fs
+        ),
+        key="task_saliency",
+        data=pd.DataFrame({"token": explained.tokens, "attribution": explained.scores}),
+        filename="saliency",
+    )
+    if method == "integrated_gradients":
+        change = explained.score - explained.baseline_score
+        st.caption(
+            f"Score {explained.score:.3f}, baseline {explained.baseline_score:.3f}; the attributions add up to the "
+            f"change within {explained.completeness_gap:.4f} ({explained.completeness_gap / (abs(change) or 1):.1%})."
+        )
+
+if info.task == "classify":
+    result = ui.analysis_or_stop(active, text, pair, notes=False)
+    first_row = result.attentions[:, :, 0, :].mean(axis=1)  # (L, N, S) -> (L, S): heads averaged
+    layers = [f"layer {i + 1}" for i in range(result.num_layers)]
+    labels = ui.token_labels(result.tokens, style)
+    ui.show_figure(
+        charts.heatmap(
+            first_row,
+            layers,
+            labels,
+            title="What the first token attends to, layer by layer",
+            zmin=0.0,
+            zmax=float(np.max(first_row)) or 1.0,
+            value_name="attention",
+            font_size=fs,
+        ),  # fmt: skip
+        key="task_cls_attention",
+        data=pd.DataFrame(first_row, columns=list(result.tokens)).assign(layer=layers),
+        filename="first_token_attention",
+    )
+query = {"a": text, **({"b": pair} if pair else {})}
+st.markdown(f"[Open this input on the Attention page](./attention?{urlencode(query)})")

@@ -1,0 +1,95 @@
+"""The Task page for every kind of fine-tuned head shows the core's own answers and saliency, and says what
+is missing instead of failing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+import bert_core
+from app import cache
+from tests.app.conftest import APP, TIMEOUT, decode, figure
+from tests.variants import make_task_checkpoint
+
+PAGE = "views/task.py"
+SENTIMENT = ["NEG", "POS"]
+TAGS = ["O", "B-PLACE", "I-PLACE"]
+
+
+@pytest.fixture(scope="module")
+def heads(tmp_path_factory):
+    root = tmp_path_factory.mktemp("task-page")
+    labels = {"classify": SENTIMENT, "tag": TAGS, "qa": None, "choice": None}
+    return {task: make_task_checkpoint(root / task, "bert", task, labels[task]) for task in labels}
+
+
+def _app(monkeypatch, directory, **query) -> AppTest:
+    monkeypatch.setenv("BERTSCOPE_MODEL", str(directory))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_classifier_bars_and_saliency_are_the_cores(heads, monkeypatch):
+    text = "we deposited cash at the bank"
+    at = _app(monkeypatch, heads["classify"], a=text)
+    model = bert_core.load_pretrained(heads["classify"])
+    bars = figure(at, "task_classify")["data"][0]
+    np.testing.assert_allclose(decode(bars["x"]), [p for _, p in model.classify(text)], atol=1e-6)
+    strip = decode(figure(at, "task_saliency")["data"][0]["z"]).reshape(-1)
+    np.testing.assert_allclose(strip, model.attribute(text).scores, atol=1e-5)
+    assert figure(at, "task_cls_attention")  # the first token's attention per layer
+    before = at.session_state[cache.FORWARD_PASSES]
+    at.radio(key="task_method").set_value("integrated_gradients").run()  # the same choice again: cached
+    assert at.session_state[cache.FORWARD_PASSES] == before
+
+
+def test_tagger_answer_and_choices(heads, monkeypatch):
+    at = _app(monkeypatch, heads["tag"], a="we sat by the river bank")
+    assert not at.get("error")
+    model = bert_core.load_pretrained(heads["tag"])
+    table = [t for t in at.dataframe if "label" in t.value.columns][0].value
+    assert list(table["label"]) == [label for _, label, _ in model.tag("we sat by the river bank")]
+
+    question, passage = "where was the cash?", "we deposited the cash at the bank by the river."
+    at = _app(monkeypatch, heads["qa"], a=question, b=passage)
+    best = bert_core.load_pretrained(heads["qa"]).answer(question, passage)[0]
+    assert at.metric[0].value == best[0]
+
+    at = _app(monkeypatch, heads["choice"], a="we went to the bank")
+    probs = decode(figure(at, "task_choose")["data"][0]["x"])
+    expected = bert_core.load_pretrained(heads["choice"]).choose(
+        "we went to the bank", ["to deposit money", "to fish in the river"]
+    )
+    np.testing.assert_allclose(probs, [p for _, p in expected], atol=1e-6)
+
+
+def test_qa_without_a_passage_and_a_model_without_a_head_say_so(heads, monkeypatch, tiny_checkpoint):
+    at = _app(monkeypatch, heads["qa"], a="where was the cash?")
+    assert any("passage" in str(i.value) for i in at.info) and not at.get("error")
+    at = _app(monkeypatch, tiny_checkpoint, a="the bank")
+    assert any("no fine-tuned task head" in str(i.value).replace("\\", "") for i in at.info)
+
+
+def test_masked_words_offers_saliency_for_a_chosen_guess(monkeypatch, tiny_checkpoint):
+    monkeypatch.setenv("BERTSCOPE_MODEL", str(tiny_checkpoint))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["a"] = "the cat sat on the [MASK] ."
+    at.run()
+    at.switch_page("views/masked_words.py").run()
+    at.selectbox(key="mask_saliency").select_index(1).run()
+    assert not at.exception, [e.value for e in at.exception]
+    strip = decode(figure(at, "mask_saliency_strip")["data"][0]["z"]).reshape(-1)
+    assert strip.shape == (
+        len(bert_core.load_pretrained(tiny_checkpoint).encode("the cat sat on the [MASK] .")),
+    )
