@@ -21,6 +21,9 @@ import bert_core
 
 DEMO_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "demo-model"
 DEMO_SOURCE = "@demo"  # the model picker's name for the bundled demo model (not a valid hub id or path)
+# The demo model's fine-tuned heads (`bertscope finetune`, README), for the Task page offline: picker name -> dir
+DEMO_TASKS_DIR = DEMO_MODEL_DIR.parent / "demo-tasks"
+DEMO_TASKS = {"@demo-senses": "senses", "@demo-roles": "roles", "@demo-qa": "qa"}
 DEFAULT_HUB_MODEL = "bert-base-uncased"
 ENV_MODEL = "BERTSCOPE_MODEL"
 # Settings for a shared server (read on every use, so a test or a restart can change them):
@@ -44,12 +47,16 @@ def default_model_source() -> str:
 
 def source_path(source: str) -> str:
     """What `bert_core.load_pretrained` is given for a picker entry."""
+    if source in DEMO_TASKS:
+        return str(DEMO_TASKS_DIR / DEMO_TASKS[source])
     return str(DEMO_MODEL_DIR) if source == DEMO_SOURCE else source
 
 
 def describe_source(source: str) -> str:
     if source == DEMO_SOURCE:
         return "bundled demo model (a small BERT shipped with BERTScope, not Google's bert-base)"
+    if source in DEMO_TASKS:
+        return f"the demo model fine-tuned here for {DEMO_TASKS[source]} (bundled)"
     if Path(source).expanduser().is_dir():
         return f"local directory {source}"
     return f"hub model {source}"
@@ -97,7 +104,7 @@ def refusal(source: str) -> str | None:
     The bundled demo model and the model the server was started with are always allowed.
     """
     source = source.strip()
-    if source == DEMO_SOURCE or source == os.environ.get(ENV_MODEL, "").strip():
+    if source == DEMO_SOURCE or source in DEMO_TASKS or source == os.environ.get(ENV_MODEL, "").strip():
         return None
     if is_local_source(source):
         roots = model_roots()
@@ -154,6 +161,9 @@ def model_options(current: str | None = None) -> list[str]:
     options = [default_model_source()]
     if demo_model_available():
         options.append(DEMO_SOURCE)
+    options += [
+        name for name, folder in DEMO_TASKS.items() if (DEMO_TASKS_DIR / folder / "config.json").is_file()
+    ]
     options += cached_hub_models()
     if current:
         options.append(current)

@@ -25,7 +25,9 @@ st.caption(
 )
 left, inputs = ui.page_model()
 current = st.session_state.get(KEY_SECOND) or st.query_params.get(KEY_SECOND)
-options = [o for o in models.model_options(current) if o != left.source] or [left.source]
+# Models that load here (on disk or cached) first, so the page opens on a pair that works offline.
+listed = [*models.loadable_alternatives(left.source), *models.model_options(current)]
+options = [o for o in dict.fromkeys(listed) if o != left.source] or [left.source]
 second = st.selectbox(
     "Second model",
     options,

@@ -13,7 +13,8 @@ import bert_core
 from app import cache, charts, transforms, ui
 
 EXAMPLES = (
-    "textattack/bert-base-uncased-SST-2 (sentiment), dslim/bert-base-NER (entities), "
+    "the bundled @demo-senses (which sense of an ambiguous word), @demo-roles (who, where, when) or @demo-qa "
+    "(questions over a short passage) in the model picker; or from the hub textattack/bert-base-uncased-SST-2 (sentiment), dslim/bert-base-NER (entities), "
     "distilbert-base-cased-distilled-squad or deepset/roberta-base-squad2 (question answering), "
     "roberta-large-mnli (sentence pairs), or a head trained here with `bertscope finetune`"
 )

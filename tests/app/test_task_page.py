@@ -93,3 +93,17 @@ def test_masked_words_offers_saliency_for_a_chosen_guess(monkeypatch, tiny_check
     assert strip.shape == (
         len(bert_core.load_pretrained(tiny_checkpoint).encode("the cat sat on the [MASK] .")),
     )
+
+
+def test_the_bundled_demo_heads_are_in_the_picker_and_answer_offline(monkeypatch):
+    from app import models
+
+    for name, folder in models.DEMO_TASKS.items():
+        assert (models.DEMO_TASKS_DIR / folder / "config.json").is_file(), f"{name} is not bundled"
+        assert name in models.model_options()
+    at = _app(monkeypatch, models.DEMO_TASKS_DIR / "senses", a="We fished from the muddy bank of the river.")
+    bars = figure(at, "task_classify")["data"][0]
+    best = bert_core.load_pretrained(models.DEMO_TASKS_DIR / "senses").classify(
+        "We fished from the muddy bank of the river."
+    )[0]
+    assert best[0] == "bank-river" and decode(bars["x"])[0] == pytest.approx(best[1], abs=1e-6)
