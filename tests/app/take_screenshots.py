@@ -21,7 +21,12 @@ from tests.app.serve import browser, serve_app, wait_for_app  # noqa: E402
 
 SENTENCE_A = "The boat drifted toward the bank of the river."
 SENTENCE_B = "She sat on the grass and watched the water."
-EXTRA = {"attention": {"head": "1"}}
+EXTRA = {
+    "attention": {"head": "1"},
+    # The Task page needs a fine-tuned head: the bundled word-senses head, on a sentence of its own.
+    "task": {"model": "@demo-senses", "a": "We fished from the muddy bank of the river.", "b": ""},
+    "compare": {"model2": "@demo-senses"},  # the demo model against its fine-tuned encoder
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     with serve_app(args.model, out / ".server.log") as url, browser() as b:
         page = b.new_page(viewport={"width": args.width, "height": args.height})
         for i, spec in enumerate(p for p in PAGES if (REPO / "app" / p.file).is_file()):
-            query = {"a": args.a, "b": args.b, **EXTRA.get(spec.url_path, {})}
+            query = {k: v for k, v in {"a": args.a, "b": args.b, **EXTRA.get(spec.url_path, {})}.items() if v}
             if spec.url_path == "masked":
                 query["a"] = args.a.replace(args.mask_word, "[MASK]", 1)
             path = "" if i == 0 else spec.url_path  # the first page is served at /
