@@ -643,57 +643,60 @@ def scatter_2d(
     return _layout(fig, title, 460, font_size)
 
 
-def replaced_strip(
-    tokens: Sequence[str], probabilities: Sequence[float], *, title: str, font_size: int = BASE_FONT
+def token_strip(
+    tokens: Sequence[str],
+    values: Sequence[float],
+    *,
+    title: str,
+    zmin: float,
+    zmax: float,
+    colorscale,
+    value_name: str,
+    value_format: str = ".3f",
+    font_size: int = BASE_FONT,
 ) -> go.Figure:
-    """One row of tokens coloured by the probability that each was replaced (ELECTRA's discriminator): white
-    at 0, red at 1; the token is written in its cell (as text, never markup) with the probability on hover."""
-    p = np.asarray(probabilities, dtype=np.float32)[None, :]  # (1, S)
+    """One row of tokens, each cell coloured by its value and the token written in it (as text, never markup),
+    the value on hover: replaced-token probabilities, attributions."""
+    z = np.asarray(values, dtype=np.float32)[None, :]  # (1, S)
     fig = go.Figure(
         go.Heatmap(
-            z=p,
-            x=np.arange(p.shape[1]),
+            z=z,
+            x=np.arange(z.shape[1]),
             y=[0],
-            zmin=0.0,
-            zmax=1.0,
-            colorscale=[[0.0, "#ffffff"], [1.0, "#d62728"]],
+            zmin=zmin,
+            zmax=zmax,
+            colorscale=colorscale,
             text=[[label(t) for t in tokens]],
             texttemplate="%{text}",
-            customdata=[[f"{v:.3f}" for v in p[0]]],
-            hovertemplate="%{text}: P(replaced) %{customdata}<extra></extra>",
-            colorbar=dict(title="P(replaced)"),
+            customdata=[[format(v, value_format) for v in z[0]]],
+            hovertemplate="%{text}: " + label(value_name) + " %{customdata}<extra></extra>",
+            colorbar=dict(title=value_name),
         )
     )
     fig.update_yaxes(visible=False)
     fig.update_xaxes(visible=False)
     return _layout(fig, title, int(140 + 2 * font_size), font_size)
+
+
+def replaced_strip(
+    tokens: Sequence[str], probabilities: Sequence[float], *, title: str, font_size: int = BASE_FONT
+) -> go.Figure:
+    """Tokens coloured by the probability that each was replaced (ELECTRA's discriminator): white at 0, red at 1."""
+    return token_strip(
+        tokens, probabilities, title=title, zmin=0.0, zmax=1.0, colorscale=[[0.0, "#ffffff"], [1.0, "#d62728"]],
+        value_name="P(replaced)", font_size=font_size,
+    )  # fmt: skip
 
 
 def saliency_strip(
     tokens: Sequence[str], scores: Sequence[float], *, title: str, font_size: int = BASE_FONT
 ) -> go.Figure:
-    """One row of tokens coloured by their attribution, blue for against and red for for the target, centred
-    on zero; the token is written in its cell (as text, never markup)."""
-    s = np.asarray(scores, dtype=np.float32)[None, :]  # (1, S)
-    bound = float(np.abs(s).max()) or 1.0
-    fig = go.Figure(
-        go.Heatmap(
-            z=s,
-            x=np.arange(s.shape[1]),
-            y=[0],
-            zmin=-bound,
-            zmax=bound,
-            colorscale="RdBu_r",
-            text=[[label(t) for t in tokens]],
-            texttemplate="%{text}",
-            customdata=[[f"{v:+.4f}" for v in s[0]]],
-            hovertemplate="%{text}: %{customdata}<extra></extra>",
-            colorbar=dict(title="attribution"),
-        )
-    )
-    fig.update_yaxes(visible=False)
-    fig.update_xaxes(visible=False)
-    return _layout(fig, title, int(140 + 2 * font_size), font_size)
+    """Tokens coloured by their attribution, centred on zero: red for the target, blue against it."""
+    bound = float(np.abs(np.asarray(scores, dtype=np.float32)).max(initial=0.0)) or 1.0
+    return token_strip(
+        tokens, scores, title=title, zmin=-bound, zmax=bound, colorscale="RdBu_r", value_name="attribution",
+        value_format="+.4f", font_size=font_size,
+    )  # fmt: skip
 
 
 def span_chips(

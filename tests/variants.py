@@ -55,6 +55,16 @@ def _unigram_tokenizer(directory: Path) -> None:
     transformers.AlbertTokenizer(vocab=vocab).save_pretrained(directory)
 
 
+def _write_tokenizer(directory: Path, arch: str) -> None:
+    """The family's tokenizer files: byte-level BPE (RoBERTa), SentencePiece (ALBERT) or WordPiece."""
+    if arch == "roberta":
+        _bpe_tokenizer(directory)
+    elif arch == "albert":
+        _unigram_tokenizer(directory)
+    else:
+        write_vocab(directory)
+
+
 def _config(arch: str, vocab_size: int, size: dict):
     import transformers
 
@@ -88,12 +98,7 @@ def make_variant(directory: Path, arch: str, kind: str, size: dict = TINY, seed:
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    if arch == "roberta":
-        _bpe_tokenizer(directory)
-    elif arch == "albert":
-        _unigram_tokenizer(directory)
-    else:
-        write_vocab(directory)
+    _write_tokenizer(directory, arch)
     vocab_size = len(hf_tokenizer(directory, arch))
     torch.manual_seed(seed)
     model = getattr(transformers, CLASSES[arch][kind])(_config(arch, vocab_size, size)).eval()
@@ -138,12 +143,7 @@ def make_task_checkpoint(
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    if arch == "roberta":
-        _bpe_tokenizer(directory)
-    elif arch == "albert":
-        _unigram_tokenizer(directory)
-    else:
-        write_vocab(directory)
+    _write_tokenizer(directory, arch)
     vocab_size = (
         len(TINY_VOCAB) if arch in ("bert", "distilbert", "electra") else len(hf_tokenizer(directory, arch))
     )

@@ -117,6 +117,21 @@ if batch is not None:
     )
 
 info = active.model.info
+
+
+def replaced_figure(scored: list[tuple[str, float]], title: str, key: str) -> None:
+    """A discriminator's per-token P(replaced) as a coloured strip, with its CSV."""
+    tokens, probs = [t for t, _ in scored], [p for _, p in scored]
+    ui.show_figure(
+        charts.replaced_strip(
+            [info.piece_style.display(t) for t in tokens], probs, title=title, font_size=fs
+        ),
+        key=key,
+        data=pd.DataFrame({"token": tokens, "p_replaced": probs}),
+        filename=key,
+    )
+
+
 if "sop" in info.heads:
     st.subheader("Sentence-order prediction")
     st.caption(
@@ -165,13 +180,7 @@ if "rtd" in info.heads:
         except bert_core.BertScopeError as exc:
             st.error(ui.user_message(exc))
         else:
-            shown = [info.piece_style.display(t) for t, _ in scored]
-            ui.show_figure(
-                charts.replaced_strip(shown, [p for _, p in scored], title="As typed", font_size=fs),
-                key="sv_rtd",
-                data=pd.DataFrame({"token": [t for t, _ in scored], "p_replaced": [p for _, p in scored]}),
-                filename="replaced_tokens",
-            )
+            replaced_figure(scored, "As typed", "sv_rtd")
             st.markdown("**Replace a word** and watch the discriminator catch it:")
             analysis = ui.analysis_or_stop(active, inputs.text_a, stop=False, notes=False)
             spans = transforms.word_text_spans(analysis, 0) if analysis is not None else []
@@ -191,19 +200,7 @@ if "rtd" in info.heads:
                         st.error(ui.user_message(exc))
                     else:
                         st.text(edited)
-                        ui.show_figure(
-                            charts.replaced_strip(
-                                [info.piece_style.display(t) for t, _ in changed],
-                                [p for _, p in changed],
-                                title="With the word replaced",
-                                font_size=fs,
-                            ),
-                            key="sv_rtd_edited",
-                            data=pd.DataFrame(
-                                {"token": [t for t, _ in changed], "p_replaced": [p for _, p in changed]}
-                            ),
-                            filename="replaced_tokens_edited",
-                        )
+                        replaced_figure(changed, "With the word replaced", "sv_rtd_edited")
 
 st.subheader("Next-sentence prediction")
 if not active.model.info.has_nsp_head:
