@@ -234,10 +234,7 @@ def head_importance(active: ActiveModel, text: str, pair: str | None) -> bert_co
 @st.cache_resource(max_entries=4, ttl=3600, show_spinner=False)
 def _ablated(key: str, text: str, pair: str | None, off: tuple[tuple[int, int], ...], _model):
     _count_forward_pass()
-    mask = np.ones((_model.config.num_hidden_layers, _model.config.num_attention_heads), dtype=np.float32)
-    for layer, head in off:
-        mask[layer, head] = 0.0
-    return _freeze(_model.analyze(text, pair, head_mask=mask))
+    return _freeze(_model.analyze(text, pair, head_mask=_head_mask(_model, off)))
 
 
 def ablated(active: ActiveModel, text: str, pair: str | None, off: tuple[tuple[int, int], ...]):
@@ -273,3 +270,21 @@ def attribution(
 ):
     with st.spinner("Attributing (integrated gradients takes a few passes)…"):
         return _attribution(active.key, text, pair, target, method, steps, active.model)
+
+
+def _head_mask(model: bert_core.BertScopeModel, off: tuple[tuple[int, int], ...]) -> np.ndarray:
+    mask = np.ones((model.config.num_hidden_layers, model.config.num_attention_heads), dtype=np.float32)
+    for layer, head in off:
+        mask[layer, head] = 0.0
+    return mask
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _ablated_masks(key: str, text: str, pair: str | None, off: tuple[tuple[int, int], ...], _model):
+    _count_forward_pass()
+    return _model.predict_masks(text, pair, top_k=5, head_mask=_head_mask(_model, off))
+
+
+def ablated_masks(active: ActiveModel, text: str, pair: str | None, off: tuple[tuple[int, int], ...]):
+    """The top-5 guesses per [MASK] with the (layer, head) pairs in `off` (0-based) switched off."""
+    return _ablated_masks(active.key, text, pair, off, active.model)

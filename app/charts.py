@@ -411,10 +411,12 @@ def model_view(
     thumbs: np.ndarray,
     *,
     selected: tuple[int, int] | None = None,
+    roles: Sequence[Sequence[str | None]] | None = None,
     title: str | None = None,
     font_size: int = BASE_FONT,
 ) -> go.Figure:
-    """All layers × heads as small attention maps in one mosaic heatmap, plus one clickable marker per map.
+    """All layers × heads as small attention maps in one mosaic heatmap, plus one clickable marker per map;
+    `roles` (L rows of N, a role name or None) are written under each map (Clark et al., 2019).
 
     thumbs (L, N, Tr, Tc). The marker trace ("pick") carries customdata [layer, head] (1-based), so a click
     (Streamlit point selection) says which map to open.
@@ -454,6 +456,14 @@ def model_view(
             showlegend=False,
         )
     )
+    if roles is not None:
+        for layer, row in enumerate(roles):
+            for head, role in enumerate(row):
+                if role:
+                    fig.add_annotation(
+                        x=head * cell_c + (tc - 1) / 2, y=layer * cell_r + tr - 0.5, text=label(role),
+                        showarrow=False, yanchor="top", font={"size": max(9, font_size - 3), "color": "#e4572e"},
+                    )  # fmt: skip
     if selected is not None:
         layer, head = selected
         fig.add_shape(

@@ -356,15 +356,16 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         return [next(it) if i < known else f"[id {i}: no vocabulary piece]" for i in ids]
 
     def predict_masks(
-        self, text: str, text_pair: str | None = None, *, top_k: int = 5
+        self, text: str, text_pair: str | None = None, *, top_k: int = 5, head_mask=None
     ) -> list[MaskPrediction]:
-        """Top-k predictions for every [MASK] in the text, in order of appearance."""
+        """Top-k predictions for every [MASK] in the text, in order of appearance; head_mask (L, N) as in
+        `analyze` (the predictions with those heads switched off)."""
         self.network.head("mlm")  # MissingHeadError before any work
         self._mask_id()
         enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
         positions = self._mask_positions(enc)
         top_k = self._check_top_k(top_k)
-        out = self._run([enc], None)
+        out = self._run([enc], self._head_mask_tensor(head_mask), keep_attentions=False)
         return self._predictions(out.last_hidden_state[0], positions, top_k).predictions
 
     def _mask_id(self) -> int:

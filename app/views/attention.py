@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+import bert_core
 from app import charts, transforms, ui
 from app.inputs import KEY_HEAD, KEY_LAYER
 
@@ -149,7 +150,8 @@ if view == MODEL_VIEW:
     peaks = pooled.max(axis=(-2, -1), keepdims=True)
     thumbs = np.divide(pooled, peaks, out=np.zeros_like(pooled), where=peaks > 0)
     selected = None if head == "mean" else (layer - 1, int(head) - 1)
-    fig = charts.model_view(thumbs, selected=selected, font_size=ui.font_size())
+    roles = bert_core.head_roles(result, style=active.model.info.piece_style).labels
+    fig = charts.model_view(thumbs, selected=selected, roles=roles, font_size=ui.font_size())
     caption = (
         "Every layer (rows) and head (columns), each map scaled to its own maximum (the CSV has the "
         "unscaled weights). Click a map to open it as a heatmap."

@@ -32,6 +32,11 @@ MINIMAL_PAIRS = {
     "word order": "The dog chased the cat.\nThe dog the cat chased.",
 }
 
+BANKS = (
+    "We sat on the bank of the river and watched the water.",
+    "She went to the bank to deposit her salary.",
+)
+
 st.header("Inside the model")
 active, inputs = ui.page_model()
 info = active.model.info
@@ -206,6 +211,30 @@ elif view == "roles":
     )  # fmt: skip
     ui.show_figure(fig, key="roles_grid", data=table, filename="head_roles")
     st.dataframe(table, hide_index=True, key="roles_table")
+    if st.toggle("Across the preset sentences: which heads keep their role", key="roles_stability"):
+        presets = [e.text_a for e in inputs_module.examples()]
+        analyses = []
+        for text in presets:
+            try:
+                analyses.append(cache.analyze(active, text))
+            except bert_core.BertScopeError:
+                continue
+        if analyses:
+            stable = bert_core.role_stability(analyses, style=style)
+            frame = pd.DataFrame(
+                [
+                    {
+                        "layer": layer + 1,
+                        "head": head + 1,
+                        "usual role": stable.common[layer][head] or "",
+                        "share of sentences": stable.stability[layer, head],
+                    }  # fmt: skip
+                    for layer in range(n_layers)
+                    for head in range(n_heads)
+                ]
+            ).sort_values("share of sentences", ascending=False)
+            st.caption(f"Over {len(analyses)} preset sentences (the sidebar's examples).")
+            st.dataframe(frame, hide_index=True, key="roles_stable")
 
 elif view == "ablation":
     st.caption(
@@ -238,6 +267,53 @@ elif view == "ablation":
             data=pd.DataFrame({"layer": range(n_layers + 1), "cosine": first}),
             filename="ablation_cls",
         )
+        if info.has_mlm_head:
+            try:
+                intact_guesses = cache.predict_masks(active, inputs.text_a, inputs.text_b, 5)
+                ablated_guesses = cache.ablated_masks(active, inputs.text_a, inputs.text_b, off)
+            except bert_core.BertScopeError:
+                st.caption("Type a [MASK] in sentence A to see its guesses change too.")
+            else:
+                rows = [
+                    {
+                        "mask": m + 1,
+                        "rank": r + 1,
+                        "intact": style.display(a),
+                        "P intact": pa,
+                        "heads off": style.display(b),
+                        "P heads off": pb,
+                    }  # fmt: skip
+                    for m, (i, x) in enumerate(zip(intact_guesses, ablated_guesses, strict=True))
+                    for r, ((a, pa), (b, pb)) in enumerate(zip(i.as_pairs(), x.as_pairs(), strict=True))
+                ]
+                st.dataframe(pd.DataFrame(rows), hide_index=True, key="ablation_masks")
+        curves = {}
+        for name, run in (
+            ("intact", lambda t: cache.analyze(active, t)),
+            ("heads off", lambda t: cache.ablated(active, t, None, off)),
+        ):
+            found = [
+                transforms.target_occurrences(r, "bank", active.model.tokenizer.normalize)
+                for r in map(run, BANKS)
+            ]
+            if all(found):
+                a, b = (run(t).hidden_states[:, f[0]].mean(axis=1) for t, f in zip(BANKS, found, strict=True))
+                curves[name] = (a * b).sum(-1) / (
+                    np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1) + 1e-12
+                )
+        if curves:
+            ui.show_figure(
+                charts.lines(
+                    list(range(n_layers + 1)),
+                    curves,
+                    title="'bank' by a river vs 'bank' with money",
+                    value_name="cosine",
+                    font_size=fs,
+                ),  # fmt: skip
+                key="ablation_banks",
+                data=pd.DataFrame({"layer": range(n_layers + 1), **curves}),
+                filename="ablation_banks",
+            )
     if not info.has_mlm_head:
         st.info("Head importance needs an MLM head: load a masked-language-model checkpoint.")
     elif st.toggle("Importance of every head for the first [MASK]", key="ablation_importance"):

@@ -148,3 +148,15 @@ def test_token_kinds_and_chip_legend_follow_the_piece_style():
     assert kinds == ["word", "continuation", "unk"]
     fig = charts.token_chips(["Ġplay", "ing", "<unk>"], kinds, None, style=bpe)
     assert [t.name for t in fig.data] == ["word / first piece", "continuation", "&lt;unk&gt;"]
+
+
+def test_model_view_writes_each_heads_role_under_its_map():
+    import numpy as np
+
+    from app import charts
+
+    thumbs = np.random.default_rng(0).random((2, 3, 4, 4))
+    roles = [["previous", None, "cls"], [None, None, "broad"]]
+    fig = charts.model_view(thumbs, roles=roles)
+    assert sorted(a.text for a in fig.layout.annotations) == ["broad", "cls", "previous"]
+    assert not charts.model_view(thumbs).layout.annotations

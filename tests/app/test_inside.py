@@ -69,3 +69,43 @@ def test_ablation_moves_the_vectors_of_later_layers_only(make_app, tiny_model):
     expected = tiny_model.analyze(TEXT, head_mask=mask).hidden_states - tiny_model.analyze(TEXT).hidden_states
     np.testing.assert_allclose(drift, np.linalg.norm(expected, axis=-1), atol=1e-4)
     assert isinstance(bert_core.attention_rollout, object)
+
+
+def test_ablation_changes_the_guesses_and_the_bank_curve_against_the_intact_model(make_app, tiny_model):
+    at = open_view(make_app, "ablation", TEXT)
+    at.multiselect(key="ablation_heads").set_value(["1.1", "2.3"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    mask = np.ones((2, 4), dtype=np.float32)
+    mask[0, 0] = mask[1, 2] = 0
+    table = [t for t in at.dataframe if "heads off" in t.value.columns][0].value
+    expected = tiny_model.predict_masks(TEXT, top_k=5, head_mask=mask)[0]
+    assert list(table["heads off"]) == expected.tokens
+    assert list(table["intact"]) == tiny_model.predict_masks(TEXT, top_k=5)[0].tokens
+    curves = figure(at, "ablation_banks")["data"]
+    assert [c["name"] for c in curves] == ["intact", "heads off"]
+
+
+def test_roles_on_the_model_view_and_their_stability_over_the_presets(make_app, tiny_model):
+    at = open_view(make_app, "roles", TEXT)
+    at.toggle(key="roles_stability").set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    stable = [t for t in at.dataframe if "usual role" in t.value.columns][0].value
+    assert len(stable) == 8 and stable["share of sentences"].between(0, 1).all()
+    at = make_app("views/attention.py", a=TEXT, att_view="Model view (all heads)")
+    assert not at.exception
+
+
+def test_core_ablated_predictions_are_the_head_on_the_ablated_hidden_state(tiny_model):
+    import torch
+
+    mask = np.ones((2, 4), dtype=np.float32)
+    mask[1, 1] = 0
+    r = tiny_model.analyze(TEXT, head_mask=mask)
+    position = r.input_ids.tolist().index(tiny_model.tokenizer.mask_token_id)
+    with torch.inference_mode():
+        logits = tiny_model.network.logits("mlm", torch.from_numpy(r.hidden_states[-1][position][None]))
+    probs = torch.softmax(logits, -1)[0]
+    guess = tiny_model.predict_masks(TEXT, top_k=1, head_mask=mask)[0]
+    assert guess.token_ids[0] == int(probs.argmax()) and guess.probabilities[0] == pytest.approx(
+        float(probs.max()), abs=1e-5
+    )
