@@ -15,10 +15,10 @@ import numpy as np
 import streamlit as st
 
 import bert_core
+from app import server
 from app.models import ActiveModel
 
 MAX_TOP_K = 30  # masked words are predicted once with this many guesses; the page slices what it shows
-ANALYSIS_CACHE_ENTRIES = 8  # analyses cached per process (a 512-token bert-base analysis is ~170 MB)
 BATCH_TOKEN_BUDGET = 2048  # padded tokens (texts × longest) per forward pass on the many-sentence pages
 FORWARD_PASSES = "forward_passes"  # session-state count of model calls that missed the cache (tests read it)
 
@@ -39,32 +39,36 @@ def _count_forward_pass() -> None:
     st.session_state[FORWARD_PASSES] = st.session_state.get(FORWARD_PASSES, 0) + 1
 
 
-# cache_resource rather than cache_data: a 512-token analysis of bert-base holds ~170 MB of attention and
-# hidden states, and cache_data would unpickle a fresh copy on every rerun. The result is frozen above.
-@st.cache_resource(max_entries=ANALYSIS_CACHE_ENTRIES, ttl=3600, show_spinner=False)
-def _analysis(key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel) -> bert_core.Analysis:
-    _count_forward_pass()
-    return _freeze(_model.analyze(text, pair))
-
-
 @st.cache_data(max_entries=64, show_spinner=False)
 def _masks(
     key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel
 ) -> list[bert_core.MaskPrediction]:
     _count_forward_pass()
-    return _model.predict_masks(text, pair, top_k=MAX_TOP_K)
+    with server.admission().slot():
+        return _model.predict_masks(text, pair, top_k=MAX_TOP_K)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _nsp(key: str, a: str, b: str, _model: bert_core.BertScopeModel) -> float:
     _count_forward_pass()
-    return _model.next_sentence(a, b)
+    with server.admission().slot():
+        return _model.next_sentence(a, b)
 
 
 def analyze(active: ActiveModel, text: str, pair: str | None = None) -> bert_core.Analysis:
-    """The cached analysis of (model, text, pair); raises bert_core.InputError for unusable text."""
-    with st.spinner("Running the model…"):
-        return _analysis(active.key, text, pair, active.model)
+    """The cached analysis of (model, text, pair); raises bert_core.InputError for unusable text.
+
+    Held in the server's byte-budgeted store (app/server.py) rather than cache_resource's entry count: a
+    512-token bert-base analysis holds ~170 MB and an 8-token one ~1 MB. Frozen, since every session shares it.
+    """
+
+    def compute() -> bert_core.Analysis:
+        _count_forward_pass()
+        with server.admission().slot():
+            return _freeze(active.model.analyze(text, pair))
+
+    with st.spinner(server.waiting_message("Running the model…")):
+        return server.analyses().get((active.key, text, pair), compute)
 
 
 def predict_masks(
@@ -84,7 +88,8 @@ def predict_masks(
 @st.cache_data(max_entries=64, show_spinner=False)
 def _sop(key: str, a: str, b: str, _model: bert_core.BertScopeModel) -> float:
     _count_forward_pass()
-    return _model.sentence_order(a, b)
+    with server.admission().slot():
+        return _model.sentence_order(a, b)
 
 
 def sentence_order(active: ActiveModel, a: str, b: str) -> float:
@@ -97,7 +102,8 @@ def _replaced(
     key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel
 ) -> list[tuple[str, float]]:
     _count_forward_pass()
-    return _model.replaced_tokens(text, pair)
+    with server.admission().slot():
+        return _model.replaced_tokens(text, pair)
 
 
 def replaced_tokens(active: ActiveModel, text: str, pair: str | None = None) -> list[tuple[str, float]]:
@@ -117,9 +123,10 @@ def _mlm_scores(
     _model: bert_core.BertScopeModel,
 ) -> bert_core.MlmScores:  # fmt: skip
     _count_forward_pass()
-    return _model.predict_at(
-        list(ids), list(positions), token_type_ids=list(types), labels=list(labels), top_k=5
-    )
+    with server.admission().slot():
+        return _model.predict_at(
+            list(ids), list(positions), token_type_ids=list(types), labels=list(labels), top_k=5
+        )
 
 
 def mlm_scores(
@@ -158,7 +165,8 @@ def _lines(key: str, texts: tuple[str, ...], _model: bert_core.BertScopeModel) -
     _count_forward_pass()
     # vectors_batch keeps no attention maps (these pages never draw them, and at 512 tokens they dominate
     # memory) and runs the lines in padded batches within the token budget, so memory stays bounded.
-    results = _model.vectors_batch([texts[n] for n in used], max_batch_tokens=BATCH_TOKEN_BUDGET)
+    with server.admission().slot():
+        results = _model.vectors_batch([texts[n] for n in used], max_batch_tokens=BATCH_TOKEN_BUDGET)
     return Lines([_freeze(r) for r in results], used, rejected)
 
 
@@ -175,7 +183,8 @@ def analyze_lines(active: ActiveModel, texts: list[str]) -> Lines:
 @st.cache_data(max_entries=16, show_spinner=False)
 def _details(key: str, text: str, pair: str | None, layer: int, _model: bert_core.BertScopeModel):
     _count_forward_pass()
-    return _model.attention_details(text, pair, layer=layer)
+    with server.admission().slot():
+        return _model.attention_details(text, pair, layer=layer)
 
 
 def attention_details(
@@ -189,7 +198,8 @@ def attention_details(
 @st.cache_data(max_entries=8, show_spinner=False)
 def _value_weighted(key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel):
     _count_forward_pass()
-    return _model.value_weighted_attention(text, pair)
+    with server.admission().slot():
+        return _model.value_weighted_attention(text, pair)
 
 
 def value_weighted(active: ActiveModel, text: str, pair: str | None) -> bert_core.ValueWeightedAttention:
@@ -202,7 +212,8 @@ def _logit_lens(
     key: str, text: str, pair: str | None, position: int | None, _model: bert_core.BertScopeModel
 ):
     _count_forward_pass()
-    return _model.logit_lens(text, position, top_k=5, text_pair=pair)
+    with server.admission().slot():
+        return _model.logit_lens(text, position, top_k=5, text_pair=pair)
 
 
 def logit_lens(active: ActiveModel, text: str, pair: str | None, position: int | None) -> bert_core.LogitLens:
@@ -212,7 +223,8 @@ def logit_lens(active: ActiveModel, text: str, pair: str | None, position: int |
 @st.cache_data(max_entries=16, show_spinner=False)
 def _pll(key: str, text: str, _model: bert_core.BertScopeModel):
     _count_forward_pass()
-    return _model.pseudo_log_likelihood(text)
+    with server.admission().slot():
+        return _model.pseudo_log_likelihood(text)
 
 
 def pseudo_log_likelihood(active: ActiveModel, text: str) -> bert_core.PseudoLogLikelihood:
@@ -223,7 +235,8 @@ def pseudo_log_likelihood(active: ActiveModel, text: str) -> bert_core.PseudoLog
 @st.cache_data(max_entries=8, show_spinner=False)
 def _importance(key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel):
     _count_forward_pass()
-    return _model.head_importance(text, text_pair=pair)
+    with server.admission().slot():
+        return _model.head_importance(text, text_pair=pair)
 
 
 def head_importance(active: ActiveModel, text: str, pair: str | None) -> bert_core.HeadImportance:
@@ -234,7 +247,8 @@ def head_importance(active: ActiveModel, text: str, pair: str | None) -> bert_co
 @st.cache_resource(max_entries=4, ttl=3600, show_spinner=False)
 def _ablated(key: str, text: str, pair: str | None, off: tuple[tuple[int, int], ...], _model):
     _count_forward_pass()
-    return _freeze(_model.analyze(text, pair, head_mask=_head_mask(_model, off)))
+    with server.admission().slot():
+        return _freeze(_model.analyze(text, pair, head_mask=_head_mask(_model, off)))
 
 
 def ablated(active: ActiveModel, text: str, pair: str | None, off: tuple[tuple[int, int], ...]):
@@ -249,7 +263,8 @@ def ablated(active: ActiveModel, text: str, pair: str | None, off: tuple[tuple[i
 @st.cache_data(max_entries=32, show_spinner=False)
 def _task(key: str, method: str, args: tuple, _model: bert_core.BertScopeModel):
     _count_forward_pass()
-    return getattr(_model, method)(*args)
+    with server.admission().slot():
+        return getattr(_model, method)(*args)
 
 
 def task_prediction(active: ActiveModel, method: str, *args):
@@ -262,7 +277,8 @@ def task_prediction(active: ActiveModel, method: str, *args):
 @st.cache_data(max_entries=16, show_spinner=False)
 def _attribution(key: str, text: str, pair: str | None, target, method: str, steps: int, _model):
     _count_forward_pass()
-    return _model.attribute(text, pair, target=target, method=method, steps=steps)
+    with server.admission().slot():
+        return _model.attribute(text, pair, target=target, method=method, steps=steps)
 
 
 def attribution(
@@ -282,7 +298,8 @@ def _head_mask(model: bert_core.BertScopeModel, off: tuple[tuple[int, int], ...]
 @st.cache_data(max_entries=16, show_spinner=False)
 def _ablated_masks(key: str, text: str, pair: str | None, off: tuple[tuple[int, int], ...], _model):
     _count_forward_pass()
-    return _model.predict_masks(text, pair, top_k=5, head_mask=_head_mask(_model, off))
+    with server.admission().slot():
+        return _model.predict_masks(text, pair, top_k=5, head_mask=_head_mask(_model, off))
 
 
 def ablated_masks(active: ActiveModel, text: str, pair: str | None, off: tuple[tuple[int, int], ...]):
