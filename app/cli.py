@@ -27,7 +27,28 @@ def run_app(argv: list[str]) -> int:
         action="store_true",
         help="compute with the reference's own matmuls: bit-identical to transformers, slower (env: BERTSCOPE_EXACT=1)",
     )
+    parser.add_argument(
+        "--shared",
+        action="store_true",
+        help="settings for a server a class shares: no hub downloads, local models only under --model-roots "
+        "(default: the bundled models), sentences cut at --max-chars, at most --max-models in memory",
+    )
+    parser.add_argument("--model-roots", help="directories local models may be opened from, ':'-separated")
+    parser.add_argument("--max-chars", type=int, help="characters of a sentence analysed (--shared: 2000)")
+    parser.add_argument("--max-models", type=int, help="models held in memory at once (--shared: 2)")
     args, extra = parser.parse_known_args(argv)
+    if args.shared:
+        os.environ["BERTSCOPE_ALLOW_HUB"] = "0"
+        os.environ.setdefault("BERTSCOPE_MODEL_ROOTS", str(Path(__file__).resolve().parents[1] / "assets"))
+        os.environ.setdefault("BERTSCOPE_MAX_CHARS", "2000")
+        os.environ.setdefault("BERTSCOPE_MAX_MODELS", "2")
+    for flag, name in (
+        (args.model_roots, "BERTSCOPE_MODEL_ROOTS"),
+        (args.max_chars, "BERTSCOPE_MAX_CHARS"),
+        (args.max_models, "BERTSCOPE_MAX_MODELS"),
+    ):
+        if flag is not None:
+            os.environ[name] = str(flag)
     if args.model:
         os.environ["BERTSCOPE_MODEL"] = args.model
     if args.exact:

@@ -4,6 +4,7 @@ query-parameter names)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,20 @@ EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "assets" / "examples"
 EXAMPLES_FILE = EXAMPLES_DIR / "presets.txt"
 DEFAULT_TEXT_A = "The boat drifted toward the bank of the river."
 MAX_CHARS = 5_000  # longer text is cut here before tokenising (the model takes at most ~512 pieces anyway)
+ENV_MAX_CHARS = (
+    "BERTSCOPE_MAX_CHARS"  # a shared server's limit on what one sentence may bring (bertscope --shared)
+)
+
+
+def max_chars() -> int:
+    """Characters of a sentence that are analysed: BERTSCOPE_MAX_CHARS when set (a shared server), else
+    MAX_CHARS."""
+    try:
+        return max(1, int(os.environ.get(ENV_MAX_CHARS, "").strip() or MAX_CHARS))
+    except ValueError:
+        return MAX_CHARS
+
+
 MAX_LINES = 12  # sentences per list on the Word senses and Sentence vector pages
 MAX_LINE_CHARS = 1_000  # characters per sentence of such a list
 
@@ -38,12 +53,13 @@ def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
     if raw is None or not raw.strip():
         return None, notes
     text = raw
-    if len(text) > MAX_CHARS:
+    limit = max_chars()
+    if len(text) > limit:
         notes.append(
-            f"{name} has {len(text):,} characters; only the first {MAX_CHARS:,} are analysed "
+            f"{name} has {len(text):,} characters; only the first {limit:,} are analysed "
             "(BERT reads at most 512 pieces anyway)."
         )
-        text = text[:MAX_CHARS]
+        text = text[:limit]
     return text, notes
 
 

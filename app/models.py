@@ -287,9 +287,16 @@ def directory_signature(key: str) -> tuple | None:
         return None
 
 
+ENV_MAX_MODELS = "BERTSCOPE_MAX_MODELS"  # models held in memory at once (a shared server's bound; default 3)
+
+
 @st.cache_resource(show_spinner=False)
 def model_store() -> ModelStore:
-    return ModelStore()
+    try:
+        capacity = max(1, int(os.environ.get(ENV_MAX_MODELS, "").strip() or 3))
+    except ValueError:
+        capacity = 3
+    return ModelStore(capacity=capacity)
 
 
 @dataclass(frozen=True)

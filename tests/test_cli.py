@@ -41,3 +41,27 @@ def test_exact_flag_asks_for_the_reference_arithmetic(monkeypatch):
     monkeypatch.setenv("BERTSCOPE_EXACT", "")  # restored (removed) after the test
     cli.main(["--exact"])
     assert os.environ["BERTSCOPE_EXACT"] == "1"
+
+
+def test_shared_flag_sets_a_classroom_servers_limits_in_one_place(monkeypatch):
+    import os
+
+    from streamlit.web import cli as stcli
+
+    seen = {}
+    monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
+    for name in (
+        "BERTSCOPE_ALLOW_HUB",
+        "BERTSCOPE_MODEL_ROOTS",
+        "BERTSCOPE_MAX_CHARS",
+        "BERTSCOPE_MAX_MODELS",
+    ):
+        monkeypatch.setenv(name, "")  # restored after the test
+        monkeypatch.delenv(name)
+    cli.main(["--shared", "--max-models", "1"])
+    assert os.environ["BERTSCOPE_ALLOW_HUB"] == "0"
+    assert os.environ["BERTSCOPE_MODEL_ROOTS"].endswith("assets")
+    assert os.environ["BERTSCOPE_MAX_CHARS"] == "2000" and os.environ["BERTSCOPE_MAX_MODELS"] == "1"
+    argv = seen["argv"]
+    assert argv[argv.index("--server.address") + 1] == "127.0.0.1"  # nothing beyond this machine by default
+    assert "--server.enableXsrfProtection" not in argv  # left on (Streamlit's default)

@@ -108,3 +108,43 @@ def test_exact_mode_is_part_of_the_cache_key(tiny_checkpoint, monkeypatch):
     assert models.loaded_key(str(tiny_checkpoint)) != models.model_key(str(tiny_checkpoint)) + " [exact]"
     monkeypatch.setenv("BERTSCOPE_EXACT", "1")
     assert store.load(str(tiny_checkpoint)) is exact
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "{root}/../outside",  # traversal out of the root
+        "{root}/link-out",  # a symlink inside the root pointing out of it
+        "~/somewhere",  # the home directory
+        "{root}/%2e%2e/outside",  # URL-encoded dots are a literal name, still outside once resolved
+        "../../etc",
+    ],
+)
+def test_a_shared_server_never_opens_a_directory_outside_its_roots(tmp_path, monkeypatch, typed):
+    from app import models
+
+    root = tmp_path / "models"
+    root.mkdir()
+    (tmp_path / "outside").mkdir()
+    (root / "link-out").symlink_to(tmp_path / "outside", target_is_directory=True)
+    (root / "%2e%2e").symlink_to(tmp_path, target_is_directory=True)
+    monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", str(root))
+    monkeypatch.setenv("BERTSCOPE_MODEL", "")
+    reason = models.refusal(typed.format(root=root))
+    assert reason is not None and "only under" in reason
+    (root / "ok").mkdir()
+    assert models.refusal(str(root / "ok")) is None
+
+
+def test_max_chars_and_max_models_come_from_the_shared_settings(monkeypatch):
+    from app import inputs, models
+
+    monkeypatch.setenv("BERTSCOPE_MAX_CHARS", "10")
+    text, notes = inputs.prepare_text("a" * 25, "Sentence A")
+    assert len(text) == 10 and "first 10" in notes[0]
+    monkeypatch.setenv("BERTSCOPE_MAX_MODELS", "1")
+    import streamlit as st
+
+    st.cache_resource.clear()
+    assert models.model_store().capacity == 1
+    st.cache_resource.clear()
