@@ -28,6 +28,9 @@ def run_app(argv: list[str]) -> int:
         help="compute with the reference's own matmuls: bit-identical to transformers, slower (env: BERTSCOPE_EXACT=1)",
     )
     parser.add_argument(
+        "--device", help="where the models run: cpu (default) or cuda (env: BERTSCOPE_DEVICE)"
+    )
+    parser.add_argument(
         "--shared",
         action="store_true",
         help="settings for a server a class shares: no hub downloads, local models only under --model-roots "
@@ -43,6 +46,7 @@ def run_app(argv: list[str]) -> int:
         os.environ.setdefault("BERTSCOPE_MAX_CHARS", "2000")
         os.environ.setdefault("BERTSCOPE_MAX_MODELS", "2")
     for flag, name in (
+        (args.device, "BERTSCOPE_DEVICE"),
         (args.model_roots, "BERTSCOPE_MODEL_ROOTS"),
         (args.max_chars, "BERTSCOPE_MAX_CHARS"),
         (args.max_models, "BERTSCOPE_MAX_MODELS"),

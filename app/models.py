@@ -252,6 +252,7 @@ class ModelStore:
                         progress=progress,
                         local_files_only=not hub_downloads_allowed(),
                         pack_weights=not exact_arithmetic(),
+                        device=os.environ.get("BERTSCOPE_DEVICE", "").strip() or None,
                     )
                 except bert_core.ModelLoadError:
                     raise
