@@ -148,3 +148,26 @@ def test_max_chars_and_max_models_come_from_the_shared_settings(monkeypatch):
     st.cache_resource.clear()
     assert models.model_store().capacity == 1
     st.cache_resource.clear()
+
+
+def test_a_model_directory_deleted_while_serving(tmp_path, tiny_checkpoint):
+    """Sessions holding the model keep working (its weights are in memory); a new load reports the problem,
+    and one session's failed load does not stop another from loading a model that is fine."""
+    import shutil
+
+    import bert_core
+    from app.models import ModelStore
+
+    served = tmp_path / "served"
+    shutil.copytree(tiny_checkpoint, served)
+    store = ModelStore()
+    model = store.load(str(served))
+    shutil.rmtree(served)
+    assert model.analyze("the bank of the river").attentions.shape[0] == 2  # still serving
+    assert store.load(str(served)) is model  # sessions asking again get the one in memory
+    with pytest.raises(bert_core.ModelLoadError, match="no such directory|not a valid hub id"):
+        ModelStore().load(str(served))  # a process starting afresh (or after eviction) says what is wrong
+    other = ModelStore()
+    with pytest.raises(bert_core.ModelLoadError):
+        other.load(str(served))
+    assert other.load(str(tiny_checkpoint)).analyze("the cat").tokens[0] == "[CLS]"
