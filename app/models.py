@@ -7,6 +7,7 @@ The store is made once per process by `st.cache_resource`; nothing mutable lives
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import weakref
@@ -92,6 +93,16 @@ def model_roots() -> list[Path] | None:
     return [Path(r).expanduser().resolve() for r in raw.split(os.pathsep) if r.strip()]
 
 
+def _unsafe_source(source: str) -> str | None:
+    """Why a typed source can't be a model name at all (checked before any path is built from it)."""
+    if any(ord(c) < 32 or c == "\x7f" for c in source):
+        return "a model name can't contain control characters"
+    if re.search(r"%[0-9a-fA-F]{2}", source):
+        # The URL was decoded once already; a second layer (%2e%2e/) is a trick, never a directory's name.
+        return "a model name can't contain URL-encoded characters (%xx)"
+    return None
+
+
 def is_local_source(source: str) -> bool:
     """A directory (existing, or typed as a path) rather than a hub id."""
     path = Path(source.strip()).expanduser()
@@ -106,6 +117,9 @@ def refusal(source: str) -> str | None:
     source = source.strip()
     if source == DEMO_SOURCE or source in DEMO_TASKS or source == os.environ.get(ENV_MODEL, "").strip():
         return None
+    unsafe = _unsafe_source(source)
+    if unsafe:
+        return unsafe
     if is_local_source(source):
         roots = model_roots()
         if roots is None:
@@ -246,24 +260,23 @@ class ModelStore:
                 return model
             signature = directory_signature(key)  # taken before reading, so an edit during the load counts
             try:
-                try:
-                    model = bert_core.load_pretrained(
-                        source_path(source),
-                        progress=progress,
-                        local_files_only=not hub_downloads_allowed(),
-                        pack_weights=not exact_arithmetic(),
-                        device=os.environ.get("BERTSCOPE_DEVICE", "").strip() or None,
-                    )
-                except bert_core.ModelLoadError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - anything else the loader let through is a message
-                    raise bert_core.ModelLoadError(
-                        f"cannot load {source}: {type(exc).__name__}: {exc}"
-                    ) from exc
+                model = bert_core.load_pretrained(
+                    source_path(source),
+                    progress=progress,
+                    local_files_only=not hub_downloads_allowed(),
+                    pack_weights=not exact_arithmetic(),
+                    device=os.environ.get("BERTSCOPE_DEVICE", "").strip() or None,
+                )
             except bert_core.ModelLoadError as exc:
+                # The loader's own verdict is about the checkpoint, so it holds for every session until the
+                # directory changes (or the hub failure's time is up).
                 with self._lock:
                     self._failures[key] = (time.monotonic(), str(exc), signature)
                 raise
+            except Exception as exc:  # noqa: BLE001 - anything else the loader let through is a message
+                # ...but its cause may be this moment (memory, a file being copied in), so it is told to this
+                # session only and the next one tries again: one bad moment must not poison the model.
+                raise bert_core.ModelLoadError(f"cannot load {source}: {type(exc).__name__}: {exc}") from exc
             with self._lock:
                 self._remember(cache_key, model)
             return model
