@@ -195,7 +195,8 @@ class TaskPasses:
         positions = torch.from_numpy(np.array(enc.position_ids))[None].to(self.device)
         table = self.network.base.embeddings.word_embeddings
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        baseline_ids = torch.where(torch.from_numpy(enc.special_tokens_mask)[None].to(self.device), ids, pad)
+        special = torch.from_numpy(np.array(enc.special_tokens_mask))[None].to(self.device)  # a writable copy
+        baseline_ids = torch.where(special, ids, pad)
 
         def score(words: Tensor) -> Tensor:
             """words (B, S, E) -> the target logit for each row, (B,)."""
@@ -282,10 +283,20 @@ class TaskPasses:
             best = self.answer(text, text_pair)[0]
             char = best[1] if end == 0 else best[2] - 1
             position = next(
-                i
-                for i, (seq, (a, b)) in enumerate(zip(enc.sequence_ids, enc.offsets.tolist(), strict=True))
-                if seq == 1 and a <= char < max(b, a + 1)
+                (
+                    i
+                    for i, (seq, (a, b)) in enumerate(
+                        zip(enc.sequence_ids, enc.offsets.tolist(), strict=True)
+                    )
+                    if seq == 1 and a <= char < max(b, a + 1)
+                ),
+                None,
             )
+            if position is None:  # the best answer lies in a later window than the model reads at once
+                raise InputError(
+                    "the answer lies beyond what the model reads at once from this passage: shorten the passage "
+                    "to explain it"
+                )
             return (
                 "qa",
                 lambda logits: logits[:, position, end],

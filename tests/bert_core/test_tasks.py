@@ -209,3 +209,14 @@ def test_attribution_targets_for_tagger_qa_and_mlm(task_dirs, tiny_model):
     assert r.target.startswith("answer end")
     r = tiny_model.attribute("the [MASK] sat on the bank", steps=20)
     assert "at token 2" in r.target and np.isfinite(r.scores).all()
+
+
+def test_explaining_an_answer_beyond_the_first_window_is_a_clear_error(task_dirs):
+    m = bert_core.load_pretrained(task_dirs["bert", "qa"])
+    question = "where was the cash?"
+    context = " ".join(["the river ran by the bank"] * 40) + " and we deposited the cash at the bank."
+    best = m.answer(question, context)[0]
+    # on these seeded weights the best span lies past the first window (whose 62 positions hold ~10 repeats)
+    assert best[1] > len(" ".join(["the river ran by the bank"] * 10))
+    with pytest.raises(InputError, match="beyond what the model reads"):
+        m.attribute(question, context, target="start", steps=2)
