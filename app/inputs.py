@@ -57,7 +57,7 @@ def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
     if len(text) > limit:
         notes.append(
             f"{name} has {len(text):,} characters; only the first {limit:,} are analysed "
-            "(BERT reads at most 512 pieces anyway)."
+            "(the models read at most about 512 pieces anyway)."
         )
         text = text[:limit]
     return text, notes
@@ -107,6 +107,18 @@ def examples() -> list[Example]:
         return parse_examples(EXAMPLES_FILE.read_text(encoding="utf-8"))
     except OSError:
         return []  # a stripped install without assets: the sidebar simply has no examples
+
+
+TYPED_MASK = "[MASK]"  # what the app's help and examples tell a user to type, whatever the model
+
+
+def with_mask_token(given: Inputs, mask_token: str | None) -> Inputs:
+    """`given` with a typed [MASK] written as the model's own mask token (RoBERTa's <mask>), so every page
+    sees the one piece the MLM head was trained on, as `predict_masks` does."""
+    if not mask_token or mask_token == TYPED_MASK:
+        return given
+    a, b = (None if t is None else t.replace(TYPED_MASK, mask_token) for t in (given.text_a, given.text_b))
+    return Inputs(a, b, given.notes)
 
 
 def current_inputs() -> Inputs:

@@ -154,7 +154,8 @@ def is_in_hub_cache(repo_id: str) -> bool:
 
 @st.cache_data(ttl=120, show_spinner=False)
 def cached_hub_models() -> list[str]:
-    """Model repos already in the local Hugging Face cache that look like BERT checkpoints."""
+    """Model repos already in the local Hugging Face cache with a config.json, of any family: the core says
+    on loading whether it can read one (bert, roberta, distilbert, albert, electra)."""
     try:
         import huggingface_hub
 

@@ -16,7 +16,7 @@ if str(APP_DIR.parent) not in sys.path:  # `streamlit run app/streamlit_app.py` 
 import streamlit as st  # noqa: E402
 
 import bert_core  # noqa: E402
-from app import inputs, models, ui  # noqa: E402
+from app import inputs, models, transforms, ui  # noqa: E402
 from app.registry import PAGES  # noqa: E402
 
 KEY_EXAMPLE = "example"
@@ -105,9 +105,28 @@ def model_picker() -> models.ActiveModel | None:
     return active
 
 
+def pair_help(active: models.ActiveModel | None) -> str:
+    """Sentence B's help: how the loaded model's tokenizer joins a pair, and how it tells the two apart."""
+    if active is None:
+        return "A second sentence makes a pair."
+    model = active.model
+    try:
+        layout = transforms.pair_template(model.tokenizer.encode("a", "b"))
+    except bert_core.BertScopeError:  # a tokenizer with no piece for "a" still lets the user type a pair
+        return "A second sentence makes a pair."
+    segments = model.config.type_vocab_size
+    if segments >= 2:
+        told = "segment ids 0 and 1"
+    elif segments == 1:
+        told = "one segment id for both: only the separators tell them apart"
+    else:
+        told = "no segment embeddings: only the separators tell them apart"
+    return f"A second sentence makes a pair: {layout} ({told})."
+
+
 def sidebar() -> None:
     with st.sidebar:
-        st.session_state[models.KEY_ACTIVE_MODEL] = model_picker()
+        active = st.session_state[models.KEY_ACTIVE_MODEL] = model_picker()
         examples = inputs.examples()
         if examples:
             st.selectbox(
@@ -137,7 +156,7 @@ def sidebar() -> None:
             value="",
             key=inputs.KEY_TEXT_B,
             bind="query-params",
-            help="A second sentence makes a pair: [CLS] A [SEP] B [SEP] (segment ids 0 and 1).",
+            help=ui.md_escape(pair_help(active)),
         )
         with st.expander("Display"):
             st.toggle("Large text (for a projector)", key=ui.KEY_LARGE, bind="query-params")

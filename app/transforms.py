@@ -220,3 +220,17 @@ def labelled_fragments(text: str, spans: Sequence[tuple[int, int, str]]) -> list
     if at < len(text):
         out.append((text[at:], None))
     return [(t, k) for t, k in out if t.strip()]
+
+
+def pair_template(encoding, names: tuple[str, str] = ("A", "B")) -> str:
+    """How the model's tokenizer lays out a pair, e.g. '[CLS] A [SEP] B [SEP]' or RoBERTa's
+    '<s> A </s> </s> B </s>': `encoding` is any pair's Encoding; its special tokens are kept and each sentence's
+    pieces are written as its name."""
+    parts: list[str] = []
+    for token, special, seq in zip(
+        encoding.tokens, encoding.special_tokens_mask.tolist(), encoding.sequence_ids, strict=True
+    ):
+        part = token if special or seq is None else names[seq]
+        if special or not parts or parts[-1] != part:
+            parts.append(part)
+    return " ".join(parts)

@@ -119,9 +119,13 @@ def page_model(need_text: bool = True) -> tuple[models.ActiveModel, inputs.Input
     if active is None:
         st.info("No model is loaded: pick one that loads in the sidebar (the message there says why).")
         st.stop()
-    given = inputs.current_inputs()
+    typed = inputs.current_inputs()
+    mask = active.model.tokenizer.mask_token
+    given = inputs.with_mask_token(typed, mask)
     for note in given.notes:
         st.warning(note)
+    if given != typed:
+        st.caption(md_escape(f"{inputs.TYPED_MASK} is read as {mask}, this model's mask token."))
     if need_text and given.text_a is None:
         st.info("Type a sentence in the sidebar (Sentence A) to analyse it.")
         st.stop()
@@ -188,6 +192,24 @@ def untrained_positions_note(active: models.ActiveModel, length: int, *, what: s
             f"positions {trained} and beyond were never trained, so attention, predictions and vectors there "
             "mean little. Use shorter text, or a model pre-trained on longer inputs."
         )
+
+
+def no_mlm_head(info, cannot: str) -> None:
+    """The inline note for a page that needs the masked-LM head on a checkpoint without one; an ELECTRA
+    discriminator is pointed to what it does instead. `cannot`: what the page then cannot do."""
+    rtd = (
+        " It is a discriminator: it spots replaced tokens instead (the Sentence vector & NSP page); its "
+        "generator checkpoint guesses masked words."
+        if "rtd" in info.heads
+        else ""
+    )
+    st.info(
+        md_escape(
+            f"This {info.architecture_name} checkpoint has no MLM head (masked-language model), so it cannot {cannot}."
+            f"{rtd} Load a masked-LM or pre-training checkpoint, e.g. bert-base-uncased, roberta-base or the demo "
+            "model."
+        )
+    )
 
 
 def token_labels(tokens: list[str], style: PieceStyle | None = None) -> list[str]:

@@ -78,10 +78,10 @@ view = c3.radio(
 )
 
 o1, o2, o3 = st.columns(3)
+cls, sep = active.model.tokenizer.cls_token, active.model.tokenizer.sep_token
+hide_label = ui.md_escape(f"Hide {cls}/{sep}")
 # Bound to the URL like layer and head: a shared link opens the same view.
-hide_special = o1.toggle(
-    "Hide [CLS]/[SEP]", key="att_hide_special", persist_state="session", bind="query-params"
-)
+hide_special = o1.toggle(hide_label, key="att_hide_special", persist_state="session", bind="query-params")
 merge = o2.toggle("Merge sub-words into words", key="att_merge", persist_state="session", bind="query-params")
 direction = "all"
 if result.text_pair is not None:
@@ -136,8 +136,10 @@ if hide_special or direction != "all":
     notes.append("Rows no longer sum to 1: attention to the hidden tokens is not shown.")
 if direction != "all" and not hide_special:
     notes.append(
-        "[CLS] and [SEP] belong to neither sentence, so A→B and B→A leave them out even with "
-        "'Hide [CLS]/[SEP]' off; choose 'all' to see them."
+        ui.md_escape(
+            f"{cls} and {sep} belong to neither sentence, so A→B and B→A leave them out even with "
+            f"'Hide {cls}/{sep}' off; choose 'all' to see them."
+        )
     )
 if merge:
     notes.append("A word's row is the mean of its pieces' rows; a column is the sum over the word's pieces.")

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from app import cache, charts, models, transforms, ui
+from app import cache, charts, inputs, models, transforms, ui
 
 KEY_SECOND = "model2"  # the URL keeps both models: the sidebar's `model` and this one
 SENSES = (
@@ -23,7 +23,7 @@ st.caption(
     "(e.g. bert-base-uncased and distilbert-base-uncased, or the demo BERT and a variant). Each model is "
     "loaded once and shared by every page and session."
 )
-left, inputs = ui.page_model()
+left, _ = ui.page_model()
 current = st.session_state.get(KEY_SECOND) or st.query_params.get(KEY_SECOND)
 # Models that load here (on disk or cached) first, so the page opens on a pair that works offline.
 listed = [*models.loadable_alternatives(left.source), *models.model_options(current)]
@@ -42,14 +42,18 @@ except models.ModelUnavailable as exc:
     st.error("The second model can't be loaded: " + ui.md_escape(exc.reason))
     st.stop()
 sides = [("left", left), ("right", right)]
+# Each side reads a typed [MASK] as its own mask token (BERT's [MASK], RoBERTa's <mask>).
+typed = inputs.current_inputs()
+texts = {name: inputs.with_mask_token(typed, active.model.tokenizer.mask_token) for name, active in sides}
 fs = ui.font_size()
 
 
 def card(active: models.ActiveModel) -> str:
     info = active.model.info
+    lacks = f" · no {', no '.join(info.lacks)}" if info.lacks else ""
     return ui.md_escape(
         f"{info.architecture_name} · {info.num_layers} layers · {info.num_heads} heads · hidden {info.hidden_size}"
-        f" — {models.describe_source(active.source)}"
+        f"{lacks} — {models.describe_source(active.source)}"
     )
 
 
@@ -58,7 +62,8 @@ columns = st.columns(2)
 for (name, active), column in zip(sides, columns, strict=True):
     with column:
         st.caption(card(active))
-        result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b, stop=False, notes=False)
+        given = texts[name]
+        result = ui.analysis_or_stop(active, given.text_a, given.text_b, stop=False, notes=False)
         if result is None:
             continue
         n_layers, n_heads = result.num_layers, result.num_heads
@@ -94,15 +99,15 @@ for (name, active), column in zip(sides, columns, strict=True):
         )
 
 st.subheader("Masked words")
-text = inputs.text_a or ""
 columns = st.columns(2)
 for (name, active), column in zip(sides, columns, strict=True):
     with column:
         if not active.model.info.has_mlm_head:
             st.info(ui.md_escape(f"{active.model.info.architecture_name}: this checkpoint has no MLM head."))
             continue
+        given = texts[name]
         try:
-            predictions = cache.predict_masks(active, text, inputs.text_b, top_k=5)
+            predictions = cache.predict_masks(active, given.text_a, given.text_b, top_k=5)
         except bert_core.BertScopeError as exc:
             st.info(ui.user_message(exc))
             continue

@@ -41,6 +41,8 @@ st.header("Inside the model")
 active, inputs = ui.page_model()
 info = active.model.info
 style = info.piece_style
+tokenizer = active.model.tokenizer
+cls, sep, mask = tokenizer.cls_token, tokenizer.sep_token, tokenizer.mask_token
 fs = ui.font_size()
 view = st.radio(
     "View", list(VIEWS), format_func=VIEWS.get, key="inside_view", horizontal=True, bind="query-params"
@@ -137,7 +139,8 @@ elif view == "value":
     st.caption(
         "Attention weights ignore how large the attended vectors are. Value-weighted attention ‖α·f(x)‖ "
         "(Kobayashi et al., 2020) scales each weight by the size of what the token actually contributes: "
-        "[CLS]/[SEP] heads often have large weights but tiny vectors."
+        + ui.md_escape(f"{cls}/{sep}")
+        + " heads often have large weights but tiny vectors."
     )
     layer, head = layer_and_head("value")
     try:
@@ -179,9 +182,10 @@ elif view == "rollout":
 
 elif view == "roles":
     st.caption(
-        "Heads specialise (Clark et al., 2019): some attend to [CLS] or [SEP], to the previous or next token, "
-        "to punctuation, or broadly. A head is labelled when at least half its attention goes to one target, "
-        "'broad' when its rows are near uniform."
+        "Heads specialise (Clark et al., 2019): some attend to "
+        + ui.md_escape(f"{cls} or {sep}")
+        + ", to the previous or next token, to punctuation, or broadly. A head is labelled when at least half "
+        "its attention goes to one target, 'broad' when its rows are near uniform."
     )
     roles = bert_core.head_roles(result, style=style)
     rows = []
@@ -192,8 +196,8 @@ elif view == "roles":
                     "layer": layer + 1,
                     "head": head + 1,
                     "role": roles.labels[layer][head] or "",
-                    "to [CLS]": roles.to_cls[layer, head],
-                    "to [SEP]": roles.to_sep[layer, head],
+                    f"to {cls}": roles.to_cls[layer, head],
+                    f"to {sep}": roles.to_sep[layer, head],
                     "to punctuation": roles.to_punctuation[layer, head],
                     "to previous": roles.to_previous[layer, head],
                     "to next": roles.to_next[layer, head],
@@ -259,7 +263,7 @@ elif view == "ablation":
             charts.lines(
                 list(range(n_layers + 1)),
                 {"cosine(intact, ablated) of the first token": first},
-                title="The [CLS] vector against the intact model's",
+                title=f"The first token's vector ({cls}) against the intact model's",
                 value_name="cosine",
                 font_size=fs,
             ),  # fmt: skip
@@ -272,7 +276,7 @@ elif view == "ablation":
                 intact_guesses = cache.predict_masks(active, inputs.text_a, inputs.text_b, 5)
                 ablated_guesses = cache.ablated_masks(active, inputs.text_a, inputs.text_b, off)
             except bert_core.BertScopeError:
-                st.caption("Type a [MASK] in sentence A to see its guesses change too.")
+                st.caption(ui.md_escape(f"Type a {mask} in sentence A to see its guesses change too."))
             else:
                 rows = [
                     {
@@ -316,7 +320,7 @@ elif view == "ablation":
             )
     if not info.has_mlm_head:
         st.info("Head importance needs an MLM head: load a masked-language-model checkpoint.")
-    elif st.toggle("Importance of every head for the first [MASK]", key="ablation_importance"):
+    elif st.toggle(ui.md_escape(f"Importance of every head for the first {mask}"), key="ablation_importance"):
         try:
             imp = cache.head_importance(active, inputs.text_a, inputs.text_b)
         except bert_core.BertScopeError as exc:

@@ -1,4 +1,4 @@
-"""Masked words: what the MLM head predicts for each [MASK], top-k with probabilities."""
+"""Masked words: what the MLM head predicts for each mask token, top-k with probabilities."""
 
 from __future__ import annotations
 
@@ -7,24 +7,27 @@ import streamlit as st
 
 import bert_core
 from app import cache, charts, transforms, ui
+from app.inputs import TYPED_MASK
 
 MAX_CHARTS = 12  # masks beyond this are listed in one table, not charted one by one
 
 st.header("Masked words")
-st.caption(
-    "BERT was pre-trained to guess hidden words. Type [MASK] in sentence A where a word should be guessed, "
-    "or pick words of the sentence to hide."
-)
 active, inputs = ui.page_model()
-if not active.model.info.has_mlm_head:
-    st.info(
-        "This model has no MLM head (its checkpoint has no cls.predictions weights), so it cannot guess masked "
-        "words. Load a BertForMaskedLM or BertForPreTraining checkpoint, e.g. bert-base-uncased or the demo model."
+info = active.model.info
+tokenizer = active.model.tokenizer
+mask = tokenizer.mask_token or TYPED_MASK
+# RoBERTa's own spelling is what the tokenizer reads; [MASK], which every other page's help uses, works too.
+spellings = mask if mask == TYPED_MASK else f"{mask} (or {TYPED_MASK})"
+st.caption(
+    ui.md_escape(
+        f"{info.architecture_name} was pre-trained to guess hidden words. Type {spellings} in sentence A where a "
+        "word should be guessed, or pick words of the sentence to hide."
     )
+)
+if not info.has_mlm_head:
+    ui.no_mlm_head(info, "guess masked words")
     st.stop()
 
-tokenizer = active.model.tokenizer
-mask = getattr(tokenizer, "mask_token", None) or "[MASK]"
 text = inputs.text_a
 in_b = (inputs.text_b or "").count(mask)
 b_note = f" Sentence B contains {in_b} {ui.md_escape(mask)}, predicted too." if in_b else ""
@@ -59,7 +62,7 @@ else:
         choices,
         key="mask_words",
         persist_state="session",
-        help="or type [MASK] into sentence A",
+        help=f"or type {spellings} into sentence A",
     )
     if not picked and not in_b:
         st.info("Pick at least one word to mask.")

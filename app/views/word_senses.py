@@ -92,7 +92,7 @@ target_words = [target[s:e] for _, s, e in transforms.word_text_spans(target_enc
 target_pieces = [t for t, seq in zip(target_enc.tokens, target_enc.sequence_ids, strict=True) if seq == 0]
 if len(target_words) > 1:
     st.info(
-        "The target must be a single word as BERT's tokenizer sees it: "
+        "The target must be a single word as this model's tokenizer sees it: "
         + ui.md_escape(f"'{target}' splits into " + ", ".join(f"'{w}'" for w in target_words))
         + ". Pick one of those words."
     )

@@ -13,6 +13,21 @@ APP = Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py"
 TIMEOUT = 60
 
 
+# The family checkpoints the pages are tried with: MLM for RoBERTa and DistilBERT, ALBERT with MLM + SOP,
+# an ELECTRA discriminator (RTD).
+FAMILIES = {"roberta": "mlm", "distilbert": "mlm", "albert": "pretraining", "electra": "pretraining"}
+
+
+@pytest.fixture(scope="session")
+def family_dirs(tmp_path_factory) -> dict[str, Path]:
+    """One checkpoint directory per family, built once for the whole session (each takes a tokenizer
+    training and a save_pretrained)."""
+    from tests.variants import make_variant
+
+    root = tmp_path_factory.mktemp("families")
+    return {arch: make_variant(root / arch, arch, kind) for arch, kind in FAMILIES.items()}
+
+
 @pytest.fixture
 def app_env(tiny_checkpoint, monkeypatch):
     monkeypatch.setenv("BERTSCOPE_MODEL", str(tiny_checkpoint))

@@ -42,3 +42,13 @@ def test_prepare_lines_keeps_the_first_lines_and_cuts_long_ones():
     assert len(used) == inputs.MAX_LINES and used[0] == "line 0" and len(used[1]) == inputs.MAX_LINE_CHARS
     assert f"only the first {inputs.MAX_LINES}" in notes[0] and "sentence 2 is cut" in notes[1]
     assert inputs.prepare_lines(["a", "b"]) == (["a", "b"], [])
+
+
+def test_a_typed_mask_is_written_as_the_models_own():
+    typed = inputs.Inputs("the [MASK] of the river", "a [MASK] b", ("a note",))
+    assert inputs.with_mask_token(typed, "[MASK]") is typed
+    assert inputs.with_mask_token(typed, None) is typed
+    assert inputs.with_mask_token(typed, "<mask>") == inputs.Inputs(
+        "the <mask> of the river", "a <mask> b", ("a note",)
+    )
+    assert inputs.with_mask_token(inputs.Inputs("no mask", None), "<mask>").text_b is None

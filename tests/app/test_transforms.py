@@ -78,3 +78,13 @@ def test_group_label_spells_the_word_in_the_style_of_its_pieces():
     assert transforms.group_label(tokens, [0], WORDPIECE) == "[CLS]"
     bpe = PieceStyle(continuation_prefix=None, word_start_marker="Ġ", unk_token="<unk>", name="BPE")
     assert transforms.group_label(["Ġplay", "ing"], [0, 1], bpe) == "playing"
+
+
+def test_pair_template_keeps_each_tokenizers_specials(tiny_model, family_dirs):
+    import bert_core
+
+    enc = tiny_model.tokenizer.encode("the river bank", "the money")
+    assert transforms.pair_template(enc) == "[CLS] A [SEP] B [SEP]"
+    assert transforms.pair_template(enc, ("x y", "z")) == "[CLS] x y [SEP] z [SEP]"
+    roberta = bert_core.load_pretrained(family_dirs["roberta"]).tokenizer
+    assert transforms.pair_template(roberta.encode("the bank", "the river")) == "<s> A </s> </s> B </s>"

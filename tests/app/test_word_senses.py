@@ -77,7 +77,7 @@ def test_target_with_punctuation_and_spaces_is_cleaned(senses):
 def test_target_the_tokenizer_splits_into_words(senses, target, parts):
     at = senses(["the bank", "my bank"], target=target)
     message = text_of(at.info)
-    assert "single word as BERT's tokenizer sees it" in message and parts in message
+    assert "single word as this model's tokenizer sees it" in message and parts in message
 
 
 def test_sentence_cut_before_the_target_is_reported_as_cut(senses):
