@@ -207,6 +207,16 @@ def replace_word(text: str, spans: Sequence[tuple[int, int, int]], word: int, re
     raise ValueError(f"no word {word} in the text")
 
 
+def pieces_in_span(encoding, start: int, end: int, sentence: int = 0) -> list[int]:
+    """Token indices of `sentence` whose characters overlap [start, end) of its typed text: the pieces of a
+    word, found by offsets so it works for an edited text whose word ids moved."""
+    return [
+        i
+        for i, (seq, (a, b)) in enumerate(zip(encoding.sequence_ids, encoding.offsets.tolist(), strict=True))
+        if seq == sentence and a < end and b > start
+    ]
+
+
 def labelled_fragments(text: str, spans: Sequence[tuple[int, int, str]]) -> list[tuple[str, str | None]]:
     """`text` cut into (fragment, label or None) pieces in order, labelled where a (start, end, label) span
     covers it (spans sorted and not overlapping, as entities and an answer are)."""

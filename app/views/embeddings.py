@@ -44,15 +44,23 @@ else:
 if info.embedding_size is not None:
     COMPONENTS = {
         **COMPONENTS,
-        "normalized": f"after LayerNorm ({info.embedding_size} wide; projected to {info.hidden_size} for layer 1)",
+        "normalized": f"after LayerNorm ({info.embedding_size} wide)",
+        "projected": f"projected to {info.hidden_size} (what layer 1 receives)",
     }
     st.info(
         ui.md_escape(
-            f"Factorised embeddings: the tables are {info.embedding_size} wide, and a learned projection maps each "
-            f"token's vector to the layers' {info.hidden_size} dimensions before layer 1 (the Attention and Word "
-            "senses pages start from the projected vector)."
+            f"Factorised embeddings (E → H): the tables are E = {info.embedding_size} wide, and a learned "
+            f"projection maps each token's vector to the layers' H = {info.hidden_size} dimensions before layer 1. "
+            "hidden_states[0], where the Attention and Word senses pages start, is the projected vector."
         )
     )
+
+
+def component_matrix(name: str) -> np.ndarray:
+    """(S, E) for a table's component, (S, H) for the projected vector (the analysis's hidden_states[0])."""
+    return result.hidden_states[0] if name == "projected" else getattr(emb, name)
+
+
 tokens = ui.token_labels(result.tokens, active.model.info.piece_style)
 fs = ui.font_size()
 
@@ -65,7 +73,7 @@ component = st.radio(
     persist_state="session",
     horizontal=True,
 )
-matrix = getattr(emb, component)  # (S, H)
+matrix = component_matrix(component)  # (S, E) or (S, H)
 hidden = matrix.shape[1]
 fig = charts.vector_strips(
     matrix,
@@ -83,7 +91,7 @@ def component_table() -> pd.DataFrame:
 
 ui.show_figure(fig, key="emb_heatmap", data=component_table, filename=f"embedding_{component}")
 
-norms = {name: np.linalg.norm(getattr(emb, name), axis=1) for name in COMPONENTS}
+norms = {name: np.linalg.norm(component_matrix(name), axis=1) for name in COMPONENTS}
 norm_fig = charts.grouped_bars(
     tokens,
     {f"|{n}|": v for n, v in norms.items()},

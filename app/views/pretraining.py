@@ -1,4 +1,5 @@
-"""Pre-training: a fresh BERT masking of the user's text, the model's guesses and loss, NSP and SOP examples."""
+"""Pre-training: a fresh BERT masking of the user's text, the model's guesses and loss, NSP and SOP examples
+judged by the model's own sentence-pair head (BERT's NSP or ALBERT's SOP)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from app import cache, ui
+from app import cache, transforms, ui
 from bert_core.pretraining.corpus import generate_document
 from bert_core.pretraining.masking import (
     MaskAction,
@@ -19,12 +20,14 @@ from bert_core.pretraining.pairs import IS_NEXT, NOT_NEXT
 
 KEY_DRAW = "pt_draw"  # session state: the seed of the current draw; the re-draw button moves it on
 
-ACTION_TEXT = {
-    MaskAction.NONE: "",
-    MaskAction.MASK: "→ [MASK] (80 %)",
-    MaskAction.RANDOM: "→ random token (10 %)",
-    MaskAction.KEEP: "kept unchanged (10 %)",
-}
+
+def action_text(mask: str) -> dict[MaskAction, str]:
+    return {
+        MaskAction.NONE: "",
+        MaskAction.MASK: f"→ {mask} (80 %)",
+        MaskAction.RANDOM: "→ random token (10 %)",
+        MaskAction.KEEP: "kept unchanged (10 %)",
+    }
 
 
 def _redraw() -> None:
@@ -32,18 +35,24 @@ def _redraw() -> None:
 
 
 st.header("Pre-training")
-st.caption(
-    "BERT learned from raw text with two exercises. Masked language modelling: 15 % of the pieces are chosen; "
-    "of those, 80 % become [MASK], 10 % a random piece and 10 % stay as they are, and the model must restore "
-    "every chosen piece. Next sentence prediction: half the time sentence B really follows A, half the time it "
-    "is a random sentence from elsewhere. ALBERT's sentence order prediction instead swaps A and B half the time."
-)
 active, inputs = ui.page_model()
 model = active.model
-if not model.info.has_mlm_head:
-    st.info("This model has no MLM head (cls.predictions), so it cannot show the masked-word exercise.")
-    st.stop()
+info = model.info
 tokenizer = model.tokenizer
+style = info.piece_style
+st.caption(
+    ui.md_escape(
+        "BERT learned from raw text with two exercises. Masked language modelling: 15 % of the pieces are "
+        f"chosen; of those, 80 % become {tokenizer.mask_token}, 10 % a random piece and 10 % stay as they are, and "
+        "the model must restore every chosen piece. Next sentence prediction: half the time sentence B really "
+        "follows A, half the time it is a random sentence from elsewhere. ALBERT's sentence order prediction "
+        "instead swaps A and B half the time; RoBERTa dropped the sentence task and draws a new masking every "
+        "epoch (dynamic masking: the Re-draw button)."
+    )
+)
+if not info.has_mlm_head:
+    ui.no_mlm_head(info, "show the masked-word exercise")
+    st.stop()
 
 draw = int(st.session_state.setdefault(KEY_DRAW, 0))
 st.button("Re-draw the masking", key="pt_redraw", on_click=_redraw)
@@ -73,17 +82,18 @@ candidates = int((~special).sum())
 st.write(
     f"Draw {draw + 1}: {len(masked.positions)} of {candidates} pieces chosen "
     f"({len(masked.positions) / max(1, candidates):.0%}; 15 % on average): "
-    f"{masked.count(MaskAction.MASK)} → [MASK], {masked.count(MaskAction.RANDOM)} → random, "
+    f"{masked.count(MaskAction.MASK)} → {ui.md_escape(tokenizer.mask_token)}, "
+    f"{masked.count(MaskAction.RANDOM)} → random, "
     f"{masked.count(MaskAction.KEEP)} kept."
 )
-st.code(" ".join(seen), language=None, wrap_lines=True)
+st.code(" ".join(style.display(t) for t in seen), language=None, wrap_lines=True)
 rows = pd.DataFrame(
     {
         "position": range(len(ids)),
-        "piece": enc.tokens,
+        "piece": [style.display(t) for t in enc.tokens],
         "chosen": masked.actions != MaskAction.NONE,
-        "what happened": [ACTION_TEXT[MaskAction(a)] for a in masked.actions],
-        "model sees": seen,
+        "what happened": [action_text(tokenizer.mask_token)[MaskAction(a)] for a in masked.actions],
+        "model sees": [style.display(t) for t in seen],
     }
 )
 st.dataframe(rows, hide_index=True, key="pt_masking")
@@ -104,9 +114,9 @@ else:
         [
             {
                 "position": p.position,
-                "original": enc.tokens[p.position],
-                "model sees": seen[p.position],
-                "top 5 guesses": ", ".join(f"{t} {q:.2f}" for t, q in p.as_pairs()),
+                "original": style.display(enc.tokens[p.position]),
+                "model sees": style.display(seen[p.position]),
+                "top 5 guesses": ", ".join(f"{style.display(t)} {q:.2f}" for t, q in p.as_pairs()),
                 "P(original)": float(scores.label_probabilities[i]),
                 "loss": float(scores.losses[i]),
             }
@@ -120,8 +130,20 @@ else:
     )
 
 st.subheader("Next sentence and sentence order")
-if not model.info.has_nsp_head:
-    st.info("This model has no NSP head (cls.seq_relationship), so it cannot judge sentence pairs.")
+# The model's own pair head judges both kinds of example: a class sees what NSP finds easy and SOP hard.
+if info.has_nsp_head:
+    head, judged = "P(IsNext)", lambda first, second: cache.next_sentence(active, first, second)
+elif "sop" in info.heads:
+    head, judged = "P(in order)", lambda first, second: cache.sentence_order(active, first, second)
+else:
+    head = judged = None
+if judged is None:
+    st.info(
+        ui.md_escape(
+            f"This {info.architecture_name} checkpoint has neither a next-sentence (NSP) nor a sentence-order "
+            "(SOP) head, so it cannot judge sentence pairs."
+        )
+    )
 elif inputs.text_b is None:
     st.info("Type a sentence B in the sidebar: the examples are built from your two sentences.")
 else:
@@ -136,13 +158,18 @@ else:
         ("SOP", "in order: A then B", a, b, not sop_swapped),
         ("SOP", "swapped: B then A", b, a, sop_swapped),
     ]
-    drawn = [e for e in examples if e[4]]
+    try:
+        scores = [judged(first, second) for _, _, first, second, _ in examples]
+    except bert_core.BertScopeError as exc:
+        st.error(ui.user_message(exc))
+        st.stop()
+    drawn = [(e, score) for e, score in zip(examples, scores, strict=True) if e[4]]
     cols = st.columns(2)
-    for col, (task, label, first, second, _) in zip(cols, drawn, strict=True):
+    for col, ((task, label, first, second, _), score) in zip(cols, drawn, strict=True):
         with col:
             st.markdown(f"**{task} example this draw — {ui.md_escape(label)}**")
-            st.text(f"[CLS] {first} [SEP] {second} [SEP]")
-            st.metric("model's P(IsNext)", f"{cache.next_sentence(active, first, second):.3f}")
+            st.text(transforms.pair_template(tokenizer.encode(first, second), (first, second)))
+            st.metric(f"model's {head}", f"{score:.3f}")
     st.dataframe(
         pd.DataFrame(
             [
@@ -153,15 +180,17 @@ else:
                     "sentence 2": second,
                     "label": 0 if label.startswith(("IsNext", "in order")) else 1,
                     "drawn": chosen,
-                    "model's P(IsNext)": cache.next_sentence(active, first, second),
+                    f"model's {head}": score,
                 }
-                for task, label, first, second, chosen in examples
+                for (task, label, first, second, chosen), score in zip(examples, scores, strict=True)
             ]
         ),
         hide_index=True,
         key="pt_pairs",
     )
+    trained_for = "NSP" if info.has_nsp_head else "SOP"
     st.caption(
+        f"This model's {trained_for} head answers both kinds of example. "
         "Labels use BERT's convention: 0 = IsNext / in order, 1 = NotNext / swapped. "
         "A model trained with NSP can often spot a NotNext pair by topic alone; SOP keeps the topic and changes "
         "only the order, which is harder, and is why ALBERT replaced NSP with it."

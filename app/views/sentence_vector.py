@@ -1,4 +1,5 @@
-"""Sentence vector & NSP: the pooled [CLS] vector, how alike several sentences' vectors are, and IsNext."""
+"""Sentence vector & NSP: the pooled first-token vector, how alike several sentences' vectors are, and the
+sentence-level heads: BERT's next-sentence prediction, ALBERT's sentence order, ELECTRA's replaced tokens."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from app.inputs import EXAMPLES_DIR, MAX_LINE_CHARS, MAX_LINES, prepare_lines
 
 PRESET_FILE = EXAMPLES_DIR / "sentences.txt"
 FALLBACK = "The cat sat on the mat.\nA kitten was sleeping on the rug.\nThe stock market fell sharply today."
-POOLED, CLS, MEAN = "pooled [CLS] (pooler output)", "[CLS], last layer", "mean of the pieces, last layer"
+POOLED, CLS, MEAN = "pooled", "cls", "mean"  # the radio's values; labels name this model's first token
 
 
 def preset() -> str:
@@ -32,24 +33,46 @@ def sentence_vector(r, kind: str) -> np.ndarray:
 
 
 st.header("Sentence vector & NSP")
-st.caption(
-    "BERT's pooler passes the last layer's [CLS] vector through a dense layer and tanh; it was trained only for "
-    "next-sentence prediction, so it is a weak sentence embedding. Compare it with the alternatives."
-)
 # Only the first and last sections need sentence A; the comparison of typed sentences stands on its own.
 active, inputs = ui.page_model(need_text=False)
+info = active.model.info
+tokenizer = active.model.tokenizer
+cls, sep = tokenizer.cls_token, tokenizer.sep_token
+st.caption(
+    ui.md_escape(
+        f"BERT's pooler passes the last layer's {cls} vector through a dense layer and tanh; it was trained only "
+        "for next-sentence prediction, so it is a weak sentence embedding. Compare it with the alternatives."
+    )
+)
 fs = ui.font_size()
-kinds = [POOLED, CLS, MEAN] if active.model.info.has_pooler else [CLS, MEAN]
-if not active.model.info.has_pooler:
-    st.info("This model has no pooler, so there is no pooled vector; the raw [CLS] vector is used instead.")
+KIND_NAMES = {
+    POOLED: f"pooled {cls} (pooler output)",
+    CLS: f"{cls}, last layer",
+    MEAN: "mean of the pieces, last layer",
+}
+kinds = [POOLED, CLS, MEAN] if info.has_pooler else [CLS, MEAN]
+if not info.has_pooler:
+    st.info(
+        ui.md_escape(
+            f"This {info.architecture_name} model has no pooler, so there is no pooled vector; the raw {cls} "
+            "vector is used instead."
+        )
+    )
 ui.start_value("sv_kind", kinds[0], lambda v: v in kinds)  # a kept choice may be another model's pooler
-kind = st.radio("Sentence vector", kinds, key="sv_kind", persist_state="session", horizontal=True)
+kind = st.radio(
+    "Sentence vector",
+    kinds,
+    format_func=lambda k: ui.md_escape(KIND_NAMES[k]),
+    key="sv_kind",
+    persist_state="session",
+    horizontal=True,
+)
 
 st.subheader("Sentence A on its own")
 if inputs.text_b is not None:
     st.caption(
-        "This is sentence A's vector with A analysed alone; sentence B is used only for next-sentence "
-        "prediction below (as the pair [CLS] A [SEP] B [SEP])."
+        "This is sentence A's vector with A analysed alone; sentence B is used only by the pair predictions "
+        "below (as the pair " + ui.md_escape(transforms.pair_template(tokenizer.encode("a", "b"))) + ")."
     )
 result = None
 if inputs.text_a is None:
@@ -100,7 +123,7 @@ if batch is not None:
         sims,
         names,
         [str(n) for n in numbers],
-        title=f"Cosine similarity of the sentence vectors ({kind})",
+        title=f"Cosine similarity of the sentence vectors ({KIND_NAMES[kind]})",
         zmin=-1.0,
         zmax=1.0,
         colorscale="RdBu",
@@ -115,8 +138,6 @@ if batch is not None:
         data=pd.DataFrame(sims, columns=names).assign(sentence=names),
         filename="sentence_similarity",
     )
-
-info = active.model.info
 
 
 def replaced_figure(scored: list[tuple[str, float]], title: str, key: str) -> None:
@@ -180,10 +201,10 @@ if "rtd" in info.heads:
         except bert_core.BertScopeError as exc:
             st.error(ui.user_message(exc))
         else:
-            replaced_figure(scored, "As typed", "sv_rtd")
             st.markdown("**Replace a word** and watch the discriminator catch it:")
-            analysis = ui.analysis_or_stop(active, inputs.text_a, stop=False, notes=False)
+            analysis = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b, stop=False, notes=False)
             spans = transforms.word_text_spans(analysis, 0) if analysis is not None else []
+            edited = changed = None
             if spans:
                 words = {w: inputs.text_a[a:b] for w, a, b in spans}
                 c1, c2 = st.columns(2)
@@ -195,16 +216,44 @@ if "rtd" in info.heads:
                 if replacement.strip():
                     edited = transforms.replace_word(inputs.text_a, spans, word, replacement.strip())
                     try:
-                        changed = cache.replaced_tokens(active, edited)
+                        changed = cache.replaced_tokens(active, edited, inputs.text_b)
                     except bert_core.BertScopeError as exc:
                         st.error(ui.user_message(exc))
-                    else:
-                        st.text(edited)
-                        replaced_figure(changed, "With the word replaced", "sv_rtd_edited")
+            # Side by side, so a class sees the swapped word turn red while the rest stays as it was.
+            c1, c2 = st.columns(2)
+            with c1:
+                st.text(inputs.text_a)
+                replaced_figure(scored, "As typed", "sv_rtd")
+            with c2:
+                if changed is None:
+                    st.info("Pick a word and type a replacement to compare.")
+                else:
+                    st.text(edited)
+                    replaced_figure(changed, "With the word replaced", "sv_rtd_edited")
+            if changed is not None:
+                _, start, end = next(span for span in spans if span[0] == word)
+                was = transforms.pieces_in_span(analysis, start, end)
+                now = transforms.pieces_in_span(
+                    active.model.encode(edited, inputs.text_b), start, start + len(replacement.strip())
+                )  # tokenising only: its probabilities came with `changed`
+
+                def mean_of(scores: list[tuple[str, float]], pieces: list[int]) -> str:
+                    # no pieces: the word lies past the model's limit
+                    return f"{np.mean([scores[i][1] for i in pieces]):.3f}" if pieces else "—"
+
+                c1, c2 = st.columns(2)
+                c1.metric(
+                    ui.md_escape(f"P(replaced) of '{words[word]}' (mean of its pieces)"), mean_of(scored, was)
+                )
+                c2.metric(ui.md_escape(f"P(replaced) of '{replacement.strip()}'"), mean_of(changed, now))
 
 st.subheader("Next-sentence prediction")
-if not active.model.info.has_nsp_head:
-    lacking = "it has sentence-order prediction instead (above)" if "sop" in info.heads else "nothing to ask"
+if not info.has_nsp_head:
+    instead = {
+        "sop": "it has sentence-order prediction instead (above)",
+        "rtd": "it spots replaced tokens (above)",
+    }
+    lacking = next((instead[h] for h in info.heads if h in instead), "it has no sentence-pair head at all")
     st.info(
         ui.md_escape(
             f"This {info.architecture_name} model has no NSP head, so it cannot say whether B follows A: {lacking}."

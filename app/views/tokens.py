@@ -23,6 +23,8 @@ st.caption(
     )
 )
 result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
+# DistilBERT's tokenizer still writes segment ids, but the model has no table to read them with: not shown.
+has_segments = active.model.config.type_vocab_size > 0
 
 kinds = [
     charts.token_kind(t, bool(s), style)
@@ -39,7 +41,7 @@ for i, tok in enumerate(result.tokens):
             "piece": tok,
             "shown as": style.display(tok),
             "id": int(result.input_ids[i]),
-            "segment": int(result.token_type_ids[i]),
+            **({"segment": int(result.token_type_ids[i])} if has_segments else {}),
             "position": int(result.position_ids[i]),
             "sentence": "" if seq is None else "AB"[seq],
             "start": start,
@@ -50,7 +52,9 @@ for i, tok in enumerate(result.tokens):
     )
 table = pd.DataFrame(rows)
 hovers = [
-    f"#{r['index']} {r['shown as']}  id {r['id']} · segment {r['segment']} · position {r['position']}"
+    f"#{r['index']} {r['shown as']}  id {r['id']}"
+    + (f" · segment {r['segment']}" if has_segments else "")
+    + f" · position {r['position']}"
     + (f" · chars {r['start']}–{r['end']} of {r['sentence']}: {r['typed text']}" if r["sentence"] else "")
     for r in rows
 ]

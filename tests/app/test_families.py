@@ -3,27 +3,16 @@ without an exception, and the pages say what the family changes."""
 
 from __future__ import annotations
 
+import html
+
+import numpy as np
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import bert_core
 from app.registry import PAGES
-from tests.app.conftest import APP, TIMEOUT, decode, figure
-from tests.variants import make_variant
-
-FAMILIES = {
-    "roberta": "mlm",
-    "distilbert": "mlm",
-    "albert": "pretraining",  # MLM + SOP
-    "electra": "pretraining",  # the discriminator (RTD)
-}
-
-
-@pytest.fixture(scope="module")
-def family_dirs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("families")
-    return {arch: make_variant(root / arch, arch, kind) for arch, kind in FAMILIES.items()}
+from tests.app.conftest import APP, FAMILIES, TIMEOUT, decode, figure, table_with
 
 
 def _app(monkeypatch, directory, page: str | None = None, **query) -> AppTest:
@@ -75,7 +64,7 @@ def test_embeddings_page_says_what_each_family_changes(family_dirs, monkeypatch)
     assert "no segment embeddings" in text
     assert "segment" not in [r.value for r in at.radio if r.key == "emb_component"][0:1]
     at = _app(monkeypatch, family_dirs["albert"], "views/embeddings.py")
-    assert "Factorised embeddings: the tables are 16 wide" in _texts(at)
+    assert "the tables are E = 16 wide" in _texts(at)
 
 
 def test_sentence_page_shows_sop_for_albert(family_dirs, monkeypatch):
@@ -95,11 +84,17 @@ def test_replaced_tokens_view_for_an_electra_discriminator(family_dirs, monkeypa
     model = bert_core.load_pretrained(family_dirs["electra"])
     expected = [p for _, p in model.replaced_tokens(text)]
     assert max(abs(a - b) for a, b in zip(shown, expected, strict=True)) < 1e-5
-    # the helper swaps one word and scores the edited sentence too
+    # the helper swaps one word and scores the edited sentence beside the original
+    at.selectbox(key="sv_rtd_word").set_value(1)  # word 2, "bank"
     at.text_input(key="sv_rtd_with").set_value("cash").run()
-    assert not at.exception
-    edited = figure(at, "sv_rtd_edited")
-    assert decode(edited["data"][0]["z"]).size >= len(expected) - 1
+    assert not at.exception and not at.get("error")
+    edited = decode(figure(at, "sv_rtd_edited")["data"][0]["z"]).reshape(-1)
+    after = model.replaced_tokens("the cash of the river .")
+    np.testing.assert_allclose(edited, [p for _, p in after], atol=1e-5)
+    metrics = {m.label.replace("\\", ""): float(m.value) for m in at.metric}
+    assert abs(metrics["P(replaced) of 'bank' (mean of its pieces)"] - expected[2]) < 1e-3
+    cash = [p for t, p in after if t in ("c", "##a", "##s", "##h", "cash")]
+    assert abs(metrics["P(replaced) of 'cash'"] - np.mean(cash)) < 1e-3
 
 
 def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
@@ -125,3 +120,83 @@ def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
     assert at.query_params["model2"] == [str(family_dirs["distilbert"])] or at.query_params["model2"] == str(
         family_dirs["distilbert"]
     )
+
+
+def test_compare_reads_a_typed_mask_as_each_models_own(family_dirs, monkeypatch, tiny_checkpoint):
+    text = "we sat on the [MASK] of the river"
+    second = str(family_dirs["roberta"])
+    at = _app(
+        monkeypatch, tiny_checkpoint, "views/compare.py", a=text, model=str(tiny_checkpoint), model2=second
+    )
+    assert not at.exception and not at.get("error")
+    for side, directory in (("left", tiny_checkpoint), ("right", family_dirs["roberta"])):
+        (expected,) = bert_core.load_pretrained(directory).predict_masks(text)
+        bars = figure(at, f"cmp_masks_{side}")["data"][0]
+        np.testing.assert_allclose(decode(bars["x"]), expected.probabilities, rtol=1e-5)
+    # RoBERTa's attention axes hold its one <mask> piece, not '[', 'MASK', ']'
+    right = [html.unescape(t) for t in figure(at, "cmp_attention_right")["layout"]["xaxis"]["ticktext"]]
+    assert any(t.endswith(": <mask>") for t in right) and not any("Ġ" in t for t in right)
+
+
+def test_masked_words_reads_a_typed_mask_as_robertas_own(family_dirs, monkeypatch):
+    text = "the bank of the river [MASK] ."
+    at = _app(monkeypatch, family_dirs["roberta"], "views/masked_words.py", a=text)
+    assert not at.exception and not at.get("error")
+    model = bert_core.load_pretrained(family_dirs["roberta"])
+    (expected,) = model.predict_masks(text)
+    bars = figure(at, "mask_bars_0")
+    np.testing.assert_allclose(decode(bars["data"][0]["x"]), expected.probabilities, rtol=1e-5)
+    shown = [html.unescape(t) for t in bars["layout"]["yaxis"]["ticktext"]]
+    assert shown == [model.info.piece_style.display(t) for t in expected.tokens]
+    assert not any("Ġ" in t for t in shown)
+    assert "<mask> (or [MASK])" in _texts(at) and "[MASK] is read as <mask>" in _texts(at)
+
+
+def test_pages_without_the_head_say_so_inline(family_dirs, monkeypatch):
+    at = _app(monkeypatch, family_dirs["electra"], "views/masked_words.py")
+    assert not at.exception and not at.get("error")
+    assert "no MLM head" in _texts(at) and "spots replaced tokens" in _texts(at)
+    at = _app(monkeypatch, family_dirs["roberta"], "views/sentence_vector.py", b="the water ran by")
+    assert not at.exception and not at.get("error")
+    assert "This RoBERTa model has no NSP head" in _texts(at)
+    assert "P(IsNext)" not in [m.label for m in at.metric]
+    at = _app(monkeypatch, family_dirs["distilbert"], "views/pretraining.py", b="the water ran by")
+    assert not at.exception and not at.get("error")
+    assert "neither a next-sentence (NSP) nor a sentence-order (SOP) head" in _texts(at)
+
+
+def test_pretraining_page_judges_pairs_with_albert_sop_head(family_dirs, monkeypatch):
+    a, b = "the bank of the river .", "the water ran by"
+    at = _app(monkeypatch, family_dirs["albert"], "views/pretraining.py", a=a, b=b)
+    assert not at.exception and not at.get("error")
+    table = table_with(at, "model's P(in order)")
+    model = bert_core.load_pretrained(family_dirs["albert"])
+    for _, row in table.iterrows():
+        expected = model.sentence_order(row["sentence 1"], row["sentence 2"])
+        assert abs(row["model's P(in order)"] - expected) < 1e-5
+    masking = table_with(at, "what happened")
+    assert not any(str(p).startswith("▁") for p in masking["piece"])
+
+
+def test_the_sidebar_and_attention_name_the_tokenizers_own_specials(family_dirs, monkeypatch):
+    at = _app(monkeypatch, family_dirs["roberta"], "views/attention.py")
+    help_b = at.text_input(key="b").help.replace("\\", "")
+    assert "<s> A </s> </s> B </s>" in help_b and "one segment id" in help_b
+    assert at.toggle(key="att_hide_special").label.replace("\\", "") == "Hide <s>/</s>"
+    at = _app(monkeypatch, family_dirs["distilbert"], "views/tokens.py")
+    assert "no segment embeddings" in at.text_input(key="b").help.replace("\\", "")
+    table = table_with(at, "piece")
+    assert "segment" not in table.columns  # the model has no segment table to read them with
+
+
+def test_factorised_embeddings_show_the_projected_vector(family_dirs, monkeypatch):
+    text = "the bank of the river ."
+    at = _app(monkeypatch, family_dirs["albert"], "views/embeddings.py", a=text)
+    at.radio(key="emb_component").set_value("projected").run()
+    assert not at.exception
+    model = bert_core.load_pretrained(family_dirs["albert"])
+    r = model.analyze(text)
+    shown = decode(figure(at, "emb_heatmap")["data"][0]["z"])
+    assert shown.shape == r.hidden_states[0].shape == (len(r.tokens), model.info.hidden_size)
+    assert abs(shown - r.hidden_states[0]).max() < 1e-5
+    assert "hidden_states[0]" in _texts(at) and "E → H" in _texts(at)

@@ -88,3 +88,14 @@ def test_pair_template_keeps_each_tokenizers_specials(tiny_model, family_dirs):
     assert transforms.pair_template(enc, ("x y", "z")) == "[CLS] x y [SEP] z [SEP]"
     roberta = bert_core.load_pretrained(family_dirs["roberta"]).tokenizer
     assert transforms.pair_template(roberta.encode("the bank", "the river")) == "<s> A </s> </s> B </s>"
+
+
+def test_pieces_in_span_follows_offsets_not_word_ids(tiny_model):
+    text = "the bank of the river"
+    enc = tiny_model.tokenizer.encode(text, "the bank")
+    start = text.index("bank")
+    assert [enc.tokens[i] for i in transforms.pieces_in_span(enc, start, start + 4)] == ["bank"]
+    # the same characters of sentence B are B's piece, not A's
+    (b_piece,) = transforms.pieces_in_span(enc, 4, 8, sentence=1)
+    assert enc.tokens[b_piece] == "bank" and enc.sequence_ids[b_piece] == 1
+    assert transforms.pieces_in_span(enc, len(text), len(text) + 3) == []
