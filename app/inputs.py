@@ -121,6 +121,19 @@ def with_mask_token(given: Inputs, mask_token: str | None) -> Inputs:
     return Inputs(a, b, given.notes)
 
 
+def share_link(page_url: str | None, params: dict[str, object]) -> str:
+    """`page_url` with every given query parameter set (None and "" left out). Streamlit keeps a bound widget
+    out of the address bar while it holds its default, so a copied address need not name, say, the sidebar's
+    model; this link always does. Without a page URL (no browser), just the query: '?model=…'."""
+    from urllib.parse import urlencode, urlsplit, urlunsplit
+
+    query = urlencode({k: str(v) for k, v in params.items() if v is not None and v != ""})
+    if not page_url:
+        return "?" + query
+    parts = urlsplit(page_url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
+
+
 def current_inputs() -> Inputs:
     a, notes_a = prepare_text(st.session_state.get(KEY_TEXT_A), "Sentence A")
     b, notes_b = prepare_text(st.session_state.get(KEY_TEXT_B), "Sentence B")

@@ -172,3 +172,16 @@ if curves:
         ignore_index=True,
     )
     ui.show_figure(fig, key="cmp_senses", data=table, filename="bank_by_layer")
+
+with st.expander("Link to this comparison"):
+    st.caption(
+        "Opens this page with both models, the sentences and each side's layer and head, on this server or "
+        "another one that has the same models."
+    )
+    state = st.session_state
+    params = {inputs.KEY_MODEL: left.source, KEY_SECOND: right.source}
+    params |= {k: state.get(k) for k in (inputs.KEY_TEXT_A, inputs.KEY_TEXT_B)}
+    params |= {
+        f"cmp_{w}_{n}": state.get(f"cmp_{w}_{n}") for w in ("layer", "head") for n in ("left", "right")
+    }
+    st.code(inputs.share_link(st.context.url, params), language=None, wrap_lines=True)

@@ -4,6 +4,7 @@ without an exception, and the pages say what the family changes."""
 from __future__ import annotations
 
 import html
+import urllib.parse
 
 import numpy as np
 import pytest
@@ -136,6 +137,12 @@ def test_compare_reads_a_typed_mask_as_each_models_own(family_dirs, monkeypatch,
     # RoBERTa's attention axes hold its one <mask> piece, not '[', 'MASK', ']'
     right = [html.unescape(t) for t in figure(at, "cmp_attention_right")["layout"]["xaxis"]["ticktext"]]
     assert any(t.endswith(": <mask>") for t in right) and not any("Ġ" in t for t in right)
+    # the link names both models, and each side's layer, whatever the address bar leaves out as a default
+    at.slider(key="cmp_layer_right").set_value(1).run()
+    (link,) = [c.value for c in at.code if "model2=" in c.value]
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)
+    assert query["model"] == [str(tiny_checkpoint)] and query["model2"] == [second]
+    assert query["a"] == [text] and query["cmp_layer_right"] == ["1"]
 
 
 def test_masked_words_reads_a_typed_mask_as_robertas_own(family_dirs, monkeypatch):

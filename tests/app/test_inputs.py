@@ -52,3 +52,11 @@ def test_a_typed_mask_is_written_as_the_models_own():
         "the <mask> of the river", "a <mask> b", ("a note",)
     )
     assert inputs.with_mask_token(inputs.Inputs("no mask", None), "<mask>").text_b is None
+
+
+def test_share_link_names_every_given_parameter():
+    link = inputs.share_link(
+        "http://host:8501/compare?old=1#x", {"model": "@demo", "model2": "a b/c", "b": "", "layer": None}
+    )
+    assert link == "http://host:8501/compare?model=%40demo&model2=a+b%2Fc"
+    assert inputs.share_link(None, {"a": "[MASK] (x)"}) == "?a=%5BMASK%5D+%28x%29"
