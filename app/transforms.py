@@ -17,15 +17,47 @@ import bert_core
 from bert_core.pieces import PieceStyle
 
 
-def word_groups(analysis: bert_core.Analysis) -> list[list[int]]:
-    """Token indices grouped into words: consecutive pieces with the same (sentence, word id).
+def _is_punctuation(text: str) -> bool:
+    """Only punctuation, as BERT's tokenizer counts it: ASCII non-alphanumerics and Unicode P* categories."""
+    return bool(text) and all(
+        (33 <= ord(c) <= 47 or 58 <= ord(c) <= 64 or 91 <= ord(c) <= 96 or 123 <= ord(c) <= 126)
+        or unicodedata.category(c).startswith("P")
+        for c in text
+    )
 
-    Special tokens ([CLS], [SEP]) are groups of their own.
-    """
+
+def word_keys(analysis, texts: tuple[str, str | None] | None = None) -> list[tuple[int, int] | None]:
+    """Per token, the word it belongs to as the pages count words: (sentence, n), n from 0 in each sentence;
+    None for an added special token.
+
+    The tokenizer's word ids, with a piece of punctuation split off as a word of its own, as BERT's tokenizer
+    and RoBERTa's already do: SentencePiece (ALBERT) splits at spaces only, so its 'bank.' would otherwise be
+    one word, never found as 'bank' and masked with its full stop. `texts`: sentences A and B as typed
+    (default: the analysis's own), for the pieces' characters."""
+    texts = (analysis.text, analysis.text_pair) if texts is None else texts
+    keys: list[tuple[int, int] | None] = []
+    count = {0: -1, 1: -1}
+    previous = None  # (sentence, word id, punctuation) of the token before
+    for seq, word, (start, end) in zip(
+        analysis.sequence_ids, analysis.word_ids, analysis.offsets.tolist(), strict=True
+    ):
+        if seq is None or word is None:
+            keys.append(None)
+            previous = None
+            continue
+        punctuation = _is_punctuation((texts[seq] or "")[start:end])
+        if previous is None or previous[:2] != (seq, word) or punctuation or previous[2]:
+            count[seq] += 1
+        keys.append((seq, count[seq]))
+        previous = (seq, word, punctuation)
+    return keys
+
+
+def word_groups(analysis: bert_core.Analysis) -> list[list[int]]:
+    """Token indices grouped into words (`word_keys`); special tokens ([CLS], [SEP]) are groups of their own."""
     groups: list[list[int]] = []
     previous = None
-    for i, (seq, word) in enumerate(zip(analysis.sequence_ids, analysis.word_ids, strict=True)):
-        key = None if seq is None or word is None else (seq, word)
+    for i, key in enumerate(word_keys(analysis)):
         if key is not None and key == previous:
             groups[-1].append(i)
         else:
@@ -47,15 +79,15 @@ def merge_words(attention: np.ndarray, groups: Sequence[Sequence[int]]) -> np.nd
     return np.stack([cols[..., list(g), :].mean(axis=-2) for g in groups], axis=-2)  # (..., W, W)
 
 
-def word_text_spans(analysis: bert_core.Analysis, sentence: int = 0) -> list[tuple[int, int, int]]:
-    """(word id, start, end) character spans of each word of one sentence, in the typed text."""
+def word_text_spans(analysis, sentence: int = 0, text: str | None = None) -> list[tuple[int, int, int]]:
+    """(word number, start, end) character spans of each word (`word_keys`) of one sentence, in the typed
+    text. `text`: that sentence as typed, for an Encoding (an Analysis knows its own)."""
+    texts = None if text is None else ((text, None) if sentence == 0 else ("", text))
     spans: dict[int, list[int]] = {}
-    for seq, word, (start, end) in zip(
-        analysis.sequence_ids, analysis.word_ids, analysis.offsets.tolist(), strict=True
-    ):
-        if seq != sentence or word is None:
+    for key, (start, end) in zip(word_keys(analysis, texts), analysis.offsets.tolist(), strict=True):
+        if key is None or key[0] != sentence:
             continue
-        span = spans.setdefault(word, [start, end])
+        span = spans.setdefault(key[1], [start, end])
         span[0] = min(span[0], start)
         span[1] = max(span[1], end)
     return [(w, s, e) for w, (s, e) in sorted(spans.items())]
@@ -72,18 +104,13 @@ def target_occurrences(analysis, target: str, normalize, text: str | None = None
     is sentence A as typed (default `analysis.text`). Whole words only: 'banks' is not 'bank'.
     """
     text = analysis.text if text is None else text
+    keys = word_keys(analysis, (text, None))
     want = normalize(target).strip()
-    found = []
-    for word, start, end in word_text_spans(analysis, 0):
-        if normalize(text[start:end]).strip() == want:
-            found.append(
-                [
-                    i
-                    for i, (seq, w) in enumerate(zip(analysis.sequence_ids, analysis.word_ids, strict=True))
-                    if seq == 0 and w == word
-                ]
-            )
-    return found
+    return [
+        [i for i, key in enumerate(keys) if key == (0, word)]
+        for word, start, end in word_text_spans(analysis, 0, text)
+        if normalize(text[start:end]).strip() == want
+    ]
 
 
 def clean_target(raw: str) -> str:

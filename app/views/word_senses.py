@@ -88,7 +88,7 @@ try:
 except bert_core.InputError:
     st.info("The target has no letters or digits the model can read; type a word.")
     st.stop()
-target_words = [target[s:e] for _, s, e in transforms.word_text_spans(target_enc, 0)]
+target_words = [target[s:e] for _, s, e in transforms.word_text_spans(target_enc, 0, target)]
 target_pieces = [t for t, seq in zip(target_enc.tokens, target_enc.sequence_ids, strict=True) if seq == 0]
 if len(target_words) > 1:
     st.info(

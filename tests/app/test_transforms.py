@@ -99,3 +99,37 @@ def test_pieces_in_span_follows_offsets_not_word_ids(tiny_model):
     (b_piece,) = transforms.pieces_in_span(enc, 4, 8, sentence=1)
     assert enc.tokens[b_piece] == "bank" and enc.sequence_ids[b_piece] == 1
     assert transforms.pieces_in_span(enc, len(text), len(text) + 3) == []
+
+
+def test_words_split_off_punctuation_as_bert_does_for_every_tokenizer(tiny_model, family_dirs):
+    import bert_core
+
+    text = "we sat by the muddy bank. don't go"
+    albert = bert_core.load_pretrained(family_dirs["albert"]).tokenizer
+    enc = albert.encode(text)
+    # SentencePiece's own word ids keep 'bank.' together; the pages' words do not
+    assert len({enc.word_ids[i] for i, t in enumerate(enc.tokens) if t in ("▁bank", ".")}) == 1
+    spans = transforms.word_text_spans(enc, 0, text)
+    assert [text[s:e] for _, s, e in spans] == [
+        "we",
+        "sat",
+        "by",
+        "the",
+        "muddy",
+        "bank",
+        ".",
+        "don",
+        "'",
+        "t",
+        "go",
+    ]
+    (bank,) = transforms.target_occurrences(enc, "bank", albert.normalize, text=text)
+    assert [enc.tokens[i] for i in bank] == ["▁bank"]
+    # BERT's tokenizer already splits punctuation: the pages' words are its word ids
+    bert = tiny_model.analyze(text)
+    assert [k and k[1] for k in transforms.word_keys(bert)] == bert.word_ids
+    assert transforms.word_groups(bert) == [
+        [i for i, w in enumerate(bert.word_ids) if w == word] if word is not None else [i]
+        for i, word in enumerate(bert.word_ids)
+        if word is None or i == bert.word_ids.index(word)
+    ]
