@@ -35,10 +35,12 @@ if emb.segment is None:
         )
     )
 else:
+    # RoBERTa keeps a one-row segment table: the same vector for every piece, whichever sentence it is in.
+    which = "which sentence (A/B) it is in" if active.model.config.type_vocab_size > 1 else "a segment vector"
     st.caption(
         ui.md_escape(
             f"Each piece enters {info.architecture_name} as the sum of three learned vectors — which piece it is, "
-            "which sentence (A/B) it is in, and where it stands — followed by LayerNorm."
+            f"{which}, and where it stands — followed by LayerNorm."
         )
     )
 if info.embedding_size is not None:
@@ -175,4 +177,9 @@ elif len(seg) >= 2:
         + ("" if result.text_pair is not None else " Type a sentence B to see both used."),
     )
 else:
-    st.info("This model has a single segment type.")
+    st.info(
+        ui.md_escape(
+            f"This {info.architecture_name} model has a single segment type: one vector added to every token, so "
+            "sentences A and B are told apart only by the separators between them."
+        )
+    )

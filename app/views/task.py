@@ -113,9 +113,9 @@ elif info.task == "tag":
             data=pd.DataFrame([e.__dict__ for e in entities]),
             filename="entities",
         )
-    st.dataframe(
-        pd.DataFrame(tags, columns=["token", "label", "probability"]), hide_index=True, key="task_tags"
-    )
+    tag_table = pd.DataFrame(tags, columns=["token", "label", "probability"])
+    tag_table.insert(1, "shown as", [style.display(t) for t in tag_table["token"]])
+    st.dataframe(tag_table, hide_index=True, key="task_tags")
 else:
     st.caption(
         "A sequence-classification head reads the first token's vector (through the pooler for BERT and ALBERT) "
