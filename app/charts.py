@@ -664,37 +664,52 @@ def token_strip(
     value_name: str,
     value_format: str = ".3f",
     font_size: int = BASE_FONT,
+    per_row: int | None = None,
 ) -> go.Figure:
-    """One row of tokens, each cell coloured by its value and the token written in it (as text, never markup),
-    the value on hover: replaced-token probabilities, attributions."""
-    z = np.asarray(values, dtype=np.float32)[None, :]  # (1, S)
+    """Tokens in reading order, each cell coloured by its value and the token written in it (as text, never
+    markup), the value on hover: replaced-token probabilities, attributions. One row, or rows of `per_row`
+    tokens (R rows, the last padded with empty cells) where a narrow column would crowd the labels."""
+    flat = np.asarray(values, dtype=np.float32)  # (S,)
+    width = max(1, len(flat) if per_row is None else min(per_row, len(flat)))
+    rows = max(1, -(-len(flat) // width))
+    z = np.full(rows * width, np.nan, dtype=np.float32)
+    z[: len(flat)] = flat
+    z = z.reshape(rows, width)  # (R, width)
+    names = [label(t) for t in tokens] + [""] * (rows * width - len(flat))
+    shown = [format(v, value_format) for v in flat] + [""] * (rows * width - len(flat))
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=np.arange(z.shape[1]),
-            y=[0],
+            x=np.arange(width),
+            y=np.arange(rows),
             zmin=zmin,
             zmax=zmax,
             colorscale=colorscale,
-            text=[[label(t) for t in tokens]],
+            text=[names[r * width : (r + 1) * width] for r in range(rows)],
             texttemplate="%{text}",
-            customdata=[[format(v, value_format) for v in z[0]]],
+            customdata=[shown[r * width : (r + 1) * width] for r in range(rows)],
             hovertemplate="%{text}: " + label(value_name) + " %{customdata}<extra></extra>",
+            hoverongaps=False,
             colorbar=dict(title=value_name),
         )
     )
-    fig.update_yaxes(visible=False)
+    fig.update_yaxes(visible=False, autorange="reversed")
     fig.update_xaxes(visible=False)
-    return _layout(fig, title, int(140 + 2 * font_size), font_size)
+    return _layout(fig, title, int(100 + rows * (40 + 2 * font_size)), font_size)
 
 
 def replaced_strip(
-    tokens: Sequence[str], probabilities: Sequence[float], *, title: str, font_size: int = BASE_FONT
+    tokens: Sequence[str],
+    probabilities: Sequence[float],
+    *,
+    title: str,
+    font_size: int = BASE_FONT,
+    per_row: int | None = None,
 ) -> go.Figure:
     """Tokens coloured by the probability that each was replaced (ELECTRA's discriminator): white at 0, red at 1."""
     return token_strip(
         tokens, probabilities, title=title, zmin=0.0, zmax=1.0, colorscale=[[0.0, "#ffffff"], [1.0, "#d62728"]],
-        value_name="P(replaced)", font_size=font_size,
+        value_name="P(replaced)", font_size=font_size, per_row=per_row,
     )  # fmt: skip
 
 

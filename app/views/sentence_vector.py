@@ -140,12 +140,16 @@ if batch is not None:
     )
 
 
+# Tokens per row of a replaced-token strip: two strips share the page's width, and a longer row crowds labels.
+STRIP_ROW = 8 if fs == ui.NORMAL_FONT else 5
+
+
 def replaced_figure(scored: list[tuple[str, float]], title: str, key: str) -> None:
     """A discriminator's per-token P(replaced) as a coloured strip, with its CSV."""
     tokens, probs = [t for t, _ in scored], [p for _, p in scored]
     ui.show_figure(
         charts.replaced_strip(
-            [info.piece_style.display(t) for t in tokens], probs, title=title, font_size=fs
+            [info.piece_style.display(t) for t in tokens], probs, title=title, font_size=fs, per_row=STRIP_ROW
         ),
         key=key,
         data=pd.DataFrame({"token": tokens, "p_replaced": probs}),

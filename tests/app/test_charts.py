@@ -160,3 +160,14 @@ def test_model_view_writes_each_heads_role_under_its_map():
     fig = charts.model_view(thumbs, roles=roles)
     assert sorted(a.text for a in fig.layout.annotations) == ["broad", "cls", "previous"]
     assert not charts.model_view(thumbs).layout.annotations
+
+
+def test_token_strip_wraps_into_rows_with_every_value_once():
+    values = np.linspace(0, 1, 11)
+    fig = charts.replaced_strip([f"t{i}" for i in range(11)], values, title="x", per_row=4)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert z.shape == (3, 4) and np.isnan(z[2, 3])
+    np.testing.assert_allclose(z.reshape(-1)[:11], values, rtol=1e-6)
+    assert [t for row in fig.data[0].text for t in row][:11] == [f"t{i}" for i in range(11)]
+    one_row = charts.replaced_strip(["a", "b"], [0.1, 0.9], title="x")
+    assert np.asarray(one_row.data[0].z).shape == (1, 2)
