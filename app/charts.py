@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -99,13 +99,24 @@ def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> g
 # -- tokens ---------------------------------------------------------------------------------------------
 
 
-def token_kind(token: str, special: bool, style: PieceStyle) -> str:
-    """The chip colour of a piece: "unk", "special", "continuation" (of the word before it) or "word"."""
+def token_kind(
+    token: str,
+    special: bool,
+    style: PieceStyle,
+    *,
+    continues: bool | None = None,
+    specials: Collection[str] = (),
+) -> str:
+    """The chip colour of a piece: "unk", "special", "continuation" (of the word before it) or "word".
+
+    `continues`: whether the piece carries on the word before it, where the caller knows the words (a BPE
+    text's first word has no space marker, yet starts a word); else the piece's own marker decides.
+    `specials`: the tokenizer's special tokens, so one typed into the text (RoBERTa's <mask>) is one too."""
     if token == style.unk_token:
         return "unk"
-    if special or (token.startswith("[") and token.endswith("]")):
+    if special or token in specials or (token.startswith("[") and token.endswith("]")):
         return "special"
-    if style.is_continuation(token):
+    if style.is_continuation(token) if continues is None else continues:
         return "continuation"
     return "word"
 

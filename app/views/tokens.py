@@ -26,9 +26,19 @@ result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
 # DistilBERT's tokenizer still writes segment ids, but the model has no table to read them with: not shown.
 has_segments = active.model.config.type_vocab_size > 0
 
+# A piece continues a word when it shares the word before it, whatever its marker says: RoBERTa's first word
+# has no Ġ, yet starts a word.
+words = transforms.word_keys(result)
+specials = {tokenizer.cls_token, tokenizer.sep_token, tokenizer.mask_token, tokenizer.pad_token} - {None}
 kinds = [
-    charts.token_kind(t, bool(s), style)
-    for t, s in zip(result.tokens, result.special_tokens_mask.tolist(), strict=True)
+    charts.token_kind(
+        t,
+        bool(s),
+        style,
+        continues=i > 0 and words[i] is not None and words[i] == words[i - 1],
+        specials=specials,
+    )
+    for i, (t, s) in enumerate(zip(result.tokens, result.special_tokens_mask.tolist(), strict=True))
 ]
 rows = []
 for i, tok in enumerate(result.tokens):

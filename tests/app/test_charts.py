@@ -148,6 +148,10 @@ def test_token_kinds_and_chip_legend_follow_the_piece_style():
     assert kinds == ["word", "continuation", "unk"]
     fig = charts.token_chips(["Ġplay", "ing", "<unk>"], kinds, None, style=bpe)
     assert [t.name for t in fig.data] == ["word / first piece", "continuation", "&lt;unk&gt;"]
+    # the words decide where known: a BPE text's first word has no marker, a typed <mask> is special
+    first = charts.token_kind("The", False, bpe, continues=False)
+    typed_mask = charts.token_kind("<mask>", False, bpe, continues=False, specials={"<mask>"})
+    assert (first, typed_mask) == ("word", "special")
 
 
 def test_model_view_writes_each_heads_role_under_its_map():

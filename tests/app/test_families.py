@@ -56,6 +56,9 @@ def test_bpe_pieces_show_a_visible_space_not_the_marker(family_dirs, monkeypatch
     chips = figure(at, "tokens_chips")
     labels = [t for trace in chips["data"] for t in trace.get("text", [])]
     assert any(t.startswith("␣") for t in labels) and not any("Ġ" in t for t in labels)
+    # the first word has no space marker, yet starts a word
+    table = table_with(at, "kind")
+    assert not table["piece"][1].startswith("Ġ") and table["kind"][1] == "word"
     assert "RoBERTa never sees words" in _texts(at) and "not WordPiece" in _texts(at)
 
 
