@@ -134,3 +134,17 @@ def test_large_text_also_enlarges_the_page_text_with_a_fixed_stylesheet(make_app
     at = make_app("views/tokens.py", a="<b>the bank</b>", large="true")
     styles = [h.proto.body for h in at.get("html")]
     assert styles == [ui._LARGE_TEXT_CSS]  # the fixed sheet only: no user text goes into HTML
+
+
+def test_the_app_never_imports_torch_itself():
+    """Pages work on the core's numpy results; torch stays behind bert_core's API."""
+    import ast
+    from pathlib import Path
+
+    app_dir = Path(__file__).resolve().parents[2] / "app"
+    for path in app_dir.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            assert not any(n.split(".")[0] == "torch" for n in names), f"{path.name} imports torch"
