@@ -79,9 +79,11 @@ view = c3.radio(
 
 o1, o2, o3 = st.columns(3)
 cls, sep = active.model.tokenizer.cls_token, active.model.tokenizer.sep_token
-hide_label = ui.md_escape(f"Hide {cls}/{sep}")
-# Bound to the URL like layer and head: a shared link opens the same view.
-hide_special = o1.toggle(hide_label, key="att_hide_special", persist_state="session", bind="query-params")
+# Bound to the URL like layer and head: a shared link opens the same view. The label is not escaped: a
+# widget label shows <s> and [CLS] as written, and an escape would reach the aria-label as a backslash.
+hide_special = o1.toggle(
+    f"Hide {cls}/{sep}", key="att_hide_special", persist_state="session", bind="query-params"
+)
 merge = o2.toggle("Merge sub-words into words", key="att_merge", persist_state="session", bind="query-params")
 direction = "all"
 if result.text_pair is not None:

@@ -320,7 +320,7 @@ elif view == "ablation":
             )
     if not info.has_mlm_head:
         st.info("Head importance needs an MLM head: load a masked-language-model checkpoint.")
-    elif st.toggle(ui.md_escape(f"Importance of every head for the first {mask}"), key="ablation_importance"):
+    elif st.toggle(f"Importance of every head for the first {mask}", key="ablation_importance"):
         try:
             imp = cache.head_importance(active, inputs.text_a, inputs.text_b)
         except bert_core.BertScopeError as exc:
