@@ -62,7 +62,7 @@ ui.start_value("sv_kind", kinds[0], lambda v: v in kinds)  # a kept choice may b
 kind = st.radio(
     "Sentence vector",
     kinds,
-    format_func=lambda k: ui.md_escape(KIND_NAMES[k]),
+    format_func=KIND_NAMES.get,  # unescaped, as the Attention toggle: a label shows <s> as written
     key="sv_kind",
     persist_state="session",
     horizontal=True,
