@@ -1,15 +1,20 @@
-"""Process-wide caches of what the model computed: analyses, mask predictions, NSP, many-line vectors.
+"""Everything the model computes for the pages: analyses, mask predictions, NSP/SOP, many-line vectors, the
+passes of Inside the model and the task heads.
 
-Results are cached by (model key, text, pair) and shared by every session, so they are frozen. Each call that
-misses its cache adds one to the session's forward-pass counter (a list of lines counts once, however many
-padded batches the core runs it in), which the tests read to check that a rerun over the same text runs
+Every result goes through one server-wide store (`app.server`): cached by (kind, model key, arguments) within
+a byte budget and shared by every session, so it is frozen; a miss runs once however many sessions ask for it
+at once, inside the server's admission limit, while the page says where it stands in the line. Each
+computation that runs adds one to the session's forward-pass counter (a list of lines counts once, however
+many padded batches the core runs it in), which the tests read to check that a rerun over the same text runs
 nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import streamlit as st
@@ -24,14 +29,16 @@ FORWARD_PASSES = "forward_passes"  # session-state count of model calls that mis
 
 
 def _freeze(result):
-    """Results are shared by all sessions (cache_resource): make in-place edits of their arrays fail loudly.
-    Walks the result's dataclass fields, so an Analysis, Vectors or a field added to either is covered."""
-    for f in dataclasses.fields(result):
-        value = getattr(result, f.name)
-        if isinstance(value, np.ndarray):
-            value.flags.writeable = False
-        elif dataclasses.is_dataclass(value):
-            _freeze(value)
+    """Results are shared by all sessions: make in-place edits of their arrays fail loudly. Walks dataclass
+    fields, lists and tuples, so an Analysis, a list of predictions or a field added to either is covered."""
+    if isinstance(result, np.ndarray):
+        result.flags.writeable = False
+    elif isinstance(result, (list, tuple)):
+        for item in result:
+            _freeze(item)
+    elif dataclasses.is_dataclass(result) and not isinstance(result, type):
+        for f in dataclasses.fields(result):
+            _freeze(getattr(result, f.name))
     return result
 
 
@@ -39,36 +46,54 @@ def _count_forward_pass() -> None:
     st.session_state[FORWARD_PASSES] = st.session_state.get(FORWARD_PASSES, 0) + 1
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _masks(
-    key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel
-) -> list[bert_core.MaskPrediction]:
-    _count_forward_pass()
-    with server.admission().slot():
-        return _model.predict_masks(text, pair, top_k=MAX_TOP_K)
+def _cached(key: tuple, compute: Callable[[], Any], doing: str | None = None) -> Any:
+    """`compute()` once per key for the whole server, inside the admission limit. While this session waits,
+    a note on the page says for what (its place in the line, or another session's run of the same input) and is
+    redrawn every second, so the page is never frozen and a closed tab leaves the line at once."""
+    note = None
+
+    def say(message: str) -> None:
+        nonlocal note
+        note = note if note is not None else st.empty()
+        note.info(message, icon="⏳")
+
+    def queued(place: int) -> None:
+        running = server.admission().running
+        say(
+            f"Queued: {server.ordinal(place)} in line for the model ({running} "
+            f"{'request' if running == 1 else 'requests'} running for other sessions). "
+            f"{doing or 'It runs'} as soon as it is this page's turn."
+        )
+
+    def run() -> Any:
+        _count_forward_pass()
+        return _freeze(compute())
+
+    try:
+        if doing is None:
+            return _get(key, run, queued, say)
+        with st.spinner(doing):
+            return _get(key, run, queued, say)
+    finally:
+        if note is not None:
+            note.empty()
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _nsp(key: str, a: str, b: str, _model: bert_core.BertScopeModel) -> float:
-    _count_forward_pass()
-    with server.admission().slot():
-        return _model.next_sentence(a, b)
+def _get(key, run, queued, say):
+    admission = server.admission()
+    return server.results().get(
+        key,
+        run,
+        admitted=lambda: admission.slot(queued),
+        waiting=lambda: say("Another session is running the model on this same input; using its result…"),
+    )
 
 
 def analyze(active: ActiveModel, text: str, pair: str | None = None) -> bert_core.Analysis:
-    """The cached analysis of (model, text, pair); raises bert_core.InputError for unusable text.
-
-    Held in the server's byte-budgeted store (app/server.py) rather than cache_resource's entry count: a
-    512-token bert-base analysis holds ~170 MB and an 8-token one ~1 MB. Frozen, since every session shares it.
-    """
-
-    def compute() -> bert_core.Analysis:
-        _count_forward_pass()
-        with server.admission().slot():
-            return _freeze(active.model.analyze(text, pair))
-
-    with st.spinner(server.waiting_message("Running the model…")):
-        return server.analyses().get((active.key, text, pair), compute)
+    """The cached analysis of (model, text, pair); raises bert_core.InputError for unusable text."""
+    return _cached(
+        ("analysis", active.key, text, pair), lambda: active.model.analyze(text, pair), "Running the model…"
+    )
 
 
 def predict_masks(
@@ -76,8 +101,11 @@ def predict_masks(
 ) -> list[bert_core.MaskPrediction]:
     """The `top_k` best guesses per [MASK], sliced from one cached prediction of the top MAX_TOP_K, so a new k
     never reruns the model."""
-    with st.spinner("Predicting…"):
-        full = _masks(active.key, text, pair, active.model)
+    full = _cached(
+        ("masks", active.key, text, pair),
+        lambda: active.model.predict_masks(text, pair, top_k=MAX_TOP_K),
+        "Predicting…",
+    )
     k = max(1, int(top_k))
     return [
         replace(p, tokens=p.tokens[:k], token_ids=p.token_ids[:k], probabilities=p.probabilities[:k])
@@ -85,55 +113,33 @@ def predict_masks(
     ]
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _sop(key: str, a: str, b: str, _model: bert_core.BertScopeModel) -> float:
-    _count_forward_pass()
-    with server.admission().slot():
-        return _model.sentence_order(a, b)
-
-
 def sentence_order(active: ActiveModel, a: str, b: str) -> float:
     """P(A then B is the original order); only for a model whose `info.heads` has "sop"."""
-    return _sop(active.key, a, b, active.model)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _replaced(
-    key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel
-) -> list[tuple[str, float]]:
-    _count_forward_pass()
-    with server.admission().slot():
-        return _model.replaced_tokens(text, pair)
+    return _cached(("sop", active.key, a, b), lambda: active.model.sentence_order(a, b))
 
 
 def replaced_tokens(active: ActiveModel, text: str, pair: str | None = None) -> list[tuple[str, float]]:
     """[(token, P(replaced))] per token; only for an ELECTRA discriminator (`info.heads` has "rtd")."""
-    with st.spinner("Running the discriminator…"):
-        return _replaced(active.key, text, pair, active.model)
+    return _cached(
+        ("replaced", active.key, text, pair),
+        lambda: active.model.replaced_tokens(text, pair),
+        "Running the discriminator…",
+    )
 
 
 def next_sentence(active: ActiveModel, a: str, b: str) -> float:
     """P(IsNext) of the pair; only for a model whose `info.has_nsp_head` (the core raises otherwise)."""
-    return _nsp(active.key, a, b, active.model)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _mlm_scores(
-    key: str, ids: tuple[int, ...], types: tuple[int, ...], positions: tuple[int, ...], labels: tuple[int, ...],
-    _model: bert_core.BertScopeModel,
-) -> bert_core.MlmScores:  # fmt: skip
-    _count_forward_pass()
-    with server.admission().slot():
-        return _model.predict_at(
-            list(ids), list(positions), token_type_ids=list(types), labels=list(labels), top_k=5
-        )
+    return _cached(("nsp", active.key, a, b), lambda: active.model.next_sentence(a, b))
 
 
 def mlm_scores(
     active: ActiveModel, ids: list[int], types: list[int], positions: list[int], labels: list[int]
 ) -> bert_core.MlmScores:
     """The top 5 MLM guesses and the loss at `positions` of an already corrupted id sequence (Pre-training)."""
-    return _mlm_scores(active.key, tuple(ids), tuple(types), tuple(positions), tuple(labels), active.model)
+    return _cached(
+        ("mlm", active.key, tuple(ids), tuple(types), tuple(positions), tuple(labels)),
+        lambda: active.model.predict_at(ids, positions, token_type_ids=types, labels=labels, top_k=5),
+    )
 
 
 # -- many short texts (Word senses, Sentence vector) ----------------------------------------------------
@@ -148,7 +154,6 @@ class Lines:
     rejected: list[tuple[int, str]]  # (index into lines, reason)
 
 
-@st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
 def _lines(key: str, texts: tuple[str, ...], _model: bert_core.BertScopeModel) -> Lines:
     used: list[int] = []
     rejected: list[tuple[int, str]] = []
@@ -162,130 +167,82 @@ def _lines(key: str, texts: tuple[str, ...], _model: bert_core.BertScopeModel) -
             used.append(n)
     if not used:
         return Lines([], used, rejected)
-    _count_forward_pass()
     # vectors_batch keeps no attention maps (these pages never draw them, and at 512 tokens they dominate
     # memory) and runs the lines in padded batches within the token budget, so memory stays bounded.
-    with server.admission().slot():
-        results = _model.vectors_batch([texts[n] for n in used], max_batch_tokens=BATCH_TOKEN_BUDGET)
-    return Lines([_freeze(r) for r in results], used, rejected)
+    results = _model.vectors_batch([texts[n] for n in used], max_batch_tokens=BATCH_TOKEN_BUDGET)
+    return Lines(results, used, rejected)
 
 
 def analyze_lines(active: ActiveModel, texts: list[str]) -> Lines:
     """Hidden states of many short texts, run in padded chunks of at most BATCH_TOKEN_BUDGET tokens so that
     memory stays bounded; lines the tokenizer rejects are listed in `rejected` instead of failing the rest."""
-    with st.spinner("Running the model…"):
-        return _lines(active.key, tuple(texts), active.model)
+    return _cached(
+        ("lines", active.key, tuple(texts)),
+        lambda: _lines(active.key, tuple(texts), active.model),
+        "Running the model…",
+    )
 
 
 # -- passes of their own (Inside the model): each cached per input, since each is several forwards ------------
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def _details(key: str, text: str, pair: str | None, layer: int, _model: bert_core.BertScopeModel):
-    _count_forward_pass()
-    with server.admission().slot():
-        return _model.attention_details(text, pair, layer=layer)
 
 
 def attention_details(
     active: ActiveModel, text: str, pair: str | None, layer: int
 ) -> bert_core.AttentionDetails:
     """One layer's queries, keys, values and raw scores (0-based `layer`), computed for that layer only."""
-    with st.spinner("Taking the layer apart…"):
-        return _details(active.key, text, pair, layer, active.model)
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def _value_weighted(key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel):
-    _count_forward_pass()
-    with server.admission().slot():
-        return _model.value_weighted_attention(text, pair)
+    return _cached(
+        ("details", active.key, text, pair, layer),
+        lambda: active.model.attention_details(text, pair, layer=layer),
+        "Taking the layer apart…",
+    )
 
 
 def value_weighted(active: ActiveModel, text: str, pair: str | None) -> bert_core.ValueWeightedAttention:
-    with st.spinner("Weighing the values…"):
-        return _value_weighted(active.key, text, pair, active.model)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def _logit_lens(
-    key: str, text: str, pair: str | None, position: int | None, _model: bert_core.BertScopeModel
-):
-    _count_forward_pass()
-    with server.admission().slot():
-        return _model.logit_lens(text, position, top_k=5, text_pair=pair)
+    return _cached(
+        ("value_weighted", active.key, text, pair),
+        lambda: active.model.value_weighted_attention(text, pair),
+        "Weighing the values…",
+    )
 
 
 def logit_lens(active: ActiveModel, text: str, pair: str | None, position: int | None) -> bert_core.LogitLens:
-    return _logit_lens(active.key, text, pair, position, active.model)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def _pll(key: str, text: str, _model: bert_core.BertScopeModel):
-    _count_forward_pass()
-    with server.admission().slot():
-        return _model.pseudo_log_likelihood(text)
+    return _cached(
+        ("lens", active.key, text, pair, position),
+        lambda: active.model.logit_lens(text, position, top_k=5, text_pair=pair),
+    )
 
 
 def pseudo_log_likelihood(active: ActiveModel, text: str) -> bert_core.PseudoLogLikelihood:
-    with st.spinner("Masking each piece in turn…"):
-        return _pll(active.key, text, active.model)
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def _importance(key: str, text: str, pair: str | None, _model: bert_core.BertScopeModel):
-    _count_forward_pass()
-    with server.admission().slot():
-        return _model.head_importance(text, text_pair=pair)
+    return _cached(
+        ("pll", active.key, text),
+        lambda: active.model.pseudo_log_likelihood(text),
+        "Masking each piece in turn…",
+    )
 
 
 def head_importance(active: ActiveModel, text: str, pair: str | None) -> bert_core.HeadImportance:
-    with st.spinner("Switching off every head in turn…"):
-        return _importance(active.key, text, pair, active.model)
-
-
-@st.cache_resource(max_entries=4, ttl=3600, show_spinner=False)
-def _ablated(key: str, text: str, pair: str | None, off: tuple[tuple[int, int], ...], _model):
-    _count_forward_pass()
-    with server.admission().slot():
-        return _freeze(_model.analyze(text, pair, head_mask=_head_mask(_model, off)))
+    return _cached(
+        ("importance", active.key, text, pair),
+        lambda: active.model.head_importance(text, text_pair=pair),
+        "Switching off every head in turn…",
+    )
 
 
 def ablated(active: ActiveModel, text: str, pair: str | None, off: tuple[tuple[int, int], ...]):
     """The analysis with the (layer, head) pairs in `off` (0-based) switched off."""
-    with st.spinner("Running with the heads switched off…"):
-        return _ablated(active.key, text, pair, off, active.model)
+    return _cached(
+        ("ablated", active.key, text, pair, off),
+        lambda: active.model.analyze(text, pair, head_mask=_head_mask(active.model, off)),
+        "Running with the heads switched off…",
+    )
 
 
-# -- fine-tuned heads (the Task page) -----------------------------------------------------------------------
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def _task(key: str, method: str, args: tuple, _model: bert_core.BertScopeModel):
-    _count_forward_pass()
-    with server.admission().slot():
-        return getattr(_model, method)(*args)
-
-
-def task_prediction(active: ActiveModel, method: str, *args):
-    """The task head's answer: `method` is one of the model's classify, tag, entities, answer, choose; `args`
-    its (hashable) arguments."""
-    with st.spinner("Asking the head…"):
-        return _task(active.key, method, tuple(args), active.model)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def _attribution(key: str, text: str, pair: str | None, target, method: str, steps: int, _model):
-    _count_forward_pass()
-    with server.admission().slot():
-        return _model.attribute(text, pair, target=target, method=method, steps=steps)
-
-
-def attribution(
-    active: ActiveModel, text: str, pair: str | None, *, target=None, method: str, steps: int = 50
-):
-    with st.spinner("Attributing (integrated gradients takes a few passes)…"):
-        return _attribution(active.key, text, pair, target, method, steps, active.model)
+def ablated_masks(active: ActiveModel, text: str, pair: str | None, off: tuple[tuple[int, int], ...]):
+    """The top-5 guesses per [MASK] with the (layer, head) pairs in `off` (0-based) switched off."""
+    return _cached(
+        ("ablated_masks", active.key, text, pair, off),
+        lambda: active.model.predict_masks(text, pair, top_k=5, head_mask=_head_mask(active.model, off)),
+    )
 
 
 def _head_mask(model: bert_core.BertScopeModel, off: tuple[tuple[int, int], ...]) -> np.ndarray:
@@ -295,13 +252,24 @@ def _head_mask(model: bert_core.BertScopeModel, off: tuple[tuple[int, int], ...]
     return mask
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _ablated_masks(key: str, text: str, pair: str | None, off: tuple[tuple[int, int], ...], _model):
-    _count_forward_pass()
-    with server.admission().slot():
-        return _model.predict_masks(text, pair, top_k=5, head_mask=_head_mask(_model, off))
+# -- fine-tuned heads (the Task page) -----------------------------------------------------------------------
 
 
-def ablated_masks(active: ActiveModel, text: str, pair: str | None, off: tuple[tuple[int, int], ...]):
-    """The top-5 guesses per [MASK] with the (layer, head) pairs in `off` (0-based) switched off."""
-    return _ablated_masks(active.key, text, pair, off, active.model)
+def task_prediction(active: ActiveModel, method: str, *args):
+    """The task head's answer: `method` is one of the model's classify, tag, entities, answer, choose; `args`
+    its (hashable) arguments."""
+    return _cached(
+        ("task", active.key, method, tuple(args)),
+        lambda: getattr(active.model, method)(*args),
+        "Asking the head…",
+    )
+
+
+def attribution(
+    active: ActiveModel, text: str, pair: str | None, *, target=None, method: str, steps: int = 50
+):
+    return _cached(
+        ("attribution", active.key, text, pair, target, method, steps),
+        lambda: active.model.attribute(text, pair, target=target, method=method, steps=steps),
+        "Attributing (integrated gradients takes a few passes)…",
+    )

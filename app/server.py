@@ -1,19 +1,29 @@
-"""What one server shared by a room needs: forward passes admitted a few at a time, and analyses cached within
-a byte budget. Both live in `st.cache_resource` singletons (shared by every session of the process, never at
-module level), and both are plain thread-safe classes testable without Streamlit.
+"""What one server shared by a room needs: forward passes admitted a few at a time, first come first served,
+and every result of the model cached once for all sessions within a byte budget. Both live in
+`st.cache_resource` singletons (shared by every session of the process, never at module level), and both are
+plain thread-safe classes testable without Streamlit; `app.cache` draws the queue's place on the page.
 
 Why admission: on 2 cores, 30 simultaneous forward passes each get 1/15th of a core and all finish late; run
 one (or a few) at a time and the first answers come back at full speed while the rest wait their turn.
 Why a byte budget: a 512-token bert-base analysis holds ~170 MB and an 8-token one ~1 MB, so an entry count
 bounds nothing.
+
+Each computation that really runs (not each session asking) is logged on the `bertscope.passes` logger; set
+BERTSCOPE_LOG=info to see them on stderr (bench/sessions.py counts them).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import gc
+import itertools
+import logging
 import os
+import sys
 import threading
-from collections import OrderedDict
+import time
+from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
@@ -23,10 +33,27 @@ import streamlit as st
 ENV_MAX_FORWARDS = (
     "BERTSCOPE_MAX_FORWARDS"  # forward passes run at once, server-wide (default: cores // 2, >= 1)
 )
-ENV_CACHE_MB = "BERTSCOPE_CACHE_MB"  # bytes of cached analyses, server-wide (default 1500 MB: see below)
+ENV_CACHE_MB = "BERTSCOPE_CACHE_MB"  # bytes of cached results, server-wide (default 1500 MB: see below)
+ENV_LOG = "BERTSCOPE_LOG"  # "info": one stderr line per computation that runs, with its wait and duration
 # A 4 GB server with bert-base: ~0.5 GB of weights, ~0.3 GB of Python, torch and Streamlit, one 512-token
 # analysis in flight (~0.2 GB) and headroom for the sessions themselves leave about 1.5 GB for the cache.
 DEFAULT_CACHE_MB = 1500
+WAIT_POLL_S = 1.0  # how often a waiting session is told its place again (each telling lets it be stopped)
+
+log = logging.getLogger("bertscope.passes")
+
+
+def _configure_log() -> None:
+    level = os.environ.get(ENV_LOG, "").strip().upper()
+    if level and not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s bertscope %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(getattr(logging, level, logging.INFO))
+        log.propagate = False
+
+
+_configure_log()
 
 
 def _env_int(name: str, default: int, lowest: int) -> int:
@@ -36,121 +63,250 @@ def _env_int(name: str, default: int, lowest: int) -> int:
         return default
 
 
+def cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+# -- admission ------------------------------------------------------------------------------------------
+
+
 class Admission:
-    """At most `limit` holders at once; the rest wait in arrival order, and can be told how many are ahead."""
+    """At most `limit` forward passes at once; the rest wait in a first-come, first-served line.
+
+    `slot(waiting)` calls `waiting(place)` on the waiting thread (place 1 = next in line) when it starts to wait
+    and every WAIT_POLL_S after; whatever `waiting` raises (Streamlit's StopException when the session was
+    stopped, closed or rerun) gives the place up. A forward pass that runs out of memory inside the slot becomes
+    a message for the page (bert_core.InputError), not an exception that ends the session's script.
+    """
 
     def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"{ENV_MAX_FORWARDS} must be at least 1, not {limit}")
         self.limit = limit
-        self._slots = threading.BoundedSemaphore(limit)
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
         self._running = 0
-        self._waiting = 0
+        self._line: deque[int] = deque()
+        self._tickets = itertools.count()
+
+    @property
+    def running(self) -> int:
+        with self._cond:
+            return self._running
+
+    @property
+    def queued(self) -> int:
+        with self._cond:
+            return len(self._line)
 
     def ahead(self) -> int:
-        """How many a newcomer would wait behind: those waiting, plus the running ones if every slot is taken."""
-        with self._lock:
-            return self._waiting + (self._running if self._running >= self.limit else 0)
+        """How many a newcomer would wait behind: those in line, plus the running ones if every slot is taken."""
+        with self._cond:
+            return len(self._line) + (self._running if self._running >= self.limit else 0)
 
     @contextlib.contextmanager
-    def slot(self) -> Iterator[None]:
-        """Hold one of the slots for the block; a forward pass that runs out of memory becomes a message for
-        the page (bert_core.InputError), not an exception that ends the session's script."""
-        with self._lock:
-            self._waiting += 1
-        try:
-            self._slots.acquire()
-        finally:
-            with self._lock:
-                self._waiting -= 1
-        with self._lock:
+    def slot(self, waiting: Callable[[int], None] | None = None) -> Iterator[None]:
+        ticket = next(self._tickets)
+        with self._cond:
+            self._line.append(ticket)
+            try:
+                while not (self._running < self.limit and self._line[0] == ticket):
+                    if waiting is not None:
+                        place = self._line.index(ticket) + 1
+                        self._cond.release()  # told outside the lock: drawing on a page may block or raise
+                        try:
+                            waiting(place)
+                        finally:
+                            self._cond.acquire()
+                    self._cond.wait(WAIT_POLL_S if waiting is not None else None)
+            except BaseException:
+                self._line.remove(ticket)
+                self._cond.notify_all()
+                raise
+            self._line.popleft()
             self._running += 1
+            self._cond.notify_all()  # the next in line may also fit when limit > 1
         try:
             yield
-        except MemoryError as exc:
-            raise _out_of_memory() from exc
-        except RuntimeError as exc:
-            if "out of memory" not in str(exc).lower():
+        except Exception as exc:
+            if not is_out_of_memory(exc):
                 raise
-            raise _out_of_memory() from exc
+            del exc  # its traceback holds the pass's tensors: let them go before anyone retries
+            gc.collect()
+            raise _out_of_memory() from None
         finally:  # an exception, a stopped script or a dropped session all give the slot back
-            with self._lock:
+            with self._cond:
                 self._running -= 1
-            self._slots.release()
+                self._cond.notify_all()
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """A MemoryError, or torch's RuntimeError / torch.cuda.OutOfMemoryError ("... out of memory ..."),
+    recognised without importing torch."""
+    if isinstance(exc, MemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
 
 
 def _out_of_memory():
     import bert_core
 
     return bert_core.InputError(
-        "the server ran out of memory computing this input; try a shorter text, or ask again when it is less busy"
+        "the server ran out of memory computing this input (it is still running): try a shorter text, or ask "
+        "again in a moment, when fewer long texts are being analysed"
     )
 
 
-def nbytes(result: Any) -> int:
-    """The bytes of the numpy arrays a result holds (its dataclass fields, recursively)."""
-    import dataclasses
-
-    if isinstance(result, np.ndarray):
-        return int(result.nbytes)
-    if dataclasses.is_dataclass(result):
-        return sum(nbytes(getattr(result, f.name)) for f in dataclasses.fields(result))
-    if isinstance(result, (list, tuple)):
-        return sum(nbytes(x) for x in result)
-    return 0
+# -- results --------------------------------------------------------------------------------------------
 
 
-class BudgetCache:
-    """A least-recently-used cache bounded by the bytes of its values: adding one evicts the oldest until the
-    rest fit, so the total exceeds the budget by at most the newest value (one larger than the budget is kept
-    alone). Concurrent requests for one key compute it once; the others wait for that result."""
+def nbytes(value: Any, _seen: set[int] | None = None) -> int:
+    """The bytes a result holds: its numpy arrays (dataclass fields, lists, tuples and dicts are walked), plus
+    a little per object, so that a result of many small lists is not counted as free."""
+    seen = set() if _seen is None else _seen
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes) if value.base is None or id(value.base) not in seen else 0
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return 64 + sum(nbytes(getattr(value, f.name), seen) for f in dataclasses.fields(value))
+    if isinstance(value, (list, tuple)):
+        return 56 + 8 * len(value) + sum(nbytes(v, seen) for v in value)
+    if isinstance(value, dict):
+        return 64 + sum(nbytes(k, seen) + nbytes(v, seen) for k, v in value.items())
+    if isinstance(value, (str, bytes)):
+        return 49 + len(value)
+    return 32
+
+
+class _Flight:
+    """One computation in progress, which other requests for the same key wait on."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.abandoned = False  # its session went away before or during the pass: a waiter takes it over
+
+
+class ResultCache:
+    """Results shared by every session, least recently used out first, within `budget` bytes: adding one
+    evicts the oldest until the rest fit, so the total exceeds the budget by at most the newest result (one
+    larger than the budget is kept alone).
+
+    `get(key, compute)` runs `compute` once per key however many sessions ask at once; the others wait for it.
+    If the session computing it is stopped (Streamlit's StopException, a BaseException, raised while it queued
+    or drew), a waiting session takes the computation over, so the work is not lost for them. An error of the
+    computation itself reaches every waiter and is not cached (the next request tries again).
+    """
 
     def __init__(self, budget_bytes: int) -> None:
         self.budget = budget_bytes
-        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
-        self._pending: dict[Hashable, threading.Lock] = {}
-        self.total = 0
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._flights: dict[Hashable, _Flight] = {}
+        self.total = 0  # bytes held
+        self.computed = 0  # computations that ran to the end (a server-wide count of forward passes)
 
-    def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+    def __len__(self) -> int:
         with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key][0]
-            key_lock = self._pending.setdefault(key, threading.Lock())
-        with key_lock:  # one computes; the same key's other callers wait here, then find it cached
+            return len(self._items)
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._items
+
+    def _store(self, key: Hashable, value: Any) -> None:
+        # caller holds self._lock
+        size = nbytes(value)
+        self._items[key] = (value, size)
+        self.total += size
+        while self.total > self.budget and len(self._items) > 1:
+            _, (_, dropped) = self._items.popitem(last=False)
+            self.total -= dropped
+
+    def get(
+        self,
+        key: Hashable,
+        compute: Callable[[], Any],
+        *,
+        admitted: Callable[[], contextlib.AbstractContextManager] | None = None,
+        waiting: Callable[[], None] | None = None,
+    ) -> Any:
+        """The cached value of `key`, or `compute()`'s, run inside `admitted()` (the admission slot).
+        `waiting()` is called every WAIT_POLL_S while another session computes the same key."""
+        while True:
             with self._lock:
                 if key in self._items:
                     self._items.move_to_end(key)
                     return self._items[key][0]
-            try:
-                value = compute()
-            finally:
-                with self._lock:
-                    self._pending.pop(key, None)
-            size = nbytes(value)
-            with self._lock:
-                self._items[key] = (value, size)
-                self.total += size
-                while self.total > self.budget and len(self._items) > 1:
-                    _, (_, dropped) = self._items.popitem(last=False)
-                    self.total -= dropped
-            return value
+                flight = self._flights.get(key)
+                leader = flight is None
+                if leader:
+                    flight = self._flights[key] = _Flight()
+            if leader:
+                return self._lead(key, flight, compute, admitted)
+            while not flight.done.wait(WAIT_POLL_S):
+                if waiting is not None:
+                    waiting()
+            if flight.abandoned:
+                continue  # its session went away: this one computes it (or waits for whoever does)
+            if flight.error is not None:
+                raise flight.error
+            return flight.result
 
-    def __len__(self) -> int:
-        return len(self._items)
+    def _lead(self, key: Hashable, flight: _Flight, compute, admitted) -> Any:
+        queued = time.monotonic()
+        try:
+            with admitted() if admitted is not None else contextlib.nullcontext():
+                started = time.monotonic()
+                value = compute()
+        except BaseException as exc:
+            with self._lock:
+                del self._flights[key]
+            # An error of the computation is every waiter's answer; a stop (a BaseException that is not an
+            # Exception) leaves the work to a waiting session.
+            if isinstance(exc, Exception):
+                flight.error = exc
+            else:
+                flight.abandoned = True
+            flight.done.set()
+            raise
+        with self._lock:
+            self._store(key, value)
+            del self._flights[key]
+            self.computed += 1
+            count, held = self.computed, self.total
+        flight.result = value
+        flight.done.set()
+        log.info(
+            "pass %d: %s (waited %.2f s, ran %.2f s; cache %.0f MB)",
+            count, _describe(key), started - queued, time.monotonic() - started, held / 2**20,
+        )  # fmt: skip
+        return value
+
+
+def _describe(key: Hashable) -> str:
+    """The kind of computation and its model, never the user's text (the log may be read by others)."""
+    if isinstance(key, tuple) and len(key) >= 2:
+        return f"{key[0]} on {key[1]}"
+    return type(key).__name__
 
 
 @st.cache_resource(show_spinner=False)
 def admission() -> Admission:
-    return Admission(_env_int(ENV_MAX_FORWARDS, max(1, (os.cpu_count() or 2) // 2), 1))
+    return Admission(_env_int(ENV_MAX_FORWARDS, max(1, cores() // 2), 1))
 
 
 @st.cache_resource(show_spinner=False)
-def analyses() -> BudgetCache:
-    return BudgetCache(_env_int(ENV_CACHE_MB, DEFAULT_CACHE_MB, 1) * 1024 * 1024)
-
-
-def waiting_message(what: str) -> str:
-    """The spinner text: what is being done, and the place in the queue when others are ahead."""
-    ahead = admission().ahead()
-    return what if ahead == 0 else f"Queued behind {ahead} other request(s) on this server, then: {what}"
+def results() -> ResultCache:
+    return ResultCache(_env_int(ENV_CACHE_MB, DEFAULT_CACHE_MB, 1) * 1024 * 1024)

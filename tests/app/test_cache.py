@@ -7,6 +7,7 @@ import streamlit as st
 
 import bert_core
 from app import cache
+from app.models import ActiveModel
 
 
 @pytest.fixture
@@ -33,7 +34,8 @@ def test_lines_leave_bad_lines_out_and_run_the_rest_in_one_attention_free_call(
 
     monkeypatch.setattr(tiny_model, "vectors_batch", spy)
     monkeypatch.setattr(tiny_model, "analyze_batch", analyze_batch)
-    lines = cache._lines("tiny", ("the cat", "\x00", "the bank"), tiny_model)
+    me = ActiveModel(tiny_model, "tiny", "tiny")
+    lines = cache.analyze_lines(me, ["the cat", "\x00", "the bank"])
     assert lines.used == [0, 2] and [n for n, _ in lines.rejected] == [1]
     assert calls == [(["the cat", "the bank"], {"max_batch_tokens": cache.BATCH_TOKEN_BUDGET})]
     assert [r.text for r in lines.results] == ["the cat", "the bank"]
@@ -42,5 +44,5 @@ def test_lines_leave_bad_lines_out_and_run_the_rest_in_one_attention_free_call(
         lines.results[0].hidden_states[0, 0, 0] = 1.0
     with pytest.raises(ValueError, match="read-only"):
         lines.results[0].pooled[0] = 1.0
-    assert cache._lines("tiny", ("\x00",), tiny_model) == cache.Lines([], [], [(0, lines.rejected[0][1])])
+    assert cache.analyze_lines(me, ["\x00"]) == cache.Lines([], [], [(0, lines.rejected[0][1])])
     assert len(calls) == 1  # nothing usable: no model call
