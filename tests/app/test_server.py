@@ -388,9 +388,9 @@ def test_distinct_requests_queue_for_the_one_slot_and_a_waiter_sees_its_place(fr
     monkeypatch.setattr(st, "empty", Note)
     texts = ["the cat", "the dog", "a bank", "the river"]
     threads = []
-    for t in texts:  # one at a time into the line, so that places 1..3 are all taken
+    for n, t in enumerate(texts):  # one at a time into the line, so that places 1..3 are all taken
         threads += run_threads([lambda t=t: cache.analyze(active(tiny_model), t)])
-        wait_until(lambda n=len(threads): server.admission().running + server.admission().queued >= n)
+        wait_until(lambda n=n: server.admission().running + server.admission().queued > n)
     for t in threads:
         t.join(20)
     assert peak[0] == 1
