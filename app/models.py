@@ -209,6 +209,10 @@ class ModelStore:
         # key -> (when, reason, signature of the local directory or None for a hub id)
         self._failures: dict[str, tuple[float, str, tuple | None]] = {}
         self._key_locks: dict[str, threading.Lock] = {}
+        # key -> the signature of its local directory when it was read, and how many times it has been read:
+        # a directory rewritten while serving is read again, and its results are cached under a new key.
+        self._read_as: dict[str, tuple | None] = {}
+        self._generation: dict[str, int] = {}
 
     def loaded(self, key: str) -> bert_core.BertScopeModel | None:
         with self._lock:
@@ -243,22 +247,52 @@ class ModelStore:
         with self._lock:
             self._failures.pop(key, None)
 
-    def load(self, source: str, progress: Callable[[str], None] | None = None) -> bert_core.BertScopeModel:
-        """The model for `source`, loading it once; raises `bert_core.ModelLoadError` with a reason."""
+    def changed_on_disk(self, key: str) -> bool:
+        """Whether the local directory a loaded model was read from has been rewritten since (a deleted one has
+        not: its model keeps serving from memory)."""
+        with self._lock:
+            then = self._read_as.get(key)
+        now = directory_signature(model_key_of(key))
+        return then is not None and now is not None and now != then
+
+    def result_key(self, key: str, model: bert_core.BertScopeModel) -> str:
+        """The key the results of `model` are cached under: `key`, or `key #n` once its directory has been
+        read n > 1 times (so a rewritten checkpoint's results never mix with the old one's)."""
+        with self._lock:
+            generation = self._generation.get(key, 1)
+            current = self._models.get(key) or self._evicted.get(key)
+        if current is not model:  # an older copy a session still holds
+            return f"{key} #old-{id(model)}"
+        return key if generation <= 1 else f"{key} #{generation}"
+
+    def load(
+        self,
+        source: str,
+        progress: Callable[[str], None] | None = None,
+        held: bert_core.BertScopeModel | None = None,
+    ) -> bert_core.BertScopeModel:
+        """The model for `source`, loading it once; raises `bert_core.ModelLoadError` with a reason.
+
+        A local directory rewritten while serving is read again. If the new files do not load, `held` (the copy
+        the asking session already had) is returned so that session keeps working, while a session that had
+        none is told what is wrong with the directory now."""
         key = model_key(source)
         cache_key = loaded_key(source)
         model = self.loaded(cache_key)
-        if model is not None:
+        if model is not None and not self.changed_on_disk(cache_key):
             return model
         failure = self.recent_failure(key)
         if failure:
+            if held is not None and held is model:
+                return held
             raise bert_core.ModelLoadError(failure)
         with self._lock:
             key_lock = self._key_locks.setdefault(cache_key, threading.Lock())
         with key_lock:  # two sessions asking for the same model wait for one load
             model = self.loaded(cache_key)
-            if model is not None:
+            if model is not None and not self.changed_on_disk(cache_key):
                 return model
+            stale = model
             signature = directory_signature(key)  # taken before reading, so an edit during the load counts
             try:
                 model = bert_core.load_pretrained(
@@ -271,16 +305,31 @@ class ModelStore:
             except bert_core.ModelLoadError as exc:
                 # The loader's own verdict is about the checkpoint, so it holds for every session until the
                 # directory changes (or the hub failure's time is up).
+                reason = str(exc)
+                if stale is not None:
+                    reason = f"its files changed on disk while the server ran and no longer load: {reason}"
                 with self._lock:
-                    self._failures[key] = (time.monotonic(), str(exc), signature)
-                raise
+                    self._failures[key] = (time.monotonic(), reason, signature)
+                if stale is not None and held is stale:
+                    return held
+                raise bert_core.ModelLoadError(reason) from exc
             except Exception as exc:  # noqa: BLE001 - anything else the loader let through is a message
                 # ...but its cause may be this moment (memory, a file being copied in), so it is told to this
                 # session only and the next one tries again: one bad moment must not poison the model.
+                if stale is not None and held is stale:
+                    return held
                 raise bert_core.ModelLoadError(f"cannot load {source}: {type(exc).__name__}: {exc}") from exc
             with self._lock:
                 self._remember(cache_key, model)
+                self._read_as[cache_key] = signature
+                self._generation[cache_key] = self._generation.get(cache_key, 0) + 1
+                self._failures.pop(key, None)
             return model
+
+
+def model_key_of(cache_key: str) -> str:
+    """The checkpoint part of a loaded model's key (loaded_key adds the arithmetic)."""
+    return cache_key.removesuffix(" [exact]")
 
 
 def directory_signature(key: str) -> tuple | None:
@@ -333,14 +382,31 @@ class ModelUnavailable(Exception):
         self.reason = reason
 
 
-def load_model(source: str, progress: Callable[[str], None] | None = None) -> ActiveModel:
-    """Load `source`; when it is the default hub model and can't be had, fall back to the demo model."""
+def load_model(
+    source: str, progress: Callable[[str], None] | None = None, held: ActiveModel | None = None
+) -> ActiveModel:
+    """Load `source`; when it is the default hub model and can't be had, fall back to the demo model.
+
+    `held` is what this session had on its previous run: if the directory was rewritten while serving and no
+    longer loads, the session keeps that copy (with a notice) instead of losing its page."""
     store = model_store()
     try:
         refused = refusal(source)
         if refused:
             raise bert_core.ModelLoadError(refused)
-        return ActiveModel(store.load(source, progress), source, loaded_key(source))
+        had = held.model if held is not None and held.source == source else None
+        model = store.load(source, progress, held=had)
+        if (
+            had is not None
+            and model is had
+            and held is not None
+            and store.changed_on_disk(loaded_key(source))
+        ):
+            reason = store.recent_failure(model_key(source)) or "they no longer load"
+            return ActiveModel(
+                model, source, held.key, f"{source}: {reason}. This page keeps the copy it already had."
+            )
+        return ActiveModel(model, source, store.result_key(loaded_key(source), model))
     except bert_core.ModelLoadError as exc:
         reason = str(exc)
         fallback_ok = (

@@ -58,14 +58,17 @@ def model_picker() -> models.ActiveModel | None:
     source = (source or "").strip() or models.default_model_source()
     store = models.model_store()
     key = models.model_key(source)
+    held = models.active_model()  # this session's model on its previous run
     try:
         if store.loaded(models.loaded_key(source)) is not None or store.recent_failure(key):
-            active = models.load_model(source)  # nothing slow to show: loaded, or failed a moment ago
+            active = models.load_model(
+                source, held=held
+            )  # nothing slow to show: loaded, or failed a moment ago
         else:
             with st.status(f"Loading {ui.md_escape(source[-60:])}…", expanded=True) as status:
                 line = st.empty()
                 try:
-                    active = models.load_model(source, progress=lambda msg: line.text(msg))
+                    active = models.load_model(source, progress=lambda msg: line.text(msg), held=held)
                 except models.ModelUnavailable:
                     status.update(label="Not loaded", state="error", expanded=False)
                     raise

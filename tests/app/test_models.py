@@ -194,3 +194,40 @@ def test_a_passing_load_failure_is_not_remembered_against_the_model(tmp_path, ti
         store.load(str(tiny_checkpoint))
     assert store.load(str(tiny_checkpoint)).analyze("the cat").tokens[0] == "[CLS]"
     assert models.refusal("bad\x00name") and "control characters" in models.refusal("bad\x00name")
+
+
+def test_a_model_directory_rewritten_while_serving(tmp_path, tiny_checkpoint, monkeypatch):
+    """Rewritten with files that do not load: the session that had the model keeps its copy (with a notice),
+    a new session is told what is wrong now. Rewritten with good files: they are read again, and their results
+    are cached under a new key, never mixed with the old weights'."""
+    import json
+    import shutil
+
+    import streamlit as st
+
+    from app import models
+
+    served = tmp_path / "served"
+    shutil.copytree(tiny_checkpoint, served)
+    st.cache_resource.clear()
+    try:
+        first = models.load_model(str(served))
+        assert first.notice is None and first.model.analyze("the cat").tokens[0] == "[CLS]"
+
+        config = served / "config.json"
+        config.write_text("{ this is not json")
+        kept = models.load_model(str(served), held=first)  # the session that had it
+        assert kept.model is first.model and kept.key == first.key
+        assert "changed on disk" in kept.notice and "keeps the copy" in kept.notice
+        assert kept.model.analyze("the bank").tokens[0] == "[CLS]"
+        with pytest.raises(models.ModelUnavailable, match="changed on disk"):
+            models.load_model(str(served))  # a new session
+
+        good = json.loads((tiny_checkpoint / "config.json").read_text())
+        good["hidden_dropout_prob"] = 0.2  # different files, still a valid checkpoint
+        config.write_text(json.dumps(good))
+        fresh = models.load_model(str(served), held=first)
+        assert fresh.notice is None and fresh.model is not first.model and fresh.key != first.key
+        assert models.load_model(str(served)).model is fresh.model  # everyone gets the new one
+    finally:
+        st.cache_resource.clear()
