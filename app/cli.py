@@ -70,7 +70,10 @@ def run_app(argv: list[str]) -> int:
     ]
     if args.port:
         flags += ["--server.port", str(args.port)]
-    sys.argv = ["streamlit", "run", str(APP_ENTRY), *flags, *extra]
+    # Streamlit's XSRF protection is on by default; a shared server keeps it on even if a flag or a config
+    # file says otherwise (these come last, so they win), and the session cookie it relies on needs CORS on.
+    forced = ["--server.enableXsrfProtection", "true", "--server.enableCORS", "true"] if args.shared else []
+    sys.argv = ["streamlit", "run", str(APP_ENTRY), *flags, *extra, *forced]
     return stcli.main()
 
 

@@ -64,4 +64,9 @@ def test_shared_flag_sets_a_classroom_servers_limits_in_one_place(monkeypatch):
     assert os.environ["BERTSCOPE_MAX_CHARS"] == "2000" and os.environ["BERTSCOPE_MAX_MODELS"] == "1"
     argv = seen["argv"]
     assert argv[argv.index("--server.address") + 1] == "127.0.0.1"  # nothing beyond this machine by default
-    assert "--server.enableXsrfProtection" not in argv  # left on (Streamlit's default)
+    # forced on, after any flag a lecturer passes, so `--server.enableXsrfProtection false` cannot win
+    seen.clear()
+    cli.main(["--shared", "--server.enableXsrfProtection", "false"])
+    argv = seen["argv"]
+    last = len(argv) - 1 - argv[::-1].index("--server.enableXsrfProtection")
+    assert argv[last + 1] == "true" and argv.count("--server.enableXsrfProtection") == 2
