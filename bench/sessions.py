@@ -8,7 +8,7 @@ Heavier on this machine than a bare websocket client, but the only way the yards
 page costs (rendering included).
 
 Scenarios (--scenario, several allowed; each on a fresh server with an empty cache):
-  a  N sessions, the same sentence: the Attention page, then Masked words
+  a  N sessions, the same sentence: a link to the Attention page, then Masked words from the sidebar
   b  N sessions, each its own 128-token text, on the Attention page
   c  N/3 sessions pasting their own 512-token texts (Attention) while the other 2N/3 do (a)
 Reports per scenario: seconds until each session's first chart (p50 / p95 / max), forward passes the server
@@ -49,6 +49,9 @@ st.plotly_chart(go.Figure(go.Heatmap(z=np.random.default_rng(0).random((len(word
 """
 CHART = '[data-testid="stPlotlyChart"] .main-svg'
 FAILED = '[data-testid="stException"], [data-testid="stAlertContentError"]'
+# The page finished its run: Streamlit's status widget no longer says Running.
+IDLE = """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
+                  return !s || !/Running|Stop/i.test(s.innerText); }"""
 LECTURE = "The man went to the bank to deposit his money, and then sat on the river bank to fish."
 
 
@@ -114,7 +117,8 @@ class Crowd:
 
 
 async def crowd(server: Server, visits: list[list[str]], timeout_s: float) -> Crowd:
-    """Open every session at once; each visits its paths in turn and stays open until all are done."""
+    """Open every session at once; each opens its first path (a shared link), then follows the sidebar links
+    titled by the rest, and stays open until all are done."""
     from playwright.async_api import async_playwright
 
     out = Crowd(first=[None] * len(visits))
@@ -128,13 +132,19 @@ async def crowd(server: Server, visits: list[list[str]], timeout_s: float) -> Cr
             page = await context.new_page()
             start = time.monotonic()
             try:
-                for path in paths:
-                    await page.goto(f"{server.url}/{path}", timeout=timeout_s * 1000)
-                    await page.wait_for_selector(CHART, timeout=timeout_s * 1000)
-                    if out.first[n] is None:
-                        out.first[n] = time.monotonic() - start
+                await page.goto(f"{server.url}/{paths[0]}", timeout=timeout_s * 1000)
+                await page.wait_for_selector(CHART, timeout=timeout_s * 1000)
+                out.first[n] = time.monotonic() - start
+                for title in paths[1:]:
+                    # On to the next page as a student does: its link in the sidebar, in the same session.
                     if await page.locator(FAILED).count():
                         out.errors += 1
+                    await page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+                    await page.get_by_role("heading", name=title).first.wait_for(timeout=timeout_s * 1000)
+                    await page.wait_for_selector(CHART, timeout=timeout_s * 1000)
+                await page.wait_for_function(IDLE, timeout=timeout_s * 1000)
+                if await page.locator(FAILED).count():
+                    out.errors += 1
             except Exception:  # noqa: BLE001 - a timeout or a crash counts as an error, the run goes on
                 out.errors += 1
 
@@ -185,7 +195,7 @@ def main() -> None:
         return urllib.parse.urlencode({"a": text})
 
     def lecture(count: int) -> list[list[str]]:
-        return [[f"attention?{q(LECTURE)}", f"masked?{q(LECTURE)}"]] * count
+        return [[f"attention?{q(LECTURE)}", "Masked words"]] * count
 
     def own(count: int, tokens: int) -> list[list[str]]:
         return [[f"attention?{q(c.text_of_tokens(tokens, seed=i + 1))}"] for i in range(count)]
