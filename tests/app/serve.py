@@ -37,13 +37,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class Served(str):
+    """The base URL of a served app; `.proc` is its process (a test may stop it as a crash would)."""
+
+    proc: subprocess.Popen
+
+
 @contextlib.contextmanager
-def serve_app(model: str | os.PathLike, log_path: Path | None = None) -> Iterator[str]:
-    """Run `streamlit run app/streamlit_app.py` on 127.0.0.1 with `model` as default; yield its base URL."""
-    port = free_port()
+def serve_app(
+    model: str | os.PathLike,
+    log_path: Path | None = None,
+    *,
+    shared: bool = False,
+    port: int | None = None,
+) -> Iterator[Served]:
+    """Run `streamlit run app/streamlit_app.py` (or `bertscope --shared`, with `model`'s directory as the one
+    model root) on 127.0.0.1 with `model` as default; yield its base URL."""
+    port = port or free_port()
     env = dict(os.environ, BERTSCOPE_MODEL=str(model), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    if shared:
+        start = [sys.executable, "-m", "app.cli", "--shared", "--model-roots", str(Path(model).resolve().parent)]
+    else:
+        start = [sys.executable, "-m", "streamlit", "run", str(APP)]
     cmd = [
-        sys.executable, "-m", "streamlit", "run", str(APP),
+        *start,
         "--server.address", "127.0.0.1",
         "--server.port", str(port),
         "--server.headless", "true",
@@ -53,7 +70,8 @@ def serve_app(model: str | os.PathLike, log_path: Path | None = None) -> Iterato
     ]  # fmt: skip
     log = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    url = Served(f"http://127.0.0.1:{port}")
+    url.proc = proc
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:

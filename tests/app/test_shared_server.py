@@ -1,0 +1,98 @@
+"""A real `bertscope --shared` server: it listens on the chosen address only, keeps XSRF protection on, and a
+shared link reproduces the view after the server restarts (the browser part is marked)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from tests.app.serve import browser, free_port, serve_app, wait_for_app
+
+pytestmark = pytest.mark.slow
+
+CHART = '[data-testid="stPlotlyChart"] .main-svg'
+
+
+def other_addresses() -> list[str]:
+    """This machine's addresses other than loopback (where a server bound to 127.0.0.1 must not answer)."""
+    found = set()
+    try:
+        for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+            found.add(info[4][0])
+    except OSError:
+        pass
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the outgoing interface
+            found.add(s.getsockname()[0])
+        except OSError:
+            pass
+    return sorted(a for a in found if not a.startswith("127.") and a != "0.0.0.0")
+
+
+def test_a_shared_server_answers_on_loopback_only_and_keeps_xsrf_protection(tiny_checkpoint, tmp_path):
+    with serve_app(tiny_checkpoint, tmp_path / "log", shared=True) as url:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=5) as r:
+            assert r.status == 200
+        port = urllib.parse.urlparse(url).port
+        for address in other_addresses():
+            with pytest.raises(OSError):
+                socket.create_connection((address, port), timeout=2).close()
+        # With XSRF protection on, Streamlit hands the page an XSRF cookie and refuses an upload without its
+        # token; with it off there would be no cookie and the request would reach the upload handler.
+        with urllib.request.urlopen(f"{url}/", timeout=5) as r:
+            cookies = r.headers.get_all("Set-Cookie") or []
+        assert any(c.startswith("_streamlit_xsrf=") for c in cookies)
+        upload = urllib.request.Request(f"{url}/_stcore/upload_file/session/file", data=b"x", method="PUT")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(upload, timeout=5)
+        assert refused.value.code == 403
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(os.environ.get("BERTSCOPE_SKIP_BROWSER") == "1", reason="BERTSCOPE_SKIP_BROWSER=1")
+def test_a_shared_link_reproduces_the_view_after_the_server_restarts(tiny_checkpoint, tmp_path):
+    """A lecturer's link (every choice is in the address) opened after a restart shows the same view, and a
+    student's tab that stayed open through the restart reconnects and shows it again."""
+    port = free_port()
+    sentence = "the dogs sat by the river bank"
+    with browser() as chromium:
+        context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        with serve_app(tiny_checkpoint, tmp_path / "first.log", shared=True, port=port) as url:
+            page.goto(f"{url}/attention?{urllib.parse.urlencode({'a': sentence})}")
+            page.wait_for_selector(CHART, timeout=60_000)
+            wait_for_app(page)
+            slider = page.locator('input[type="range"][aria-label="Layer"]')
+            slider.focus()
+            slider.press("ArrowRight")
+            page.wait_for_function(
+                "() => (document.querySelector('[data-testid=\"stPlotlyChart\"] .gtitle') || {}).textContent"
+                "?.startsWith('Layer 2')",
+                timeout=30_000,
+            )
+            link = page.url
+            title = page.locator(f"{CHART} .gtitle").text_content()
+            ticks = page.locator(f"{CHART} .ytick text").evaluate_all("els => els.map(e => e.textContent)")
+        assert urllib.parse.parse_qs(urllib.parse.urlparse(link).query)["layer"] == ["2"]
+
+        with serve_app(tiny_checkpoint, tmp_path / "second.log", shared=True, port=port):
+            fresh = context.browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            fresh.goto(link)
+            fresh.wait_for_selector(CHART, timeout=60_000)
+            wait_for_app(fresh)
+            assert fresh.locator(f"{CHART} .gtitle").text_content() == title
+            assert fresh.locator(f"{CHART} .ytick text").evaluate_all("els => els.map(e => e.textContent)") == ticks
+            assert fresh.locator('[data-testid="stException"]').count() == 0
+
+            # The tab left open reconnects by itself and draws the same view again.
+            page.wait_for_function(
+                "(t) => (document.querySelector('[data-testid=\"stPlotlyChart\"] .gtitle') || {}).textContent === t",
+                arg=title,
+                timeout=60_000,
+            )
+            assert page.url == link
