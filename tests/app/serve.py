@@ -56,7 +56,8 @@ def serve_app(
     port = port or free_port()
     env = dict(os.environ, BERTSCOPE_MODEL=str(model), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     if shared:
-        start = [sys.executable, "-m", "app.cli", "--shared", "--model-roots", str(Path(model).resolve().parent)]
+        root = str(Path(model).resolve().parent)
+        start = [sys.executable, "-m", "app.cli", "--shared", "--model-roots", root]
     else:
         start = [sys.executable, "-m", "streamlit", "run", str(APP)]
     cmd = [

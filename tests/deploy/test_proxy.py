@@ -48,7 +48,8 @@ def proxy_config(proxy_port: int, upstreams: list[str]) -> str:
     text, n = re.subn(r"^:8080 \{", f":{proxy_port} {{\n\tbind 127.0.0.1", text, flags=re.M)
     assert n == 1, "the Caddyfile no longer serves :8080"
     text = text.replace(
-        "lb_policy cookie", "header_down X-Replica {http.reverse_proxy.upstream.hostport}\n\t\tlb_policy cookie"
+        "lb_policy cookie",
+        "header_down X-Replica {http.reverse_proxy.upstream.hostport}\n\t\tlb_policy cookie",
     )
     return "{\n\tadmin off\n\tauto_https off\n}\n" + text
 
@@ -61,7 +62,9 @@ def proxy(config: str, directory: Path):
         [caddy(), "run", "--config", str(path), "--adapter", "caddyfile"],
         stdout=subprocess.DEVNULL,
         stderr=open(directory / "caddy.log", "wb"),  # noqa: SIM115
-        env=dict(os.environ, HOME=str(directory), XDG_DATA_HOME=str(directory), XDG_CONFIG_HOME=str(directory)),
+        env=dict(
+            os.environ, HOME=str(directory), XDG_DATA_HOME=str(directory), XDG_CONFIG_HOME=str(directory)
+        ),
     )
     try:
         yield proc
