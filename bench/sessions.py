@@ -14,7 +14,9 @@ Scenarios (--scenario, several allowed; each on a fresh server with an empty cac
 Reports per scenario: seconds until each session's first chart (p50 / p95 / max), forward passes the server
 ran (counted from its log: one line per computation that really runs), errors (a page that showed an
 exception, an error message, or no chart in time), the server's peak resident memory, and its growth per
-session while the N sessions sit idle on their pages. Bounded: --sessions (at most 64), a timeout per page, and
+session while the N sessions sit idle on their pages; and where the machine's CPU went: seconds of CPU the
+server used during the crowd against those of the browsers (every Chromium process of the run), which says
+how much of a page's wait is the server's doing and how much is the browsers drawing it. Bounded: --sessions (at most 64), a timeout per page, and
 every server stops at the end. Everything listens on and talks to 127.0.0.1 only.
 
     .venv/bin/python bench/sessions.py --sessions 30 --scenario a b c
@@ -114,6 +116,40 @@ class Crowd:
     first: list[float | None] = field(default_factory=list)  # per session, seconds to its first chart
     errors: int = 0
     idle_rss_mb: float = 0.0  # the server's RSS while every session sits on its last page
+    server_cpu_s: float = 0.0  # CPU seconds the server used during the crowd
+    browser_cpu_s: float = 0.0  # CPU seconds of the crowd's Chromium processes
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int, children: bool = False) -> float:
+    """CPU seconds (user + system) of a process; with `children`, of its waited-for children too."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11 : 15 if children else 13]) / TICK
+
+
+def descendants_cpu_s(root: int) -> float:
+    """CPU seconds of every live process below `root` (the browser and its renderers, which stay open until
+    the crowd is measured), with the children they already reaped."""
+    parent: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    total = 0.0
+    for pid in parent:
+        up, seen = parent.get(pid), 0
+        while up not in (None, 0, 1, root) and seen < 64:
+            up, seen = parent.get(up), seen + 1
+        if up == root:
+            try:
+                total += cpu_s(pid, children=True)
+            except OSError:
+                continue
+    return total
 
 
 async def crowd(server: Server, visits: list[list[str]], timeout_s: float) -> Crowd:
@@ -122,6 +158,7 @@ async def crowd(server: Server, visits: list[list[str]], timeout_s: float) -> Cr
     from playwright.async_api import async_playwright
 
     out = Crowd(first=[None] * len(visits))
+    server_before = cpu_s(server.proc.pid)
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         contexts = []
@@ -151,6 +188,10 @@ async def crowd(server: Server, visits: list[list[str]], timeout_s: float) -> Cr
         await asyncio.gather(*(session(n, v) for n, v in enumerate(visits)))
         await asyncio.sleep(2)  # the last reruns settle
         out.idle_rss_mb = server.rss_mb()
+        out.server_cpu_s = cpu_s(server.proc.pid) - server_before
+        # The Playwright driver and the Chromium it started are this process's descendants; the server is a
+        # child too, so its share is taken out.
+        out.browser_cpu_s = descendants_cpu_s(os.getpid()) - cpu_s(server.proc.pid, children=True)
         for context in contexts:
             await context.close()
         await browser.close()
@@ -167,6 +208,10 @@ def summary(times: list[float | None]) -> str:
     if not done:
         return "no chart appeared"
     return f"p50 {statistics.median(done):5.1f} s, p95 {p95(done):5.1f} s, max {max(done):5.1f} s"
+
+
+def cpu_line(crowd: Crowd, n: int) -> str:
+    return f"CPU a session: server {crowd.server_cpu_s / n:.2f} s, browsers {crowd.browser_cpu_s / n:.2f} s"
 
 
 def main() -> None:
@@ -217,7 +262,9 @@ def main() -> None:
             rows["trivial"] = base = asyncio.run(crowd(server, [[f"?{q(LECTURE)}"]] * n, args.timeout))
         finally:
             server.stop()
-        print(f"trivial page      {summary(base.first)}; errors {base.errors}", flush=True)
+        print(
+            f"trivial page      {summary(base.first)}; errors {base.errors}; {cpu_line(base, n)}", flush=True
+        )
         for name in args.scenario:
             server = start([*app, "--address", "127.0.0.1"], Path(tmp) / f"{name}.log", model)
             try:
@@ -232,7 +279,7 @@ def main() -> None:
             print(
                 f"scenario {name}        {summary(result.first)}; errors {result.errors}; forward passes {passes}; "
                 f"RSS model loaded {warm:.0f} MB, peak {peak:.0f} MB, with {n} idle sessions {result.idle_rss_mb:.0f} MB "
-                f"({(result.idle_rss_mb - warm) / n:.1f} MB a session)",
+                f"({(result.idle_rss_mb - warm) / n:.1f} MB a session); {cpu_line(result, n)}",
                 flush=True,
             )  # fmt: skip
             if name == "c":
