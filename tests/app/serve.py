@@ -132,3 +132,17 @@ def wait_for_app(page, timeout_ms: int = 60_000) -> None:
         timeout=timeout_ms,
     )
     page.wait_for_timeout(300)
+
+
+def next_layer(page, expect: str = "Layer 2") -> None:
+    """Move the Attention page's layer slider one step with the keyboard, and wait for the chart's title to
+    read `expect...` (the rerun has drawn the new layer)."""
+    slider = page.locator('input[type="range"][aria-label="Layer"]')
+    slider.focus()
+    slider.press("ArrowRight")
+    page.wait_for_function(
+        "(t) => (document.querySelector('[data-testid=\"stPlotlyChart\"] .gtitle') || {}).textContent"
+        "?.startsWith(t)",
+        arg=expect,
+        timeout=30_000,
+    )

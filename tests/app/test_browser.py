@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from tests.app.serve import browser, serve_app, wait_for_app
+from tests.app.serve import browser, next_layer, serve_app, wait_for_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -84,14 +84,7 @@ def test_type_switch_layer_and_see_tokens_and_attention(app_url, page):
     assert tick_texts(page)[:3] == ["[CLS]", "the", "dog"]
     assert "Layer 1" in page.locator(f"{CHART} .gtitle").text_content()
 
-    slider = page.locator('input[type="range"][aria-label="Layer"]')
-    slider.focus()
-    slider.press("ArrowRight")
-    page.wait_for_function(
-        "() => (document.querySelector('[data-testid=\"stPlotlyChart\"] .gtitle') || {}).textContent"
-        "?.startsWith('Layer 2')",
-        timeout=30_000,
-    )
+    next_layer(page)
     query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
     assert query.get("layer") == ["2"] and query.get("a") == ["the dogs sat by the river"]
     assert page.locator('[data-testid="stException"]').count() == 0

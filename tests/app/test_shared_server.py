@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from tests.app.serve import browser, free_port, serve_app, wait_for_app
+from tests.app.serve import browser, free_port, next_layer, serve_app, wait_for_app
 
 pytestmark = pytest.mark.slow
 
@@ -66,14 +66,7 @@ def test_a_shared_link_reproduces_the_view_after_the_server_restarts(tiny_checkp
             page.goto(f"{url}/attention?{urllib.parse.urlencode({'a': sentence})}")
             page.wait_for_selector(CHART, timeout=60_000)
             wait_for_app(page)
-            slider = page.locator('input[type="range"][aria-label="Layer"]')
-            slider.focus()
-            slider.press("ArrowRight")
-            page.wait_for_function(
-                "() => (document.querySelector('[data-testid=\"stPlotlyChart\"] .gtitle') || {}).textContent"
-                "?.startsWith('Layer 2')",
-                timeout=30_000,
-            )
+            next_layer(page)
             link = page.url
             title = page.locator(f"{CHART} .gtitle").first.text_content()
             ticks = (
