@@ -25,6 +25,28 @@ def test_model_flag_sets_env_and_serves_on_loopback(monkeypatch):
     assert argv[argv.index("--server.port") + 1] == "8600"
 
 
+def test_bertscope_and_streamlit_run_start_the_app_with_the_same_settings(monkeypatch):
+    """`.streamlit/config.toml` (read by `streamlit run` from the repository root) and the flags `bertscope`
+    passes from anywhere say the same thing, the forced garbage collection after each run switched off
+    included (it held the GIL for half a crowded server's CPU)."""
+    import tomllib
+    from pathlib import Path
+
+    from streamlit.web import cli as stcli
+
+    seen = {}
+    monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
+    cli.main([])
+    argv = seen["argv"]
+    flags = {argv[i][2:]: argv[i + 1] for i in range(3, len(argv) - 1, 2) if argv[i].startswith("--")}
+    config = tomllib.loads((Path(cli.__file__).parents[1] / ".streamlit" / "config.toml").read_text())
+    written = {f"{section}.{k}": v for section, values in config.items() for k, v in values.items()}
+    assert set(written) == set(flags)
+    for name, value in written.items():
+        assert flags[name] == (str(value).lower() if isinstance(value, bool) else str(value)), name
+    assert flags["runner.postScriptGC"] == "false"
+
+
 def test_help_exits_cleanly(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["--help"])
