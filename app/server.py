@@ -15,8 +15,8 @@ BERTSCOPE_LOG=info to see them on stderr (bench/sessions.py counts them).
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
-import gc
 import itertools
 import logging
 import os
@@ -115,10 +115,14 @@ class Admission:
     @contextlib.contextmanager
     def slot(self, waiting: Callable[[int], None] | None = None) -> Iterator[None]:
         ticket = next(self._tickets)
+
+        def my_turn() -> bool:
+            return self._running < self.limit and self._line[0] == ticket
+
         with self._cond:
             self._line.append(ticket)
             try:
-                while not (self._running < self.limit and self._line[0] == ticket):
+                while not my_turn():
                     if waiting is not None:
                         place = self._line.index(ticket) + 1
                         self._cond.release()  # told outside the lock: drawing on a page may block or raise
@@ -126,6 +130,10 @@ class Admission:
                             waiting(place)
                         finally:
                             self._cond.acquire()
+                        # A slot freed while the page was being told is taken now, not a poll interval later.
+                        if my_turn():
+                            break
+                    # Any change in the line wakes this thread, so its place is told again as it moves up.
                     self._cond.wait(WAIT_POLL_S if waiting is not None else None)
             except BaseException:
                 self._line.remove(ticket)
@@ -134,18 +142,27 @@ class Admission:
             self._line.popleft()
             self._running += 1
             self._cond.notify_all()  # the next in line may also fit when limit > 1
+        out_of_memory = False
         try:
             yield
         except Exception as exc:
             if not is_out_of_memory(exc):
                 raise
-            del exc  # its traceback holds the pass's tensors: let them go before anyone retries
-            gc.collect()
-            raise _out_of_memory() from None
+            out_of_memory = True
         finally:  # an exception, a stopped script or a dropped session all give the slot back
             with self._cond:
                 self._running -= 1
                 self._cond.notify_all()
+        if out_of_memory:
+            message = _out_of_memory()
+            try:
+                raise message
+            finally:
+                # Raised while the `with` still handles the original error, the message would chain to it
+                # (__context__), and through its traceback keep the failed pass's frames and tensors alive;
+                # this frame, in the message's traceback, must not hold the message either (a cycle).
+                message.__context__ = None
+                del message
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
@@ -186,6 +203,17 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
     if isinstance(value, (str, bytes)):
         return 49 + len(value)
     return 32
+
+
+def _detached(exc: Exception) -> Exception:
+    """A copy of `exc` without its traceback, context or cause: kept in a flight, the original would hold the
+    failed pass's frames (and their tensors) in a reference cycle through the flight itself."""
+    try:
+        twin = copy.copy(exc)
+    except Exception:  # noqa: BLE001 - an exception type that cannot be rebuilt from its args
+        twin = RuntimeError(f"{type(exc).__name__}: {exc}")
+    twin.__traceback__ = twin.__context__ = twin.__cause__ = None
+    return twin
 
 
 class _Flight:
@@ -261,7 +289,9 @@ class ResultCache:
             if flight.abandoned:
                 continue  # its session went away: this one computes it (or waits for whoever does)
             if flight.error is not None:
-                raise flight.error
+                raise _detached(
+                    flight.error
+                )  # each waiter its own: one shared object would gather tracebacks
             return flight.result
 
     def _lead(self, key: Hashable, flight: _Flight, compute, admitted) -> Any:
@@ -270,24 +300,23 @@ class ResultCache:
             with admitted() if admitted is not None else contextlib.nullcontext():
                 started = time.monotonic()
                 value = compute()
-        except BaseException as exc:
             with self._lock:
-                del self._flights[key]
-            # An error of the computation is every waiter's answer; a stop (a BaseException that is not an
-            # Exception) leaves the work to a waiting session.
+                self._store(key, value)
+                self.computed += 1
+                count, held = self.computed, self.total
+            flight.result = value
+        except BaseException as exc:
+            # An error of the computation (or of storing it) is every waiter's answer; a stop (a BaseException
+            # that is not an Exception) leaves the work to a waiting session.
             if isinstance(exc, Exception):
-                flight.error = exc
+                flight.error = _detached(exc)
             else:
                 flight.abandoned = True
-            flight.done.set()
             raise
-        with self._lock:
-            self._store(key, value)
-            del self._flights[key]
-            self.computed += 1
-            count, held = self.computed, self.total
-        flight.result = value
-        flight.done.set()
+        finally:  # whatever happened, the waiters are released and the next request starts afresh
+            with self._lock:
+                del self._flights[key]
+            flight.done.set()
         log.info(
             "pass %d: %s (waited %.2f s, ran %.2f s; cache %.0f MB)",
             count, _describe(key), started - queued, time.monotonic() - started, held / 2**20,

@@ -96,6 +96,29 @@ def test_admission_runs_at_most_its_limit_first_come_first_served_and_tells_each
     assert gate.running == 0 and gate.queued == 0 and gate.ahead() == 0
 
 
+def test_a_slot_freed_while_the_next_in_line_is_being_told_is_taken_at_once(monkeypatch):
+    # A long poll: were the wake-up lost while the page was being told, the waiter would sleep through it.
+    monkeypatch.setattr(server, "WAIT_POLL_S", 5.0)
+    gate = server.Admission(1)
+    threads, release = holding(gate)
+    told_at, admitted_at = [], []
+
+    def told(place):
+        if not told_at:
+            release.set()  # the slot is freed (and its notify sent) while this waiter is off drawing its place
+            wait_until(lambda: gate.running == 0)
+        told_at.append(time.monotonic())
+
+    def waiter():
+        with gate.slot(told):
+            admitted_at.append(time.monotonic())
+
+    threads += run_threads([waiter])
+    for t in threads:
+        t.join(10)
+    assert admitted_at and admitted_at[0] - told_at[0] < 1.0
+
+
 def test_a_limit_of_two_runs_two_at_once():
     gate = server.Admission(2)
     inside, peak, lock = [0], [0], threading.Lock()
@@ -316,6 +339,52 @@ def test_an_error_reaches_every_waiter_and_is_not_cached():
         t.join(10)
     assert len(errors) == 3
     assert results.get("k", lambda: 7) == 7  # tried again, not a remembered failure
+
+
+def test_a_failed_pass_leaves_nothing_for_the_garbage_collector_to_free(monkeypatch):
+    """The app turns Streamlit's collection after each run off, so a failed pass must not leave its frames
+    (and their tensors) in a reference cycle: through the error kept for the waiters, or through the
+    out-of-memory message's context."""
+    import gc
+    import weakref
+
+    class Activations:
+        pass
+
+    alive = []
+
+    def failing(kind):
+        def compute():
+            activations = Activations()  # stands for the pass's tensors, held by this frame
+            alive.append(weakref.ref(activations))
+            raise kind("the pass failed")
+
+        return compute
+
+    results, gate = server.ResultCache(budget_bytes=1 << 30), server.Admission(1)
+    gc.disable()
+    try:
+        for kind, caught in [(ValueError, ValueError), (MemoryError, bert_core.InputError)]:
+            try:
+                results.get(kind.__name__, failing(kind), admitted=gate.slot)
+            except caught as exc:
+                assert exc.__context__ is None or caught is ValueError
+            assert alive[-1]() is None, f"a {kind.__name__} pass's frame is still alive"
+    finally:
+        gc.enable()
+
+
+def test_a_result_that_cannot_be_stored_releases_its_waiters_and_is_tried_again(monkeypatch):
+    results = server.ResultCache(budget_bytes=1 << 30)
+    real = server.nbytes
+    monkeypatch.setattr(server, "nbytes", lambda value: (_ for _ in ()).throw(MemoryError()))
+    with pytest.raises(MemoryError):
+        results.get("k", lambda: 1)
+    monkeypatch.setattr(server, "nbytes", real)
+    answer = []
+    threads = run_threads([lambda: answer.append(results.get("k", lambda: 2))])
+    threads[0].join(10)
+    assert answer == [2]  # not a wait forever on the first request's flight
 
 
 def test_each_pass_that_runs_is_logged_without_the_users_text(fresh, tiny_model, caplog):
