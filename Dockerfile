@@ -19,11 +19,13 @@ ENV PIP_NO_CACHE_DIR=1 \
 # (which refuses system-wide pip installs).
 RUN python3 -m venv /opt/venv
 WORKDIR /srv/bertscope
-# Dependencies first, so a code change does not reinstall torch.
+# Dependencies first, against empty packages, so a code change does not reinstall torch: the editable install
+# points at these two directories, which the code then fills.
 COPY pyproject.toml README.md ./
+RUN mkdir bert_core app && touch bert_core/__init__.py app/__init__.py \
+    && pip install --extra-index-url "${TORCH_INDEX}" -e . && pip check
 COPY bert_core ./bert_core
 COPY app ./app
-RUN pip install --extra-index-url "${TORCH_INDEX}" -e . && pip check
 COPY assets ./assets
 
 # Models on a shared read-only volume go under /models (see docs/deploy.md); the bundled ones are always allowed.
