@@ -289,9 +289,8 @@ class ResultCache:
             if flight.abandoned:
                 continue  # its session went away: this one computes it (or waits for whoever does)
             if flight.error is not None:
-                raise _detached(
-                    flight.error
-                )  # each waiter its own: one shared object would gather tracebacks
+                # Each waiter raises its own copy: one shared object would gather every waiter's traceback.
+                raise _detached(flight.error)
             return flight.result
 
     def _lead(self, key: Hashable, flight: _Flight, compute, admitted) -> Any:
