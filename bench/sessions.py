@@ -15,9 +15,10 @@ Reports per scenario: seconds until each session's first chart (p50 / p95 / max)
 ran (counted from its log: one line per computation that really runs), errors (a page that showed an
 exception, an error message, or no chart in time), the server's peak resident memory, and its growth per
 session while the N sessions sit idle on their pages; and where the machine's CPU went: seconds of CPU the
-server used during the crowd against those of the browsers (every Chromium process of the run), which says
-how much of a page's wait is the server's doing and how much is the browsers drawing it. Bounded: --sessions (at most 64), a timeout per page, and
-every server stops at the end. Everything listens on and talks to 127.0.0.1 only.
+server used during the crowd against those of the browsers (every Chromium process of the run, and the
+Playwright driver that steers them), which says how much of a page's wait is the server's doing and how much
+is the browsers drawing it. Bounded: --sessions (at most 64), a timeout per page, and every server stops at
+the end. Everything listens on and talks to 127.0.0.1 only.
 
     .venv/bin/python bench/sessions.py --sessions 30 --scenario a b c
 """
