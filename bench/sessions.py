@@ -118,7 +118,7 @@ class Crowd:
     errors: int = 0
     idle_rss_mb: float = 0.0  # the server's RSS while every session sits on its last page
     server_cpu_s: float = 0.0  # CPU seconds the server used during the crowd
-    browser_cpu_s: float = 0.0  # CPU seconds of the crowd's Chromium processes
+    browser_cpu_s: float = 0.0  # CPU seconds of the crowd's Chromium processes and their Playwright driver
 
 
 TICK = os.sysconf("SC_CLK_TCK")
