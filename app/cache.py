@@ -84,7 +84,7 @@ def _get(key, run, queued, say):
     return server.results().get(
         key,
         run,
-        admitted=lambda: admission.slot(queued),
+        admitted=lambda since: admission.slot(queued, since=since),
         waiting=lambda: say("Another session is running the model on this same input; using its result…"),
     )
 

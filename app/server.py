@@ -14,6 +14,7 @@ BERTSCOPE_LOG=info to see them on stderr (bench/sessions.py counts them).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import copy
 import dataclasses
@@ -23,7 +24,7 @@ import os
 import sys
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
@@ -84,8 +85,10 @@ class Admission:
 
     `slot(waiting)` calls `waiting(place)` on the waiting thread (place 1 = next in line) when it starts to wait
     and every WAIT_POLL_S after; whatever `waiting` raises (Streamlit's StopException when the session was
-    stopped, closed or rerun) gives the place up. A forward pass that runs out of memory inside the slot becomes
-    a message for the page (bert_core.InputError), not an exception that ends the session's script.
+    stopped, closed or rerun) gives the place up. `slot(since=t)` (a time.monotonic() value) queues the request
+    as if it had arrived at `t`: a session that takes over a computation whose own session went away keeps that
+    session's place instead of going to the back of the line. A forward pass that runs out of memory inside the
+    slot becomes a message for the page (bert_core.InputError), not an exception that ends the session's script.
     """
 
     def __init__(self, limit: int) -> None:
@@ -94,7 +97,8 @@ class Admission:
         self.limit = limit
         self._cond = threading.Condition()
         self._running = 0
-        self._line: deque[int] = deque()
+        # Waiting tickets, (arrival time, draw number), kept sorted: the head is the next to run.
+        self._line: list[tuple[float, int]] = []
         self._tickets = itertools.count()
 
     @property
@@ -113,14 +117,18 @@ class Admission:
             return len(self._line) + (self._running if self._running >= self.limit else 0)
 
     @contextlib.contextmanager
-    def slot(self, waiting: Callable[[int], None] | None = None) -> Iterator[None]:
-        ticket = next(self._tickets)
+    def slot(
+        self, waiting: Callable[[int], None] | None = None, since: float | None = None
+    ) -> Iterator[None]:
+        ticket = (time.monotonic() if since is None else since, next(self._tickets))
 
         def my_turn() -> bool:
             return self._running < self.limit and self._line[0] == ticket
 
         with self._cond:
-            self._line.append(ticket)
+            bisect.insort(self._line, ticket)
+            if self._line[-1] != ticket:  # queued ahead of some: they are told their new place now
+                self._cond.notify_all()
             try:
                 while not my_turn():
                     if waiting is not None:
@@ -139,7 +147,7 @@ class Admission:
                 self._line.remove(ticket)
                 self._cond.notify_all()
                 raise
-            self._line.popleft()
+            self._line.pop(0)
             self._running += 1
             self._cond.notify_all()  # the next in line may also fit when limit > 1
         out_of_memory = False
@@ -219,11 +227,12 @@ def _detached(exc: Exception) -> Exception:
 class _Flight:
     """One computation in progress, which other requests for the same key wait on."""
 
-    def __init__(self) -> None:
+    def __init__(self, since: float) -> None:
         self.done = threading.Event()
         self.result: Any = None
         self.error: BaseException | None = None
         self.abandoned = False  # its session went away before or during the pass: a waiter takes it over
+        self.since = since  # when the computation was first asked for: its place in the admission line
 
 
 class ResultCache:
@@ -233,7 +242,8 @@ class ResultCache:
 
     `get(key, compute)` runs `compute` once per key however many sessions ask at once; the others wait for it.
     If the session computing it is stopped (Streamlit's StopException, a BaseException, raised while it queued
-    or drew), a waiting session takes the computation over, so the work is not lost for them. An error of the
+    or drew), a waiting session takes the computation over, in the stopped one's place in the admission line,
+    so the work is not lost for them nor sent to the back of the line. An error of the
     computation itself reaches every waiter and is not cached (the next request tries again).
     """
 
@@ -267,11 +277,13 @@ class ResultCache:
         key: Hashable,
         compute: Callable[[], Any],
         *,
-        admitted: Callable[[], contextlib.AbstractContextManager] | None = None,
+        admitted: Callable[[float], contextlib.AbstractContextManager] | None = None,
         waiting: Callable[[], None] | None = None,
     ) -> Any:
-        """The cached value of `key`, or `compute()`'s, run inside `admitted()` (the admission slot).
-        `waiting()` is called every WAIT_POLL_S while another session computes the same key."""
+        """The cached value of `key`, or `compute()`'s, run inside `admitted(since)` (the admission slot,
+        queued as if asked for at `since`). `waiting()` is called every WAIT_POLL_S while another session
+        computes the same key."""
+        since = time.monotonic()
         while True:
             with self._lock:
                 if key in self._items:
@@ -280,14 +292,16 @@ class ResultCache:
                 flight = self._flights.get(key)
                 leader = flight is None
                 if leader:
-                    flight = self._flights[key] = _Flight()
+                    flight = self._flights[key] = _Flight(since)
             if leader:
                 return self._lead(key, flight, compute, admitted)
             while not flight.done.wait(WAIT_POLL_S):
                 if waiting is not None:
                     waiting()
             if flight.abandoned:
-                continue  # its session went away: this one computes it (or waits for whoever does)
+                # Its session went away: this one computes it (or waits for whoever does), from its place.
+                since = min(since, flight.since)
+                continue
             if flight.error is not None:
                 # Each waiter raises its own copy: one shared object would gather every waiter's traceback.
                 raise _detached(flight.error)
@@ -296,7 +310,7 @@ class ResultCache:
     def _lead(self, key: Hashable, flight: _Flight, compute, admitted) -> Any:
         queued = time.monotonic()
         try:
-            with admitted() if admitted is not None else contextlib.nullcontext():
+            with admitted(flight.since) if admitted is not None else contextlib.nullcontext():
                 started = time.monotonic()
                 value = compute()
             with self._lock:

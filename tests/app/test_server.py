@@ -255,12 +255,18 @@ def test_a_session_stopped_while_queued_leaves_its_computation_to_those_waiting_
 
     def first():  # queued behind the holder, then its browser tab is closed
         try:
-            results.get("k", lambda: calls.append("first") or 1, admitted=lambda: gate.slot(stop))
+            results.get(
+                "k", lambda: calls.append("first") or 1, admitted=lambda since: gate.slot(stop, since)
+            )
         except StopException:
             stopped.append(True)
 
     def second():  # waits for the first one's result
-        got.append(results.get("k", lambda: calls.append("second") or 2, admitted=gate.slot))
+        got.append(
+            results.get(
+                "k", lambda: calls.append("second") or 2, admitted=lambda since: gate.slot(None, since)
+            )
+        )
 
     threads, release = holding(gate)
     threads += run_threads([first])
@@ -275,6 +281,68 @@ def test_a_session_stopped_while_queued_leaves_its_computation_to_those_waiting_
         t.join(10)
     assert calls == ["second"] and got == [2]
     assert gate.running == 0 and gate.queued == 0
+
+
+def test_a_request_queued_with_an_earlier_arrival_goes_ahead_and_those_behind_are_told(monkeypatch):
+    monkeypatch.setattr(server, "WAIT_POLL_S", 30.0)  # a long poll: the new place must be told on the insert
+    gate = server.Admission(1)
+    order, places = [], {"late": [], "early": []}
+
+    def waiter(name, since=None):
+        def run():
+            with gate.slot(lambda place: places[name].append(place), since=since):
+                order.append(name)
+
+        return run
+
+    threads, release = holding(gate)
+    asked = time.monotonic()
+    threads += run_threads([waiter("late")])
+    wait_until(lambda: places["late"] == [1])
+    threads += run_threads([waiter("early", since=asked - 1.0)])
+    wait_until(lambda: places["early"] == [1] and places["late"] == [1, 2])
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert order == ["early", "late"]
+
+
+def test_a_session_taking_over_a_computation_keeps_the_stopped_sessions_place_in_line(monkeypatch):
+    """The tab that asked first closes while queued; the session waiting on its result takes the computation
+    over from the closed tab's place, ahead of a request that came after it, not at the back of the line."""
+    monkeypatch.setattr(server, "WAIT_POLL_S", 0.05)
+    results = server.ResultCache(budget_bytes=1 << 30)
+    gate = server.Admission(1)
+    ran, stopped = [], []
+    closed = threading.Event()
+
+    def stop(place):
+        if closed.is_set():
+            raise StopException()
+
+    def admitted(on_wait=None):
+        return lambda since: gate.slot(on_wait, since)
+
+    def first():  # asks for "k", queues behind the holder, then its tab is closed
+        try:
+            results.get("k", lambda: ran.append("k by first"), admitted=admitted(stop))
+        except StopException:
+            stopped.append(True)
+
+    threads, release = holding(gate)
+    threads += run_threads([first])
+    wait_until(lambda: gate.queued == 1)
+    threads += run_threads([lambda: results.get("x", lambda: ran.append("x"), admitted=admitted())])
+    wait_until(lambda: gate.queued == 2)  # another input, asked for after "k"
+    threads += run_threads([lambda: results.get("k", lambda: ran.append("k by second"), admitted=admitted())])
+    time.sleep(0.1)  # the second waits on the first one's pass now
+    closed.set()
+    wait_until(lambda: stopped == [True])
+    wait_until(lambda: gate.queued == 2)  # the second queued for "k" in the first one's place
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert ran == ["k by second", "x"]
 
 
 def test_a_session_stopped_mid_pass_leaves_the_result_to_the_others_and_the_slot_free(
@@ -366,7 +434,7 @@ def test_a_failed_pass_leaves_nothing_for_the_garbage_collector_to_free(monkeypa
     try:
         for kind, caught in [(ValueError, ValueError), (MemoryError, bert_core.InputError)]:
             try:
-                results.get(kind.__name__, failing(kind), admitted=gate.slot)
+                results.get(kind.__name__, failing(kind), admitted=lambda since: gate.slot(None, since))
             except caught as exc:
                 assert exc.__context__ is None or caught is ValueError
             assert alive[-1]() is None, f"a {kind.__name__} pass's frame is still alive"
