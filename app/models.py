@@ -196,9 +196,10 @@ class ModelStore:
     it is not re-read on every slider move but is retried as soon as the user fixes it.
     """
 
-    def __init__(self, capacity: int = 3, failure_ttl_s: float = 120.0) -> None:
+    def __init__(self, capacity: int = 3, failure_ttl_s: float = 120.0, retry_held_s: float = 15.0) -> None:
         self.capacity = capacity
         self.failure_ttl_s = failure_ttl_s
+        self.retry_held_s = retry_held_s
         self._lock = threading.Lock()
         self._models: OrderedDict[str, bert_core.BertScopeModel] = OrderedDict()
         # Models pushed out of the LRU that some session still holds: asking for one again adopts it back
@@ -213,6 +214,11 @@ class ModelStore:
         # a directory rewritten while serving is read again, and its results are cached under a new key.
         self._read_as: dict[str, tuple | None] = {}
         self._generation: dict[str, int] = {}
+        # key -> (when, reason, signature) of a rewritten directory's re-read that failed for a reason of the
+        # moment. Sessions holding the old copy keep it without re-reading until the files change again or
+        # `retry_held_s` passes (otherwise every rerun of theirs would re-read the checkpoint); sessions with
+        # no copy are not held back by it, so one bad moment poisons nobody.
+        self._held_retry: dict[str, tuple[float, str, tuple | None]] = {}
 
     def loaded(self, key: str) -> bert_core.BertScopeModel | None:
         with self._lock:
@@ -246,6 +252,19 @@ class ModelStore:
     def forget_failure(self, key: str) -> None:
         with self._lock:
             self._failures.pop(key, None)
+            self._held_retry.pop(key, None)
+
+    def passing_failure(self, key: str) -> str | None:
+        """Why the last re-read of a rewritten directory failed for a reason of the moment, while that still
+        holds back the sessions keeping their old copy (same files, within `retry_held_s`)."""
+        with self._lock:
+            failure = self._held_retry.get(key)
+        if not failure:
+            return None
+        when, reason, signature = failure
+        if time.monotonic() - when >= self.retry_held_s or directory_signature(key) != signature:
+            return None
+        return reason
 
     def changed_on_disk(self, key: str) -> bool:
         """Whether the local directory a loaded model was read from has been rewritten since (a deleted one has
@@ -286,6 +305,8 @@ class ModelStore:
             if held is not None and held is model:
                 return held
             raise bert_core.ModelLoadError(failure)
+        if held is not None and held is model and self.passing_failure(key):
+            return held
         with self._lock:
             key_lock = self._key_locks.setdefault(cache_key, threading.Lock())
         with key_lock:  # two sessions asking for the same model wait for one load
@@ -316,14 +337,22 @@ class ModelStore:
             except Exception as exc:  # noqa: BLE001 - anything else the loader let through is a message
                 # ...but its cause may be this moment (memory, a file being copied in), so it is told to this
                 # session only and the next one tries again: one bad moment must not poison the model.
-                if stale is not None and held is stale:
-                    return held
+                if stale is not None:
+                    with self._lock:
+                        self._held_retry[key] = (time.monotonic(), f"{type(exc).__name__}: {exc}", signature)
+                    if held is stale:
+                        return held
                 raise bert_core.ModelLoadError(f"cannot load {source}: {type(exc).__name__}: {exc}") from exc
             with self._lock:
                 self._remember(cache_key, model)
+                # The same files read again (evicted, then asked for) keep their results' key, so the cached
+                # analyses of those weights stay in use; different files, or a hub id, start a new one.
+                same_files = signature is not None and self._read_as.get(cache_key) == signature
+                if not same_files:
+                    self._generation[cache_key] = self._generation.get(cache_key, 0) + 1
                 self._read_as[cache_key] = signature
-                self._generation[cache_key] = self._generation.get(cache_key, 0) + 1
                 self._failures.pop(key, None)
+                self._held_retry.pop(key, None)
             return model
 
 
@@ -402,7 +431,8 @@ def load_model(
             and held is not None
             and store.changed_on_disk(loaded_key(source))
         ):
-            reason = store.recent_failure(model_key(source)) or "they no longer load"
+            key = model_key(source)
+            reason = store.recent_failure(key) or store.passing_failure(key) or "they no longer load"
             return ActiveModel(
                 model, source, held.key, f"{source}: {reason}. This page keeps the copy it already had."
             )

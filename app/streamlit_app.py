@@ -59,11 +59,17 @@ def model_picker() -> models.ActiveModel | None:
     store = models.model_store()
     key = models.model_key(source)
     held = models.active_model()  # this session's model on its previous run
+    loaded_as = models.loaded_key(source)
+    # Nothing slow to show: loaded (and its directory unchanged), or failed a moment ago. A directory rewritten
+    # while serving is read again, and that reading gets the progress box like a first load.
+    quick = (
+        (store.loaded(loaded_as) is not None and not store.changed_on_disk(loaded_as))
+        or store.recent_failure(key)
+        or store.passing_failure(key)
+    )
     try:
-        if store.loaded(models.loaded_key(source)) is not None or store.recent_failure(key):
-            active = models.load_model(
-                source, held=held
-            )  # nothing slow to show: loaded, or failed a moment ago
+        if quick:
+            active = models.load_model(source, held=held)
         else:
             with st.status(f"Loading {ui.md_escape(source[-60:])}…", expanded=True) as status:
                 line = st.empty()
@@ -72,7 +78,9 @@ def model_picker() -> models.ActiveModel | None:
                 except models.ModelUnavailable:
                     status.update(label="Not loaded", state="error", expanded=False)
                     raise
-                status.update(label="Model loaded", state="complete", expanded=False)
+                # The note below says when what runs is not a fresh read of what was asked for.
+                label = "Model loaded" if active.notice is None else "Model loaded (see the note)"
+                status.update(label=label, state="complete", expanded=False)
     except models.ModelUnavailable as exc:
         st.error("This model can't be loaded: " + ui.md_escape(exc.reason))
         alternatives = models.loadable_alternatives(source)

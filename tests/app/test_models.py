@@ -231,3 +231,98 @@ def test_a_model_directory_rewritten_while_serving(tmp_path, tiny_checkpoint, mo
         assert models.load_model(str(served)).model is fresh.model  # everyone gets the new one
     finally:
         st.cache_resource.clear()
+
+
+def test_a_session_keeping_its_copy_does_not_reread_a_rewritten_directory_on_every_rerun(
+    tmp_path, tiny_checkpoint, monkeypatch
+):
+    """The directory is rewritten and its re-read fails for a reason of the moment (not the loader's verdict):
+    the session holding the old copy keeps it and is not made to re-read the checkpoint on each of its reruns
+    until the files change again or the retry time is up; a session without a copy still tries every time."""
+    import json
+    import shutil
+
+    import streamlit as st
+
+    served = tmp_path / "served"
+    shutil.copytree(tiny_checkpoint, served)
+    real, calls, broken = bert_core.load_pretrained, [], [False]
+
+    def loader(*args, **kwargs):
+        calls.append(1)
+        if broken[0]:
+            raise OSError("a file is still being copied in")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bert_core, "load_pretrained", loader)
+    st.cache_resource.clear()
+    try:
+        first = models.load_model(str(served))
+        good = json.loads((tiny_checkpoint / "config.json").read_text())
+        good["hidden_dropout_prob"] = 0.3
+        (served / "config.json").write_text(json.dumps(good))
+        broken[0] = True
+        kept = models.load_model(str(served), held=first)
+        assert kept.model is first.model and "still being copied" in kept.notice and len(calls) == 2
+        for _ in range(3):  # the holder's reruns
+            assert models.load_model(str(served), held=first).model is first.model
+        assert len(calls) == 2
+        with pytest.raises(models.ModelUnavailable, match="still being copied"):
+            models.load_model(str(served))  # a new session is not held back: it tries, and is told
+        assert len(calls) == 3
+        models.model_store().retry_held_s = 0.0  # the retry time is up: the holder tries again
+        assert models.load_model(str(served), held=first).model is first.model and len(calls) == 4
+        models.model_store().retry_held_s = 60.0
+        broken[0] = False
+        good["hidden_dropout_prob"] = 0.2  # the copy is finished: new files, read at once
+        (served / "config.json").write_text(json.dumps(good))
+        fresh = models.load_model(str(served), held=first)
+        assert fresh.notice is None and fresh.model is not first.model and len(calls) == 5
+    finally:
+        st.cache_resource.clear()
+
+
+def test_the_same_files_read_again_keep_their_results_key(tmp_path, load_calls):
+    """A model pushed out of memory and asked for again: its files have not changed, so the results cached for
+    it stay valid and in use (a new key would orphan them); rewritten files get a new key."""
+    import gc
+    import json
+
+    a, b = make_checkpoint(tmp_path / "a", "model"), make_checkpoint(tmp_path / "b", "model")
+    store = models.ModelStore(capacity=1)
+    key = models.loaded_key(str(a))
+    model = store.load(str(a))
+    before = store.result_key(key, model)
+    del model
+    store.load(str(b))
+    gc.collect()  # nobody holds a's model: asking again reads the files again
+    model = store.load(str(a))
+    assert len(load_calls) == 3 and store.result_key(key, model) == before
+    config = json.loads((a / "config.json").read_text())
+    config["hidden_dropout_prob"] = 0.3
+    (a / "config.json").write_text(json.dumps(config))
+    model = store.load(str(a))
+    assert len(load_calls) == 4 and store.result_key(key, model) != before
+
+
+def test_the_sidebar_shows_the_loading_box_when_a_rewritten_directory_is_read_again(
+    make_app, tmp_path, tiny_checkpoint
+):
+    import json
+    import shutil
+
+    served = tmp_path / "served"
+    shutil.copytree(tiny_checkpoint, served)
+
+    def loading_boxes(at) -> list[str]:
+        return [box.label for box in at.sidebar.status]
+
+    at = make_app(model=str(served))
+    assert loading_boxes(at) == ["Model loaded"]  # the first load
+    at.run()
+    assert loading_boxes(at) == []  # nothing to load on a rerun
+    config = json.loads((served / "config.json").read_text())
+    config["hidden_dropout_prob"] = 0.3
+    (served / "config.json").write_text(json.dumps(config))
+    at.run()
+    assert loading_boxes(at) == ["Model loaded"] and not at.exception  # read again, and it said so
