@@ -153,6 +153,94 @@ def descendants_cpu_s(root: int) -> float:
     return total
 
 
+def _ws_messages():
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    return BackMsg, ForwardMsg
+
+
+async def ws_crowd(server: Server, visits: list[list[str]], timeout_s: float) -> Crowd:
+    """The same crowd as `crowd`, each session a bare client of Streamlit's websocket protocol (what the page's
+    JavaScript sends and receives, with nothing drawn): it asks for its first path's page with that path's
+    query string, then for the pages titled by the rest as the sidebar's links do, and stays connected until
+    all are done. Nothing but the server and these clients runs, so every second is the server's."""
+    import websockets
+    from streamlit.proto.Alert_pb2 import Alert
+
+    BackMsg, ForwardMsg = _ws_messages()
+    out = Crowd(first=[None] * len(visits))
+    all_done = asyncio.Event()
+    left = [len(visits)]
+    server_before, clients_before = cpu_s(server.proc.pid), time.process_time()
+    stream = server.url.replace("http://", "ws://", 1) + "/_stcore/stream"
+
+    def rerun(query: str, page_name: str = "", page_hash: str = "") -> bytes:
+        msg = BackMsg()
+        msg.rerun_script.query_string = query
+        msg.rerun_script.page_name = page_name
+        msg.rerun_script.page_script_hash = page_hash
+        return msg.SerializeToString()
+
+    async def page_run(ws, request: bytes, start: float | None, n: int, pages: dict[str, str]) -> bool:
+        """Ask for a page and read until its script has finished; False when the page showed an error."""
+        await ws.send(request)
+        ok = True
+        while True:
+            msg = ForwardMsg()
+            msg.ParseFromString(await ws.recv())
+            kind = msg.WhichOneof("type")
+            if kind == "navigation":
+                pages.update({p.page_name: p.page_script_hash for p in msg.navigation.app_pages})
+            elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                element = msg.delta.new_element
+                what = element.WhichOneof("type")
+                if what == "plotly_chart" and start is not None and out.first[n] is None:
+                    out.first[n] = time.monotonic() - start
+                if what == "exception" or (what == "alert" and element.alert.format == Alert.ERROR):
+                    ok = False
+            elif kind == "script_finished":
+                return ok
+
+    async def session(n: int, paths: list[str]) -> None:
+        counted = False
+
+        def done(ok: bool) -> None:
+            nonlocal counted
+            if not counted:
+                counted = True
+                out.errors += not ok
+                left[0] -= 1
+                if not left[0]:
+                    all_done.set()
+
+        try:
+            async with websockets.connect(stream, subprotocols=["streamlit"], max_size=None) as ws:
+                start = time.monotonic()
+                page, _, query = paths[0].partition("?")
+                pages: dict[str, str] = {}
+                async with asyncio.timeout(timeout_s):
+                    ok = await page_run(ws, rerun(query, page_name=page), start, n, pages)
+                    ok = ok and out.first[n] is not None
+                    for title in paths[1:]:
+                        ok = await page_run(ws, rerun(query, page_hash=pages[title]), None, n, pages) and ok
+                done(ok)
+                await release.wait()  # connected, like an open tab, until the crowd has been measured
+        except Exception:  # noqa: BLE001 - a timeout or a dropped connection counts as an error
+            done(False)
+
+    release = asyncio.Event()
+    sessions = asyncio.gather(*(session(n, v) for n, v in enumerate(visits)))
+    await all_done.wait()
+    await asyncio.sleep(2)
+    out.idle_rss_mb = server.rss_mb()
+    out.server_cpu_s = cpu_s(server.proc.pid) - server_before
+    out.browser_cpu_s = time.process_time() - clients_before
+    release.set()
+    await sessions
+    return out
+
+
 async def crowd(server: Server, visits: list[list[str]], timeout_s: float) -> Crowd:
     """Open every session at once; each opens its first path (a shared link), then follows the sidebar links
     titled by the rest, and stays open until all are done."""
@@ -211,8 +299,8 @@ def summary(times: list[float | None]) -> str:
     return f"p50 {statistics.median(done):5.1f} s, p95 {p95(done):5.1f} s, max {max(done):5.1f} s"
 
 
-def cpu_line(crowd: Crowd, n: int) -> str:
-    return f"CPU a session: server {crowd.server_cpu_s / n:.2f} s, browsers {crowd.browser_cpu_s / n:.2f} s"
+def cpu_line(crowd: Crowd, n: int, clients: str) -> str:
+    return f"CPU a session: server {crowd.server_cpu_s / n:.2f} s, {clients} {crowd.browser_cpu_s / n:.2f} s"
 
 
 def main() -> None:
@@ -223,8 +311,17 @@ def main() -> None:
         "--model", default=str(c.bert_base_checkpoint()), help="default: bert-base-size random weights"
     )
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a page may take")
+    p.add_argument(
+        "--client",
+        choices=["browser", "ws"],
+        default="browser",
+        help="browser: Chromium contexts (default); ws: bare websocket-protocol clients, the server's share alone",
+    )
     args = p.parse_args()
-    n = max(3, min(args.sessions, 64))  # bounded: this machine runs the browsers too
+    # Bounded: browsers share this machine with the server; bare clients cost it next to nothing.
+    n = max(3, min(args.sessions, 64 if args.client == "browser" else 200))
+    run_crowd = crowd if args.client == "browser" else ws_crowd
+    clients = "browsers" if args.client == "browser" else "clients"
     model = Path(args.model).resolve()
     app = [
         sys.executable,
@@ -252,7 +349,7 @@ def main() -> None:
         "b": own(n, 128),
         "c": own(long_n, 512) + lecture(n - long_n),  # the long ones first, so they are ahead in the line
     }
-    print(f"{n} sessions; {c.machine()}; {c.load_average()}", flush=True)
+    print(f"{n} sessions ({args.client} clients); {c.machine()}; {c.load_average()}", flush=True)
     rows: dict[str, Crowd] = {}
     with tempfile.TemporaryDirectory() as tmp:
         trivial = Path(tmp) / "trivial.py"
@@ -260,19 +357,20 @@ def main() -> None:
         server = start([sys.executable, "-m", "streamlit", "run", str(trivial), "--server.address", "127.0.0.1"],
                        Path(tmp) / "trivial.log", model)  # fmt: skip
         try:
-            rows["trivial"] = base = asyncio.run(crowd(server, [[f"?{q(LECTURE)}"]] * n, args.timeout))
+            rows["trivial"] = base = asyncio.run(run_crowd(server, [[f"?{q(LECTURE)}"]] * n, args.timeout))
         finally:
             server.stop()
         print(
-            f"trivial page      {summary(base.first)}; errors {base.errors}; {cpu_line(base, n)}", flush=True
+            f"trivial page      {summary(base.first)}; errors {base.errors}; {cpu_line(base, n, clients)}",
+            flush=True,
         )
         for name in args.scenario:
             server = start([*app, "--address", "127.0.0.1"], Path(tmp) / f"{name}.log", model)
             try:
                 # One session first loads the model, so the crowd's growth is the sessions', not the weights'.
-                asyncio.run(crowd(server, [[f"attention?{q('warm up')}"]], args.timeout))
+                asyncio.run(run_crowd(server, [[f"attention?{q('warm up')}"]], args.timeout))
                 warm, before = server.rss_mb(), server.passes()
-                result = rows[name] = asyncio.run(crowd(server, scenarios[name], args.timeout))
+                result = rows[name] = asyncio.run(run_crowd(server, scenarios[name], args.timeout))
                 passes = server.passes() - before
                 peak = server.rss_mb("VmHWM")
             finally:
@@ -280,7 +378,7 @@ def main() -> None:
             print(
                 f"scenario {name}        {summary(result.first)}; errors {result.errors}; forward passes {passes}; "
                 f"RSS model loaded {warm:.0f} MB, peak {peak:.0f} MB, with {n} idle sessions {result.idle_rss_mb:.0f} MB "
-                f"({(result.idle_rss_mb - warm) / n:.1f} MB a session); {cpu_line(result, n)}",
+                f"({(result.idle_rss_mb - warm) / n:.1f} MB a session); {cpu_line(result, n, clients)}",
                 flush=True,
             )  # fmt: skip
             if name == "c":
