@@ -263,9 +263,8 @@ class ResultCache:
         with self._lock:
             return key in self._items
 
-    def _store(self, key: Hashable, value: Any) -> None:
+    def _store(self, key: Hashable, value: Any, size: int) -> None:
         # caller holds self._lock
-        size = nbytes(value)
         self._items[key] = (value, size)
         self.total += size
         while self.total > self.budget and len(self._items) > 1:
@@ -279,10 +278,13 @@ class ResultCache:
         *,
         admitted: Callable[[float], contextlib.AbstractContextManager] | None = None,
         waiting: Callable[[], None] | None = None,
+        sizeof: Callable[[Any], int] | None = None,
+        model_pass: bool = True,
     ) -> Any:
         """The cached value of `key`, or `compute()`'s, run inside `admitted(since)` (the admission slot,
         queued as if asked for at `since`). `waiting()` is called every WAIT_POLL_S while another session
-        computes the same key."""
+        computes the same key. `sizeof(value)` (default `nbytes`) is what it counts against the budget. Only a
+        `model_pass` is counted in `computed` and logged (a figure drawn from a result is not a pass)."""
         since = time.monotonic()
         while True:
             with self._lock:
@@ -294,7 +296,7 @@ class ResultCache:
                 if leader:
                     flight = self._flights[key] = _Flight(since)
             if leader:
-                return self._lead(key, flight, compute, admitted)
+                return self._lead(key, flight, compute, admitted, sizeof, model_pass)
             while not flight.done.wait(WAIT_POLL_S):
                 if waiting is not None:
                     waiting()
@@ -307,15 +309,16 @@ class ResultCache:
                 raise _detached(flight.error)
             return flight.result
 
-    def _lead(self, key: Hashable, flight: _Flight, compute, admitted) -> Any:
+    def _lead(self, key: Hashable, flight: _Flight, compute, admitted, sizeof, model_pass) -> Any:
         queued = time.monotonic()
         try:
             with admitted(flight.since) if admitted is not None else contextlib.nullcontext():
                 started = time.monotonic()
                 value = compute()
+            size = (sizeof or nbytes)(value)
             with self._lock:
-                self._store(key, value)
-                self.computed += 1
+                self._store(key, value, size)
+                self.computed += model_pass
                 count, held = self.computed, self.total
             flight.result = value
         except BaseException as exc:
@@ -330,6 +333,8 @@ class ResultCache:
             with self._lock:
                 del self._flights[key]
             flight.done.set()
+        if not model_pass:
+            return value
         log.info(
             "pass %d: %s (waited %.2f s, ran %.2f s; cache %.0f MB)",
             count, _describe(key), started - queued, time.monotonic() - started, held / 2**20,

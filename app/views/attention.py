@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from app import charts, transforms, ui
+from app import cache, charts, transforms, ui
 from app.inputs import KEY_HEAD, KEY_LAYER
 
 HEATMAP, HEAD_VIEW, MODEL_VIEW = "Heatmap", "Head view", "Model view"
@@ -155,7 +155,7 @@ if view == MODEL_VIEW:
     thumbs = np.divide(pooled, peaks, out=np.zeros_like(pooled), where=peaks > 0)
     selected = None if head == "mean" else (layer - 1, int(head) - 1)
     roles = bert_core.head_roles(result, style=active.model.info.piece_style).labels
-    fig = charts.model_view(thumbs, selected=selected, roles=roles, font_size=ui.font_size())
+    fig = cache.figure(charts.model_view, thumbs, selected=selected, roles=roles, font_size=ui.font_size())
     caption = (
         "Every layer (rows) and head (columns), each map scaled to its own maximum (the CSV has the "
         "unscaled weights). Click a map to open it as a heatmap."
@@ -215,7 +215,8 @@ def table() -> pd.DataFrame:
 slug = f"attention_L{layer}_{'mean' if head == 'mean' else f'H{head}'}"
 if view == HEATMAP:
     hover_cells = len(rows) <= HOVER_LABEL_LIMIT
-    fig = charts.heatmap(
+    fig = cache.figure(
+        charts.heatmap,
         matrix,
         row_names,
         col_names,
@@ -290,7 +291,8 @@ else:
     per_token = 2 if all_heads else 5
     # (N', R, C) for the heads drawn, or (R, C)
     weights = transform(layer_att[[h - 1 for h in shown_heads]]) if all_heads else matrix
-    fig = charts.head_view(
+    fig = cache.figure(
+        charts.head_view,
         row_names,
         col_names,
         weights,

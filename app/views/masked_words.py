@@ -125,7 +125,8 @@ large = ui.font_size() > ui.NORMAL_FONT
 columns = st.columns(min(3, len(predictions)))
 for m, p in enumerate(predictions[:MAX_CHARTS]):
     with columns[m % len(columns)]:
-        fig = charts.bars(
+        fig = cache.figure(
+            charts.bars,
             [style.display(t) for t in p.tokens],
             p.probabilities,
             title=f"Mask {m + 1} (piece {p.position}"
@@ -171,7 +172,8 @@ with st.expander("Why this guess? (saliency)"):
             st.info(ui.user_message(exc))
         else:
             ui.show_figure(
-                charts.saliency_strip(
+                cache.figure(
+                    charts.saliency_strip,
                     [style.display(t) for t in explained.tokens],
                     explained.scores,
                     title=f"Attribution to {explained.target}",

@@ -46,3 +46,74 @@ def test_lines_leave_bad_lines_out_and_run_the_rest_in_one_attention_free_call(
         lines.results[0].pooled[0] = 1.0
     assert cache.analyze_lines(me, ["\x00"]) == cache.Lines([], [], [(0, lines.rejected[0][1])])
     assert len(calls) == 1  # nothing usable: no model call
+
+
+def test_a_figure_is_built_once_for_every_session_asking_with_the_same_arguments(clean_caches, caplog):
+    """Figures drawn from the same numbers are built once for the whole server (sessions share the store), a
+    change in any argument builds a new one, and they count against the byte budget but not as model passes."""
+    import logging
+    import threading
+
+    import numpy as np
+
+    from app import charts, server
+
+    built = []
+
+    def heatmap(*args, **kwargs):
+        built.append(1)
+        return charts.heatmap(*args, **kwargs)
+
+    matrix = np.random.default_rng(0).random((6, 6), dtype=np.float32)
+    names = ["[CLS]", "the", "bank", "of", "the", "[SEP]"]
+    caplog.set_level(logging.INFO, logger="bertscope.passes")
+    got = []
+    threads = [
+        threading.Thread(target=lambda: got.append(cache.figure(heatmap, matrix, names, names, title="L1")))
+        for _ in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(got) == 8 and all(fig is got[0] for fig in got) and len(built) == 1
+    assert got[0].to_dict() == charts.heatmap(matrix, names, names, title="L1").to_dict()  # what it draws
+    assert (
+        cache.figure(heatmap, matrix.copy(), list(names), list(names), title="L1") is got[0]
+    )  # equal values
+    other_title = cache.figure(heatmap, matrix, names, names, title="L2")
+    other_numbers = cache.figure(heatmap, matrix * 0.5, names, names, title="L1")
+    assert len(built) == 3 and other_title is not got[0] and other_numbers is not got[0]
+    results = server.results()
+    assert results.computed == 0 and not caplog.records  # figures are not forward passes
+    assert results.total >= 3 * matrix.nbytes  # each figure's numbers are counted against the budget
+
+
+def test_figure_keys_follow_values_not_objects():
+    import hashlib
+
+    import numpy as np
+
+    def key(*args, **kwargs):
+        digest = hashlib.blake2b(digest_size=16)
+        cache._fingerprint(digest, (args, sorted(kwargs.items())))
+        return digest.hexdigest()
+
+    names = ["the", "bank"]
+    assert key(names, names) == key(list(names), ["th" + "e", "bank"])
+    assert key(np.arange(4.0)) == key(np.arange(4.0)[::-1][::-1].copy())
+    assert key(np.array(["a", None], dtype=object)) == key(np.array(["a", None], dtype=object))
+    different = [
+        key(["the", "bank"]),
+        key(("the", "bank")),
+        key(["thebank"]),
+        key(["the", "bank"], title="x"),
+        key(np.arange(4.0)),
+        key(np.arange(4.0).reshape(2, 2)),
+        key(np.arange(4, dtype=np.float32)),
+        key(1),
+        key(1.0),
+        key(True),
+        key(None),
+    ]
+    assert len(set(different)) == len(different)
