@@ -82,7 +82,7 @@ class Server:
             self.proc.kill()
 
 
-def start(cmd: list[str], log: Path, model: Path) -> Server:
+def start(cmd: list[str], log: Path, model: Path, tree: Path = REPO) -> Server:
     port = free_port()
     env = dict(
         os.environ,
@@ -94,7 +94,7 @@ def start(cmd: list[str], log: Path, model: Path) -> Server:
     flags = ["--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"]
     proc = subprocess.Popen(
         [*cmd, *flags],
-        cwd=REPO,
+        cwd=tree,  # `-m app.cli` runs the app of this source tree
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=open(log, "wb"),  # noqa: SIM115
@@ -287,6 +287,17 @@ async def crowd(server: Server, visits: list[list[str]], timeout_s: float) -> Cr
     return out
 
 
+def done_times(crowd: Crowd) -> list[float]:
+    return [t for t in crowd.first if t is not None] or [float("nan")]
+
+
+def report_c(result: Crowd, long_n: int, n: int) -> None:
+    short = [t for t in result.first[long_n:] if t is not None]
+    long = [t for t in result.first[:long_n] if t is not None]
+    print(f"  c: {long_n} long   {summary(long)}")
+    print(f"  c: {n - long_n} short  {summary(short)}")
+
+
 def p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
@@ -316,6 +327,12 @@ def main() -> None:
         choices=["browser", "ws"],
         default="browser",
         help="browser: Chromium contexts (default); ws: bare websocket-protocol clients, the server's share alone",
+    )
+    p.add_argument(
+        "--against",
+        metavar="REV",
+        help="also run each scenario on the app as of git revision REV (a temporary worktree), and print the "
+        "ratios of this tree's p95 and server CPU to that one's, measured in this one run",
     )
     args = p.parse_args()
     # Bounded: browsers share this machine with the server; bare clients cost it next to nothing.
@@ -364,28 +381,49 @@ def main() -> None:
             f"trivial page      {summary(base.first)}; errors {base.errors}; {cpu_line(base, n, clients)}",
             flush=True,
         )
-        for name in args.scenario:
-            server = start([*app, "--address", "127.0.0.1"], Path(tmp) / f"{name}.log", model)
+        other = None
+        if args.against:
+            other = Path(tmp) / "against"
+            subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(other), args.against],
+                           check=True)  # fmt: skip
+
+        def scenario(name: str, tree: Path, label: str) -> Crowd:
+            server = start([*app, "--address", "127.0.0.1"], Path(tmp) / f"{name}.log", model, tree)
             try:
                 # One session first loads the model, so the crowd's growth is the sessions', not the weights'.
                 asyncio.run(run_crowd(server, [[f"attention?{q('warm up')}"]], args.timeout))
                 warm, before = server.rss_mb(), server.passes()
-                result = rows[name] = asyncio.run(run_crowd(server, scenarios[name], args.timeout))
+                result = asyncio.run(run_crowd(server, scenarios[name], args.timeout))
                 passes = server.passes() - before
                 peak = server.rss_mb("VmHWM")
             finally:
                 server.stop()
             print(
-                f"scenario {name}        {summary(result.first)}; errors {result.errors}; forward passes {passes}; "
+                f"scenario {label:9s}{summary(result.first)}; errors {result.errors}; forward passes {passes}; "
                 f"RSS model loaded {warm:.0f} MB, peak {peak:.0f} MB, with {n} idle sessions {result.idle_rss_mb:.0f} MB "
                 f"({(result.idle_rss_mb - warm) / n:.1f} MB a session); {cpu_line(result, n, clients)}",
                 flush=True,
             )  # fmt: skip
-            if name == "c":
-                short = [t for t in result.first[long_n:] if t is not None]
-                long = [t for t in result.first[:long_n] if t is not None]
-                print(f"  c: {long_n} long   {summary(long)}")
-                print(f"  c: {n - long_n} short  {summary(short)}")
+            return result
+
+        try:
+            for name in args.scenario:
+                result = rows[name] = scenario(name, REPO, name)
+                if other is not None:
+                    then = scenario(name, other, f"{name}@{args.against[:7]}")
+                    now_p95, then_p95 = p95(done_times(result)), p95(done_times(then))
+                    print(
+                        f"  {name} this tree / {args.against}: p95 {now_p95 / then_p95:.2f}, "
+                        f"server CPU {result.server_cpu_s / then.server_cpu_s:.2f}",
+                        flush=True,
+                    )
+                if name == "c":
+                    report_c(result, long_n, n)
+        finally:
+            if other is not None:
+                subprocess.run(
+                    ["git", "-C", str(REPO), "worktree", "remove", "--force", str(other)], check=False
+                )
     done = {k: [t for t in v.first if t is not None] for k, v in rows.items()}
     if done.get("a") and done.get("trivial"):
         print(f"p95 ratio a / trivial: {p95(done['a']) / p95(done['trivial']):.2f} (goal <= 1.25)")
