@@ -399,7 +399,7 @@ def main() -> None:
             finally:
                 server.stop()
             print(
-                f"scenario {label:9s}{summary(result.first)}; errors {result.errors}; forward passes {passes}; "
+                f"scenario {label:<9} {summary(result.first)}; errors {result.errors}; forward passes {passes}; "
                 f"RSS model loaded {warm:.0f} MB, peak {peak:.0f} MB, with {n} idle sessions {result.idle_rss_mb:.0f} MB "
                 f"({(result.idle_rss_mb - warm) / n:.1f} MB a session); {cpu_line(result, n, clients)}",
                 flush=True,
