@@ -263,6 +263,14 @@ class ResultCache:
         with self._lock:
             return key in self._items
 
+    def peek(self, key: Hashable) -> tuple[bool, Any]:
+        """(True, the cached value) or (False, None): a hit without starting anything (no wait, no slot)."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return True, self._items[key][0]
+        return False, None
+
     def _store(self, key: Hashable, value: Any, size: int) -> None:
         # caller holds self._lock
         self._items[key] = (value, size)

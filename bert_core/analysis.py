@@ -118,7 +118,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             intermediate_size=c.intermediate_size,
             vocab_size=c.vocab_size,
             max_positions=c.max_position_embeddings,
-            num_parameters=self.network.num_parameters(),
+            num_parameters=self._parameter_count(),
             has_pooler=self.has_pooler,
             heads=self.heads,
             device=str(self.device),
@@ -133,6 +133,15 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             labels=self.config.id2label if self.task in ("classify", "tag") else (),
             task_kind=self.config.task_kind if self.task == "classify" else None,
         )
+
+    def _parameter_count(self) -> int:
+        # Counting walks every module and parameter (milliseconds on bert-base), and `info` is read on every
+        # page run; the count belongs to the network object, so it is kept with that object.
+        network = self.network
+        cached = self.__dict__.get("_counted")
+        if cached is None or cached[0] is not network:
+            cached = self.__dict__["_counted"] = (network, network.num_parameters())
+        return cached[1]
 
     def __repr__(self) -> str:
         c = self.config

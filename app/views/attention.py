@@ -97,15 +97,15 @@ if result.text_pair is not None:
     )
 
 # -- the token axes after the options --------------------------------------------------------------------
+style = active.model.info.piece_style
 if merge:
     groups = transforms.word_groups(result)
-    style = active.model.info.piece_style
     names = [transforms.group_label(result.tokens, g, style) for g in groups]
     seqs = [result.sequence_ids[g[0]] for g in groups]
     special = [bool(result.special_tokens_mask[g[0]]) for g in groups]
 else:
     groups = None
-    names = [active.model.info.piece_style.display(t) for t in result.tokens]
+    names = [style.display(t) for t in result.tokens]
     seqs = list(result.sequence_ids)
     special = result.special_tokens_mask.tolist()
 keep = [i for i in range(len(names)) if not (hide_special and special[i])]
@@ -154,7 +154,7 @@ if view == MODEL_VIEW:
     peaks = pooled.max(axis=(-2, -1), keepdims=True)
     thumbs = np.divide(pooled, peaks, out=np.zeros_like(pooled), where=peaks > 0)
     selected = None if head == "mean" else (layer - 1, int(head) - 1)
-    roles = bert_core.head_roles(result, style=active.model.info.piece_style).labels
+    roles = bert_core.head_roles(result, style=style).labels
     fig = cache.figure(charts.model_view, thumbs, selected=selected, roles=roles, font_size=ui.font_size())
     caption = (
         "Every layer (rows) and head (columns), each map scaled to its own maximum (the CSV has the "

@@ -117,3 +117,24 @@ def test_figure_keys_follow_values_not_objects():
         key(None),
     ]
     assert len(set(different)) == len(different)
+
+
+def test_a_cached_result_is_returned_without_a_spinner_or_a_wait(clean_caches, tiny_model, monkeypatch):
+    """Streamlit starts a timer thread for every st.spinner: a hit (a slider move, the 30th student) must not
+    pay for one; a miss still shows it while the model runs."""
+    import contextlib
+
+    spinners = []
+
+    @contextlib.contextmanager
+    def spinner(text, *args, **kwargs):
+        spinners.append(text)
+        yield
+
+    monkeypatch.setattr(cache.st, "spinner", spinner)
+    me = ActiveModel(tiny_model, "tiny", "tiny")
+    first = cache.analyze(me, "the bank of the river")
+    assert len(spinners) == 1
+    assert cache.analyze(me, "the bank of the river") is first and len(spinners) == 1
+    cache.analyze(me, "another text")
+    assert len(spinners) == 2

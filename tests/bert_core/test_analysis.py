@@ -148,6 +148,20 @@ def test_info_counts_parameters(tiny_model):
     assert tiny_model.position_embedding_table().shape == (64, 32)
 
 
+def test_info_counts_the_parameters_once_per_network(tiny_checkpoint, monkeypatch):
+    """Pages read `info` on every run (and once per token in places): the walk over every module that counts
+    the parameters runs once for a network, and again only for a different network object."""
+    import bert_core
+
+    model = bert_core.load_pretrained(tiny_checkpoint)
+    counted = []
+    real = type(model.network).num_parameters
+    monkeypatch.setattr(type(model.network), "num_parameters", lambda self: counted.append(1) or real(self))
+    assert model.info.num_parameters == model.info.num_parameters == 21230 and len(counted) == 1
+    model.network = bert_core.load_pretrained(tiny_checkpoint).network
+    assert model.info.num_parameters == 21230 and len(counted) == 2
+
+
 def test_vectors_batch_equals_analyze_in_bounded_chunks(tiny_model, monkeypatch):
     texts = [
         "the bank of the river",
