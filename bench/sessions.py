@@ -1,11 +1,14 @@
-"""A room of students on one server: N real browser sessions open one `bertscope --shared` server on 127.0.0.1
-at once, against a trivial Streamlit page (one text box, one plotly heatmap) opened by the same crowd in the
-same run — the browsers share the machine's cores, so that page is the yardstick.
+"""A room of students on one server: N sessions open one `bertscope --shared` server on 127.0.0.1 at once,
+against a trivial Streamlit page (one text box, one plotly heatmap) opened by the same crowd in the same run.
 
-Driven through the real protocol: Playwright browser contexts in the system Chromium (never downloaded), each
-context a separate Streamlit session with its own websocket, exactly as a student's laptop would open it.
-Heavier on this machine than a bare websocket client, but the only way the yardstick page costs what a real
-page costs (rendering included).
+Two kinds of client (--client), both driving the real protocol:
+  browser  (default) Playwright browser contexts in the system Chromium (never downloaded), each a separate
+           Streamlit session with its own websocket, exactly as a student's laptop opens it. The browsers
+           share this machine's cores with the server, so the trivial page is the yardstick of a whole page:
+           fetching it, the server's work and drawing it. At most 64 sessions.
+  ws       bare clients of Streamlit's websocket protocol (the messages the page's JavaScript exchanges, with
+           nothing fetched or drawn), all in this process: what is left is the server's share alone, which is
+           what a room of laptops, each drawing its own page, waits for. At most 200 sessions.
 
 Scenarios (--scenario, several allowed; each on a fresh server with an empty cache):
   a  N sessions, the same sentence: a link to the Attention page, then Masked words from the sidebar
@@ -15,12 +18,15 @@ Reports per scenario: seconds until each session's first chart (p50 / p95 / max)
 ran (counted from its log: one line per computation that really runs), errors (a page that showed an
 exception, an error message, or no chart in time), the server's peak resident memory, and its growth per
 session while the N sessions sit idle on their pages; and where the machine's CPU went: seconds of CPU the
-server used during the crowd against those of the browsers (every Chromium process of the run, and the
-Playwright driver that steers them), which says how much of a page's wait is the server's doing and how much
-is the browsers drawing it. Bounded: --sessions (at most 64), a timeout per page, and every server stops at
-the end. Everything listens on and talks to 127.0.0.1 only.
+server used during the crowd against those of the clients (browser: every Chromium process of the run and the
+Playwright driver that steers them; ws: this process), which says how much of a page's wait is the server's
+doing and how much is the browsers drawing it. --against REV also runs each scenario on the app as of git
+revision REV (a temporary worktree) and prints the ratios, so a change is measured against its base in one
+run. Bounded: --sessions, a timeout per page, and every server stops at the end. Everything listens on and
+talks to 127.0.0.1 only.
 
     .venv/bin/python bench/sessions.py --sessions 30 --scenario a b c
+    .venv/bin/python bench/sessions.py --client ws --sessions 100 --scenario a b c
 """
 
 from __future__ import annotations
