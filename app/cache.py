@@ -26,6 +26,9 @@ from app import server
 from app.models import ActiveModel
 
 MAX_TOP_K = 30  # masked words are predicted once with this many guesses; the page slices what it shows
+# Inputs up to this many characters (about 60-80 WordPiece tokens of English) may take the admission's express
+# lane: a lecturer's sentence is not queued behind the paragraphs other students paste.
+EXPRESS_CHARS = 300
 BATCH_TOKEN_BUDGET = 2048  # padded tokens (texts × longest) per forward pass on the many-sentence pages
 FORWARD_PASSES = "forward_passes"  # session-state count of model calls that missed the cache (tests read it)
 
@@ -48,10 +51,15 @@ def _count_forward_pass() -> None:
     st.session_state[FORWARD_PASSES] = st.session_state.get(FORWARD_PASSES, 0) + 1
 
 
-def _cached(key: tuple, compute: Callable[[], Any], doing: str | None = None) -> Any:
-    """`compute()` once per key for the whole server, inside the admission limit. While this session waits,
-    a note on the page says for what (its place in the line, or another session's run of the same input) and is
-    redrawn every second, so the page is never frozen and a closed tab leaves the line at once."""
+def _short(*texts: str | None) -> bool:
+    return sum(len(t or "") for t in texts) <= EXPRESS_CHARS
+
+
+def _cached(key: tuple, compute: Callable[[], Any], doing: str | None = None, small: bool = False) -> Any:
+    """`compute()` once per key for the whole server, inside the admission limit (`small`: one pass over a
+    short input, which may take the express lane). While this session waits, a note on the page says for what
+    (its place in the line, or another session's run of the same input) and is redrawn every second, so the
+    page is never frozen and a closed tab leaves the line at once."""
     # A hit (most page runs: every slider move, every student after the first) starts no spinner: Streamlit
     # starts a timer thread for each one, which was a tenth of the server's time in a crowd.
     hit, value = server.results().peek(key)
@@ -78,20 +86,20 @@ def _cached(key: tuple, compute: Callable[[], Any], doing: str | None = None) ->
 
     try:
         if doing is None:
-            return _get(key, run, queued, say)
+            return _get(key, run, queued, say, small)
         with st.spinner(doing):
-            return _get(key, run, queued, say)
+            return _get(key, run, queued, say, small)
     finally:
         if note is not None:
             note.empty()
 
 
-def _get(key, run, queued, say):
+def _get(key, run, queued, say, small=False):
     admission = server.admission()
     return server.results().get(
         key,
         run,
-        admitted=lambda since: admission.slot(queued, since=since),
+        admitted=lambda since: admission.slot(queued, since=since, small=small),
         waiting=lambda: say("Another session is running the model on this same input; using its result…"),
     )
 
@@ -99,7 +107,10 @@ def _get(key, run, queued, say):
 def analyze(active: ActiveModel, text: str, pair: str | None = None) -> bert_core.Analysis:
     """The cached analysis of (model, text, pair); raises bert_core.InputError for unusable text."""
     return _cached(
-        ("analysis", active.key, text, pair), lambda: active.model.analyze(text, pair), "Running the model…"
+        ("analysis", active.key, text, pair),
+        lambda: active.model.analyze(text, pair),
+        "Running the model…",
+        small=_short(text, pair),
     )
 
 
@@ -112,6 +123,7 @@ def predict_masks(
         ("masks", active.key, text, pair),
         lambda: active.model.predict_masks(text, pair, top_k=MAX_TOP_K),
         "Predicting…",
+        small=_short(text, pair),
     )
     k = max(1, int(top_k))
     return [
@@ -122,7 +134,7 @@ def predict_masks(
 
 def sentence_order(active: ActiveModel, a: str, b: str) -> float:
     """P(A then B is the original order); only for a model whose `info.heads` has "sop"."""
-    return _cached(("sop", active.key, a, b), lambda: active.model.sentence_order(a, b))
+    return _cached(("sop", active.key, a, b), lambda: active.model.sentence_order(a, b), small=_short(a, b))
 
 
 def replaced_tokens(active: ActiveModel, text: str, pair: str | None = None) -> list[tuple[str, float]]:
@@ -131,12 +143,13 @@ def replaced_tokens(active: ActiveModel, text: str, pair: str | None = None) -> 
         ("replaced", active.key, text, pair),
         lambda: active.model.replaced_tokens(text, pair),
         "Running the discriminator…",
+        small=_short(text, pair),
     )
 
 
 def next_sentence(active: ActiveModel, a: str, b: str) -> float:
     """P(IsNext) of the pair; only for a model whose `info.has_nsp_head` (the core raises otherwise)."""
-    return _cached(("nsp", active.key, a, b), lambda: active.model.next_sentence(a, b))
+    return _cached(("nsp", active.key, a, b), lambda: active.model.next_sentence(a, b), small=_short(a, b))
 
 
 def mlm_scores(

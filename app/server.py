@@ -34,6 +34,9 @@ import streamlit as st
 ENV_MAX_FORWARDS = (
     "BERTSCOPE_MAX_FORWARDS"  # forward passes run at once, server-wide (default: cores // 2, >= 1)
 )
+ENV_EXPRESS = (
+    "BERTSCOPE_EXPRESS_FORWARDS"  # passes on short inputs that may run beside those (default 1; 0 = none)
+)
 ENV_CACHE_MB = "BERTSCOPE_CACHE_MB"  # bytes of cached results, server-wide (default 1500 MB: see below)
 ENV_LOG = "BERTSCOPE_LOG"  # "info": one stderr line per computation that runs, with its wait and duration
 # A 4 GB server with bert-base: ~0.5 GB of weights, ~0.3 GB of Python, torch and Streamlit, one 512-token
@@ -81,7 +84,10 @@ def ordinal(n: int) -> str:
 
 
 class Admission:
-    """At most `limit` forward passes at once; the rest wait in a first-come, first-served line.
+    """At most `limit` forward passes at once; the rest wait in a first-come, first-served line. Besides,
+    `express` passes on short inputs (`slot(small=True)`) may run beside them in a lane of their own, so that
+    a room following the lecturer's sentence is not queued behind the 512-token paragraphs some students
+    paste: a short pass takes a fraction of a long one's time, so the long ones lose little.
 
     `slot(waiting)` calls `waiting(place)` on the waiting thread (place 1 = next in line) when it starts to wait
     and every WAIT_POLL_S after; whatever `waiting` raises (Streamlit's StopException when the session was
@@ -91,20 +97,23 @@ class Admission:
     slot becomes a message for the page (bert_core.InputError), not an exception that ends the session's script.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, express: int = 1) -> None:
         if limit < 1:
             raise ValueError(f"{ENV_MAX_FORWARDS} must be at least 1, not {limit}")
         self.limit = limit
+        self.express = max(0, express)
         self._cond = threading.Condition()
         self._running = 0
+        self._express_running = 0
         # Waiting tickets, (arrival time, draw number), kept sorted: the head is the next to run.
         self._line: list[tuple[float, int]] = []
+        self._small: set[tuple[float, int]] = set()  # the tickets that may take the express lane
         self._tickets = itertools.count()
 
     @property
     def running(self) -> int:
         with self._cond:
-            return self._running
+            return self._running + self._express_running
 
     @property
     def queued(self) -> int:
@@ -118,24 +127,42 @@ class Admission:
 
     @contextlib.contextmanager
     def slot(
-        self, waiting: Callable[[int], None] | None = None, since: float | None = None
+        self, waiting: Callable[[int], None] | None = None, since: float | None = None, small: bool = False
     ) -> Iterator[None]:
         ticket = (time.monotonic() if since is None else since, next(self._tickets))
+        lane = ""
+
+        def first_small() -> tuple[float, int] | None:
+            return next((t for t in self._line if t in self._small), None)
 
         def my_turn() -> bool:
-            return self._running < self.limit and self._line[0] == ticket
+            # caller holds the lock; sets `lane` to the one this ticket may take now
+            nonlocal lane
+            if small and self._express_running < self.express and first_small() == ticket:
+                lane = "express"  # first, so that the main lane stays free for a long input
+            elif self._running < self.limit and self._line[0] == ticket:
+                lane = "main"
+            return bool(lane)
+
+        def place() -> int:
+            overall = self._line.index(ticket) + 1
+            if not small or not self.express:
+                return overall
+            return min(overall, [t for t in self._line if t in self._small].index(ticket) + 1)
 
         with self._cond:
             bisect.insort(self._line, ticket)
+            if small:
+                self._small.add(ticket)
             if self._line[-1] != ticket:  # queued ahead of some: they are told their new place now
                 self._cond.notify_all()
             try:
                 while not my_turn():
                     if waiting is not None:
-                        place = self._line.index(ticket) + 1
+                        told = place()
                         self._cond.release()  # told outside the lock: drawing on a page may block or raise
                         try:
-                            waiting(place)
+                            waiting(told)
                         finally:
                             self._cond.acquire()
                         # A slot freed while the page was being told is taken now, not a poll interval later.
@@ -145,11 +172,16 @@ class Admission:
                     self._cond.wait(WAIT_POLL_S if waiting is not None else None)
             except BaseException:
                 self._line.remove(ticket)
+                self._small.discard(ticket)
                 self._cond.notify_all()
                 raise
-            self._line.pop(0)
-            self._running += 1
-            self._cond.notify_all()  # the next in line may also fit when limit > 1
+            self._line.remove(ticket)
+            self._small.discard(ticket)
+            if lane == "express":
+                self._express_running += 1
+            else:
+                self._running += 1
+            self._cond.notify_all()  # the next in line may also fit when limit > 1, or in the other lane
         out_of_memory = False
         try:
             yield
@@ -159,7 +191,10 @@ class Admission:
             out_of_memory = True
         finally:  # an exception, a stopped script or a dropped session all give the slot back
             with self._cond:
-                self._running -= 1
+                if lane == "express":
+                    self._express_running -= 1
+                else:
+                    self._running -= 1
                 self._cond.notify_all()
         if out_of_memory:
             message = _out_of_memory()
@@ -359,7 +394,7 @@ def _describe(key: Hashable) -> str:
 
 @st.cache_resource(show_spinner=False)
 def admission() -> Admission:
-    return Admission(_env_int(ENV_MAX_FORWARDS, max(1, cores() // 2), 1))
+    return Admission(_env_int(ENV_MAX_FORWARDS, max(1, cores() // 2), 1), express=_env_int(ENV_EXPRESS, 1, 0))
 
 
 @st.cache_resource(show_spinner=False)

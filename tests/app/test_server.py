@@ -283,6 +283,71 @@ def test_a_session_stopped_while_queued_leaves_its_computation_to_those_waiting_
     assert gate.running == 0 and gate.queued == 0
 
 
+def test_short_inputs_run_beside_a_long_one_in_the_express_lane_one_at_a_time(monkeypatch):
+    """A long pass holds the one main slot and another long one waits for it; a short input does not queue
+    behind them: it runs at once in the express lane. A second short one waits for that lane only (and is told
+    it is next), and the long ones keep their order."""
+    monkeypatch.setattr(server, "WAIT_POLL_S", 0.05)
+    gate = server.Admission(1, express=1)
+    order, places = [], {"long": [], "short 2": []}
+    finish = {name: threading.Event() for name in ("short 1", "short 2")}
+
+    def request(name, small):
+        def run():
+            with gate.slot(lambda place: places.setdefault(name, []).append(place), small=small):
+                order.append(name)
+                if name in finish:
+                    finish[name].wait(10)
+
+        return run
+
+    threads, release = holding(gate)
+    threads += run_threads([request("long", False)])
+    wait_until(lambda: places["long"])
+    threads += run_threads([request("short 1", True)])
+    wait_until(lambda: order == ["short 1"])  # at once, past the long one waiting
+    assert gate.running == 2 and gate.queued == 1
+    threads += run_threads([request("short 2", True)])
+    wait_until(lambda: places["short 2"])
+    assert places["short 2"][0] == 1 and gate.running == 2  # next for the express lane, not third in line
+    finish["short 1"].set()
+    wait_until(lambda: order == ["short 1", "short 2"])
+    assert "long" not in order  # still waiting for the main slot
+    finish["short 2"].set()
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert order == ["short 1", "short 2", "long"] and gate.running == 0 and gate.queued == 0
+
+
+def test_a_short_input_takes_the_main_slot_when_the_express_lane_is_busy_and_none_without_a_lane():
+    gate = server.Admission(1, express=1)
+    inside = []
+    with gate.slot(small=True):  # the express lane first, keeping the main slot for a long input
+        assert gate.running == 1
+
+        def second():  # the main slot is free and this one is first in line: it takes it
+            with gate.slot(small=True):
+                inside.append(gate.running)
+
+        for t in run_threads([second]):
+            t.join(5)
+    assert inside == [2]
+    closed = server.Admission(1, express=0)
+    threads, release = holding(closed)
+    got = []
+
+    def short():
+        with closed.slot(small=True):
+            got.append(1)
+
+    threads += run_threads([short])
+    time.sleep(0.2)
+    assert not got and closed.queued == 1  # no express lane: it waits its turn
+    release.set()
+    wait_until(lambda: got == [1])
+
+
 def test_a_request_queued_with_an_earlier_arrival_goes_ahead_and_those_behind_are_told(monkeypatch):
     monkeypatch.setattr(server, "WAIT_POLL_S", 30.0)  # a long poll: the new place must be told on the insert
     gate = server.Admission(1)
@@ -497,6 +562,7 @@ def test_concurrent_identical_requests_run_one_forward_pass(fresh, tiny_model, m
 
 def test_distinct_requests_queue_for_the_one_slot_and_a_waiter_sees_its_place(fresh, tiny_model, monkeypatch):
     monkeypatch.setenv(server.ENV_MAX_FORWARDS, "1")
+    monkeypatch.setenv(server.ENV_EXPRESS, "0")  # short texts, all in the one line
     running, peak = [0], [0]
     lock = threading.Lock()
     real = tiny_model.analyze
@@ -568,3 +634,37 @@ def test_an_out_of_memory_forward_is_an_inline_message_and_the_server_carries_on
     failing["on"] = False  # memory is back: the same input is tried again, not a remembered failure
     at.run()
     assert not at.exception and not at.error and at.get("plotly_chart")
+
+
+def test_the_lecturers_sentence_is_not_queued_behind_a_pasted_paragraph(fresh, tiny_model, monkeypatch):
+    """A long paste holds the one slot; the short sentence the room is following is analysed at once beside it
+    (the express lane), and its page never shows a place in the line."""
+    monkeypatch.setenv(server.ENV_MAX_FORWARDS, "1")
+    real = tiny_model.analyze
+    inside, finish = threading.Event(), threading.Event()
+
+    def slow_for_long_texts(text, *args, **kwargs):
+        if len(text) > cache.EXPRESS_CHARS:
+            inside.set()
+            finish.wait(10)
+        return real(text, *args, **kwargs)
+
+    said = []
+
+    class Note:
+        def info(self, message, icon=None):
+            said.append(message)
+
+        def empty(self):
+            pass
+
+    monkeypatch.setattr(tiny_model, "analyze", slow_for_long_texts)
+    monkeypatch.setattr(st, "empty", Note)
+    paragraph = "the bank of the river " * 20
+    threads = run_threads([lambda: cache.analyze(active(tiny_model), paragraph)])
+    inside.wait(10)
+    assert cache.analyze(active(tiny_model), "the man went to the bank").tokens[0] == "[CLS]"
+    assert not said and server.admission().running == 1  # not queued; the paragraph still running
+    finish.set()
+    for t in threads:
+        t.join(10)
