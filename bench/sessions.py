@@ -415,16 +415,18 @@ def main() -> None:
         try:
             for name in args.scenario:
                 result = rows[name] = scenario(name, REPO, name)
+                if name == "c":
+                    report_c(result, long_n, n)
                 if other is not None:
                     then = scenario(name, other, f"{name}@{args.against[:7]}")
+                    if name == "c":
+                        report_c(then, long_n, n)
                     now_p95, then_p95 = p95(done_times(result)), p95(done_times(then))
                     print(
                         f"  {name} this tree / {args.against}: p95 {now_p95 / then_p95:.2f}, "
                         f"server CPU {result.server_cpu_s / then.server_cpu_s:.2f}",
                         flush=True,
                     )
-                if name == "c":
-                    report_c(result, long_n, n)
         finally:
             if other is not None:
                 subprocess.run(
