@@ -138,3 +138,36 @@ def current_inputs() -> Inputs:
     a, notes_a = prepare_text(st.session_state.get(KEY_TEXT_A), "Sentence A")
     b, notes_b = prepare_text(st.session_state.get(KEY_TEXT_B), "Sentence B")
     return Inputs(a, b, tuple(notes_a + notes_b))
+
+
+# -- chart clicks (on_select callbacks) -------------------------------------------------------------------
+# Module functions, given what they need as arguments (functools.partial): Streamlit keeps a chart's callback
+# for as long as the session shows it, and one defined in a page script would keep the page's analysis alive.
+
+
+def open_clicked_map(event_key: str, view_key: str, heatmap: str) -> None:
+    """The model view's click: open the clicked map (customdata = layer, head) as the heatmap."""
+    for point in (st.session_state.get(event_key) or {}).get("selection", {}).get("points", []):
+        data = point.get("customdata")
+        if data is not None and len(data) == 2:
+            st.session_state[KEY_LAYER] = int(data[0])
+            st.session_state[KEY_HEAD] = int(data[1])
+            st.session_state[view_key] = heatmap
+            return
+
+
+def focus_clicked_token(
+    event_key: str, focus_key: str, everything: str, from_options: list[str], to_options: list[str]
+) -> None:
+    """The head view's click (customdata = "from"/"to", position): isolate that token, or, clicked again,
+    bring every token back."""
+    for point in (st.session_state.get(event_key) or {}).get("selection", {}).get("points", []):
+        data = point.get("customdata")
+        if data is None or len(data) != 2 or data[0] not in ("from", "to"):
+            continue
+        options = from_options if data[0] == "from" else to_options
+        if 0 <= int(data[1]) < len(options):
+            chosen = options[int(data[1])]
+            same = st.session_state.get(focus_key) == chosen
+            st.session_state[focus_key] = everything if same else chosen
+            return

@@ -225,6 +225,16 @@ def grid_table(
     return pd.DataFrame(columns)
 
 
+def labelled_table(
+    matrix: np.ndarray, columns: Sequence[str], label: str, labels: Sequence, *, label_first: bool = False
+) -> pd.DataFrame:
+    """A (R, C) matrix as a table: a column per matrix column, named by `columns`, and one `label` column
+    naming each row (first or last)."""
+    frame = pd.DataFrame(np.asarray(matrix), columns=list(columns))
+    frame.insert(0 if label_first else frame.shape[1], label, list(labels))
+    return frame
+
+
 def replace_word(text: str, spans: Sequence[tuple[int, int, int]], word: int, replacement: str) -> str:
     """`text` with word `word` (an id from `word_text_spans`) replaced by `replacement`, everything else as
     typed: for the Replaced tokens helper, which swaps one word so the discriminator can catch it."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -75,6 +77,27 @@ def font_size() -> int:
     return LARGE_FONT if st.session_state.get(KEY_LARGE) else NORMAL_FONT
 
 
+def later(build: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> functools.partial:
+    """`build(*args, **kwargs)`, called only when the CSV is asked for (for tables too big to make on every
+    rerun). `build` must be a function of a module, not of a page script.
+
+    Why a partial and not a page's own function or lambda: Streamlit keeps a download's callable as long as the
+    session shows it, and a function defined in a page script keeps that page's whole namespace alive with it
+    (its analysis: ~170 MB for a 512-token text on bert-base), outside the cache's byte budget. So this holds
+    only its arguments, arrays copied out of any larger buffer they are views of."""
+
+    def own(value: Any) -> Any:
+        return np.array(value) if isinstance(value, np.ndarray) and value.base is not None else value
+
+    return functools.partial(build, *map(own, args), **{k: own(v) for k, v in kwargs.items()})
+
+
+def _of_a_page(fn: Callable | None) -> bool:
+    """Whether `fn` was defined in a page script (Streamlit runs every script as module `__main__`)."""
+    inner = fn.func if isinstance(fn, functools.partial) else fn
+    return getattr(inner, "__module__", None) == "__main__"
+
+
 def show_figure(
     fig: go.Figure,
     *,
@@ -84,7 +107,19 @@ def show_figure(
     on_select: Callable[[], None] | None = None,
     caption: str | None = None,
 ) -> None:
-    """Draw a figure with plotly's toolbar (PNG or SVG, per the sidebar option) and a CSV of its numbers."""
+    """Draw a figure with plotly's toolbar (PNG or SVG, per the sidebar option) and a CSV of its numbers.
+
+    `data` is a DataFrame, or `later(...)` for one made only when asked for; `on_select` a function of a module
+    or a partial of one. Streamlit keeps both for as long as the session shows the figure, so neither may be
+    defined in the page script: it would keep the page's analysis alive past the cache's budget (see `later`).
+    """
+    for name, fn in (("data", data), ("on_select", on_select)):
+        if callable(fn) and _of_a_page(fn):
+            raise TypeError(
+                f"show_figure({name}=...) was given a function defined in a page script, which would keep the "
+                "page's results alive for as long as the session shows the figure; pass ui.later(...) or a "
+                "partial of a module's function"
+            )
     fmt = st.session_state.get(KEY_IMAGE_FORMAT) or "png"
     config = {
         "displaylogo": False,

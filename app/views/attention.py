@@ -5,13 +5,14 @@ Changing the layer, head or an option re-slices the cached analysis; the model r
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 import bert_core
 from app import cache, charts, transforms, ui
-from app.inputs import KEY_HEAD, KEY_LAYER
+from app.inputs import KEY_HEAD, KEY_LAYER, focus_clicked_token, open_clicked_map
 
 HEATMAP, HEAD_VIEW, MODEL_VIEW = "Heatmap", "Head view", "Model view"
 HOVER_LABEL_LIMIT = 128  # above this many rows, heatmap cells carry no per-cell hover labels
@@ -39,18 +40,6 @@ def _clamp_state() -> None:
     head = st.session_state.get(KEY_HEAD)
     if head not in (None, "mean") and not (isinstance(head, int) and 1 <= head <= n_heads):
         st.session_state[KEY_HEAD] = "mean"
-
-
-def _open_from_model_view() -> None:
-    event = st.session_state.get("att_model_view")
-    points = (event or {}).get("selection", {}).get("points", [])
-    for point in points:
-        data = point.get("customdata")
-        if data is not None and len(data) == 2:
-            st.session_state[KEY_LAYER] = int(data[0])
-            st.session_state[KEY_HEAD] = int(data[1])
-            st.session_state["att_view"] = HEATMAP
-            return
 
 
 _clamp_state()
@@ -174,24 +163,23 @@ if view == MODEL_VIEW:
             f"{names[a]} … {names[b - 1]} ({a}–{b - 1})" for a, b in zip(edges[:-1], edges[1:], strict=True)
         ]
 
-    def model_view_table() -> pd.DataFrame:
-        return transforms.grid_table(
-            pooled,
-            [
-                [("layer", range(1, n_layers + 1))],
-                [("head", range(1, n_heads + 1))],
-                [("from", block_names(row_names, pooled.shape[-2]))],
-                [("to", block_names(col_names, pooled.shape[-1]))],
-            ],
-            "weight",
-        )
-
+    model_view_table = ui.later(
+        transforms.grid_table,
+        pooled,
+        [
+            [("layer", range(1, n_layers + 1))],
+            [("head", range(1, n_heads + 1))],
+            [("from", block_names(row_names, pooled.shape[-2]))],
+            [("to", block_names(col_names, pooled.shape[-1]))],
+        ],
+        "weight",
+    )
     ui.show_figure(
         fig,
         key="att_model_view",
         data=model_view_table,
         filename="attention_all_heads",
-        on_select=_open_from_model_view,
+        on_select=functools.partial(open_clicked_map, "att_model_view", "att_view", HEATMAP),
         caption=caption,
     )
     for note in notes:
@@ -206,10 +194,7 @@ matrix = transform(matrix)  # (R, C)
 # The CSV's token columns: positions on this view's axes, and the names shown there.
 from_axis = [("from_index", rows), ("from", row_names)]
 to_axis = [("to_index", cols), ("to", col_names)]
-
-
-def table() -> pd.DataFrame:
-    return transforms.grid_table(matrix, [from_axis, to_axis], "weight")
+table = ui.later(transforms.grid_table, matrix, [from_axis, to_axis], "weight")
 
 
 slug = f"attention_L{layer}_{'mean' if head == 'mean' else f'H{head}'}"
@@ -241,20 +226,6 @@ else:
     focus_options = [ALL_TOKENS, *from_options, *to_options]
     if st.session_state.get("att_focus") not in focus_options:
         st.session_state["att_focus"] = ALL_TOKENS  # the tokens changed under a stale choice
-
-    def _focus_from_click() -> None:
-        event = st.session_state.get("att_head_view")
-        for point in (event or {}).get("selection", {}).get("points", []):
-            data = point.get("customdata")
-            if data is None or len(data) != 2 or data[0] not in ("from", "to"):
-                continue
-            options = from_options if data[0] == "from" else to_options
-            if 0 <= int(data[1]) < len(options):
-                chosen = options[int(data[1])]
-                # A second click on the isolated token brings every token back.
-                same = st.session_state.get("att_focus") == chosen
-                st.session_state["att_focus"] = ALL_TOKENS if same else chosen
-                return
 
     f1, f2 = st.columns([3, 2])
     focus_label = f1.selectbox(
@@ -324,15 +295,18 @@ else:
             f"(≥ 0.02){' per head' if all_heads else ''} are drawn; isolate a token to see all of its links."
         )
 
-    def heads_table() -> pd.DataFrame:
-        return transforms.grid_table(weights, [[("head", shown_heads)], from_axis, to_axis], "weight")
-
+    if all_heads:
+        table = ui.later(
+            transforms.grid_table, weights, [[("head", shown_heads)], from_axis, to_axis], "weight"
+        )
     ui.show_figure(
         fig,
         key="att_head_view",
-        data=heads_table if all_heads else table,
+        data=table,
         filename=f"attention_L{layer}_all_heads" if all_heads else slug,
-        on_select=_focus_from_click,
+        on_select=functools.partial(
+            focus_clicked_token, "att_head_view", "att_focus", ALL_TOKENS, from_options, to_options
+        ),
         caption=caption,
     )
 for note in notes:

@@ -94,7 +94,7 @@ for (name, active), column in zip(sides, columns, strict=True):
         ui.show_figure(
             fig,
             key=f"cmp_attention_{name}",
-            data=lambda m=matrix, t=result.tokens: pd.DataFrame(m, columns=t).assign(token=t),
+            data=ui.later(transforms.labelled_table, matrix, result.tokens, "token", result.tokens),
             filename=f"attention_{name}",
         )
 

@@ -85,12 +85,14 @@ fig = charts.vector_strips(
 )
 
 
-def component_table() -> pd.DataFrame:
-    frame = pd.DataFrame(matrix, columns=[f"d{d}" for d in range(hidden)])
-    frame.insert(0, "token", result.tokens)
-    return frame
-
-
+component_table = ui.later(
+    transforms.labelled_table,
+    matrix,
+    [f"d{d}" for d in range(hidden)],
+    "token",
+    result.tokens,
+    label_first=True,
+)
 ui.show_figure(fig, key="emb_heatmap", data=component_table, filename=f"embedding_{component}")
 
 norms = {name: np.linalg.norm(component_matrix(name), axis=1) for name in COMPONENTS}
@@ -150,7 +152,7 @@ pos_fig = charts.heatmap(
 ui.show_figure(
     pos_fig,
     key="emb_positions_sim",
-    data=lambda: pd.DataFrame(sims, columns=pos_labels).assign(position=range(count)),
+    data=ui.later(transforms.labelled_table, sims, pos_labels, "position", range(count)),
     filename="position_similarity",
     caption="Nearby positions have similar vectors in a trained model: the band along the diagonal.",
 )

@@ -226,13 +226,12 @@ with m1:
     # half-width chart on a 1280 px projector.
     fig.update_traces(texttemplate="%{z:.2f}", textfont={"size": fs if not large else round(fs * 0.8)})
 
-    def matrix_table() -> pd.DataFrame:
-        return transforms.grid_table(
-            sims,
-            [[("layer", range(n_layers + 1))], [("sentence_i", names)], [("sentence_j", names)]],
-            "cosine",
-        )
-
+    matrix_table = ui.later(
+        transforms.grid_table,
+        sims,
+        [[("layer", range(n_layers + 1))], [("sentence_i", names)], [("sentence_j", names)]],
+        "cosine",
+    )
     ui.show_figure(
         fig,
         key="senses_matrix",

@@ -212,3 +212,47 @@ def test_the_view_options_are_in_the_link(make_app):
     assert at.toggle(key="att_hide_special").value is True
     assert at.radio(key="att_direction").value == "A→B"
     # (AppTest does not write widget values back to its query parameters: the browser test checks that.)
+
+
+@pytest.mark.parametrize("view", ["Heatmap", "Head view", "Model view"])
+def test_a_session_showing_the_page_does_not_keep_its_analysis_past_the_cache(make_app, view):
+    """Streamlit keeps a page's CSV download and chart-click callables for as long as the session shows the
+    page. Once the cache drops an analysis, nothing the page left behind may keep it alive: on a shared
+    server, every open tab would otherwise hold its own analysis (~170 MB at 512 tokens on bert-base)
+    outside the byte budget. (AppTest keeps the chart-click callbacks but not the deferred downloads, which a
+    real server keeps too: `show_figure` refuses page-defined callables for those, tested below, and
+    bench/sessions.py --client ws shows the server's memory.)"""
+    import gc
+    import weakref
+
+    from app import server
+
+    text = "the river bank was quiet and the bank of the town was closed"
+    at = make_app(PAGE, a=text, att_view=view)
+    assert not at.exception and at.get("plotly_chart")
+    results = server.results()
+    kept = [value for key, (value, _) in list(results._items.items()) if key[0] == "analysis" and text in key]
+    assert len(kept) == 1
+    analysis = weakref.ref(kept[0])
+    del kept
+    with results._lock:  # the cache lets it go, as it would to stay within its budget
+        results._items.clear()
+        results.total = 0
+    gc.collect()
+    assert analysis() is None
+    assert at.session_state["att_view"] == view  # the session is still there, showing the page
+
+
+def test_show_figure_refuses_a_callable_defined_in_a_page_script():
+    import plotly.graph_objects as go
+
+    from app import ui
+
+    def of_a_page():
+        return None
+
+    of_a_page.__module__ = "__main__"  # what Streamlit names every page script's module
+    with pytest.raises(TypeError, match="page script"):
+        ui.show_figure(go.Figure(), key="x", data=of_a_page)
+    with pytest.raises(TypeError, match="page script"):
+        ui.show_figure(go.Figure(), key="y", on_select=of_a_page)
