@@ -67,6 +67,11 @@ def run_app(argv: list[str]) -> int:
         "false",
         "--client.toolbarMode",
         "viewer",
+        # Streamlit forces a full garbage collection after every script run, holding the GIL: with torch
+        # loaded that was half the server's CPU in a room of sessions (bench/sessions.py, py-spy), every other
+        # session's page and websocket waiting on it. Python's own collector still runs as it allocates.
+        "--runner.postScriptGC",
+        "false",
     ]
     if args.port:
         flags += ["--server.port", str(args.port)]

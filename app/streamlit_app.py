@@ -179,22 +179,7 @@ def sidebar() -> None:
             )
 
 
-@st.cache_resource(show_spinner=False)
-def _settle_heap() -> bool:
-    """Once per process, on the first run: everything imported so far (torch, Streamlit, plotly, pandas:
-    ~370,000 objects) is moved out of the garbage collector's sight with `gc.freeze()`. Streamlit collects
-    garbage after every script run, which matters: a page's namespace is a reference cycle (its functions
-    point back at it) holding the page's analysis, ~170 MB for a 512-token text. Over the whole heap that
-    collection took ~170 ms, holding the GIL, half a crowded server's CPU; over what is left it takes ~1 ms."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
-    return True
-
-
 def main() -> None:
-    _settle_heap()
     # No page_icon: a Material icon as favicon is fetched from fonts.gstatic.com; the default is served locally.
     st.set_page_config(page_title="BERTScope", layout="wide")
     pages = [

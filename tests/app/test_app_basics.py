@@ -148,14 +148,3 @@ def test_the_app_never_imports_torch_itself():
             if isinstance(node, ast.ImportFrom) and node.level == 0:
                 names = [node.module or ""]
             assert not any(n.split(".")[0] == "torch" for n in names), f"{path.name} imports torch"
-
-
-def test_the_startup_heap_is_frozen_so_the_collection_after_each_run_is_cheap(make_app):
-    """Streamlit collects garbage after every run (a page's namespace is a reference cycle holding its
-    analysis); with torch, Streamlit and plotly imported that scanned ~370,000 objects per run unless they are
-    frozen first."""
-    import gc
-
-    gc.unfreeze()
-    make_app()
-    assert gc.get_freeze_count() > 50_000
