@@ -16,7 +16,7 @@ if str(APP_DIR.parent) not in sys.path:  # `streamlit run app/streamlit_app.py` 
 import streamlit as st  # noqa: E402
 
 import bert_core  # noqa: E402
-from app import inputs, models, transforms, ui  # noqa: E402
+from app import inputs, models, server, transforms, ui  # noqa: E402
 from app.registry import PAGES  # noqa: E402
 
 KEY_EXAMPLE = "example"
@@ -201,6 +201,8 @@ def main() -> None:
         import logging
 
         logging.getLogger("bertscope").exception("page failed")
+    finally:  # st.stop() included: the page's namespace, and its analysis, are garbage from here on
+        server.collector().after_run()
 
 
 main()

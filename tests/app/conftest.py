@@ -119,3 +119,13 @@ def make_checkpoint_without_mlm(directory):
     from tests.conftest import make_checkpoint
 
     return make_checkpoint(directory, "model")
+
+
+@pytest.fixture(autouse=True)
+def _unfreeze_heap():
+    """The app freezes the heap on its first collection (app/server.py, Collector); in this long-lived test
+    process that would keep every later test's leftovers from the collector, so each test ends unfrozen."""
+    import gc
+
+    yield
+    gc.unfreeze()

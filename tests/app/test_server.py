@@ -668,3 +668,38 @@ def test_the_lecturers_sentence_is_not_queued_behind_a_pasted_paragraph(fresh, t
     finish.set()
     for t in threads:
         t.join(10)
+
+
+def test_the_collector_frees_a_pages_namespace_cycle_and_runs_at_most_every_few_seconds():
+    """A page's namespace is a reference cycle holding its analysis: only a full collection frees it. The
+    collector runs one after a page run, at most every `every_s`, and freezes what is alive at its first one
+    so that later collections do not scan the whole imported heap again."""
+    import gc
+    import weakref
+
+    gc.unfreeze()
+    collector = server.Collector(every_s=60.0)
+
+    class Namespace(dict):  # weak-referenceable, like the big array a page's namespace holds
+        pass
+
+    def a_page_run():
+        namespace = Namespace(result=np.zeros(1000))
+        namespace["self"] = namespace  # the cycle: a page's functions point back at its globals
+        return weakref.ref(namespace)
+
+    was_enabled = gc.isenabled()
+    gc.disable()  # only the collector may collect in this test
+    try:
+        first = a_page_run()
+        assert first() is not None  # garbage, but in a cycle: still there
+        assert collector.after_run() is True and first() is None
+        assert gc.get_freeze_count() > 0  # what was alive then is out of later collections' way
+        second = a_page_run()
+        assert collector.after_run() is False and second() is not None  # within every_s: no second collection
+        collector.every_s = 0.0
+        assert collector.after_run() is True and second() is None
+    finally:
+        if was_enabled:
+            gc.enable()
+        gc.unfreeze()
