@@ -140,9 +140,15 @@ def current_inputs() -> Inputs:
     return Inputs(a, b, tuple(notes_a + notes_b))
 
 
-# -- chart clicks (on_select callbacks) -------------------------------------------------------------------
-# Module functions, given what they need as arguments (functools.partial): Streamlit keeps a chart's callback
-# for as long as the session shows it, and one defined in a page script would keep the page's analysis alive.
+# -- widget callbacks (buttons, chart clicks) ---------------------------------------------------------------
+# Module functions, given what they need as arguments (args=, functools.partial): Streamlit keeps a widget's
+# callback for as long as the session shows it, and one defined in a page script would keep the page's
+# namespace, its analysis included, alive with it.
+
+
+def bump(key: str) -> None:
+    """A button's callback: one more than the session's counter `key` (e.g. a seed to draw again with)."""
+    st.session_state[key] = int(st.session_state.get(key, 0)) + 1
 
 
 def open_clicked_map(event_key: str, view_key: str, heatmap: str) -> None:

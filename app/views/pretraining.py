@@ -9,6 +9,7 @@ import streamlit as st
 
 import bert_core
 from app import cache, transforms, ui
+from app.inputs import bump
 from bert_core.pretraining.corpus import generate_document
 from bert_core.pretraining.masking import (
     MaskAction,
@@ -28,10 +29,6 @@ def action_text(mask: str) -> dict[MaskAction, str]:
         MaskAction.RANDOM: "→ random token (10 %)",
         MaskAction.KEEP: "kept unchanged (10 %)",
     }
-
-
-def _redraw() -> None:
-    st.session_state[KEY_DRAW] = int(st.session_state.get(KEY_DRAW, 0)) + 1
 
 
 st.header("Pre-training")
@@ -55,7 +52,8 @@ if not info.has_mlm_head:
     st.stop()
 
 draw = int(st.session_state.setdefault(KEY_DRAW, 0))
-st.button("Re-draw the masking", key="pt_redraw", on_click=_redraw)
+# A module's function as the callback: Streamlit keeps it while the page is shown (see inputs.py).
+st.button("Re-draw the masking", key="pt_redraw", on_click=bump, args=(KEY_DRAW,))
 rng = np.random.default_rng([draw, 20])
 
 try:
