@@ -151,9 +151,14 @@ def bump(key: str) -> None:
     st.session_state[key] = int(st.session_state.get(key, 0)) + 1
 
 
+def _clicked_points(event_key: str) -> list[dict]:
+    """The points of a plotly chart's selection event, kept by Streamlit under the chart's key."""
+    return (st.session_state.get(event_key) or {}).get("selection", {}).get("points", [])
+
+
 def open_clicked_map(event_key: str, view_key: str, heatmap: str) -> None:
     """The model view's click: open the clicked map (customdata = layer, head) as the heatmap."""
-    for point in (st.session_state.get(event_key) or {}).get("selection", {}).get("points", []):
+    for point in _clicked_points(event_key):
         data = point.get("customdata")
         if data is not None and len(data) == 2:
             st.session_state[KEY_LAYER] = int(data[0])
@@ -167,7 +172,7 @@ def focus_clicked_token(
 ) -> None:
     """The head view's click (customdata = "from"/"to", position): isolate that token, or, clicked again,
     bring every token back."""
-    for point in (st.session_state.get(event_key) or {}).get("selection", {}).get("points", []):
+    for point in _clicked_points(event_key):
         data = point.get("customdata")
         if data is None or len(data) != 2 or data[0] not in ("from", "to"):
             continue
