@@ -1,5 +1,5 @@
-"""deploy/compose.yaml, read as data (Docker Compose itself cannot run here; docs/deploy.md says what was
-run): the pieces docs/deploy.md relies on are where it says they are."""
+"""deploy/compose.yaml, read as data (CI has no Docker engine; deploy/check_compose.py checks a running stack,
+and docs/deploy.md says where it was run): the pieces docs/deploy.md relies on are where it says they are."""
 
 from __future__ import annotations
 

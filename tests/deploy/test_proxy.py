@@ -10,6 +10,7 @@ served it. Needs the `caddy` binary (CI installs it: apt-get install caddy); BER
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import re
 import shutil
@@ -29,6 +30,17 @@ if os.environ.get("BERTSCOPE_SKIP_PROXY") == "1":
     pytest.skip("BERTSCOPE_SKIP_PROXY=1", allow_module_level=True)
 
 CADDYFILE = Path(__file__).resolve().parents[2] / "deploy" / "Caddyfile"
+
+
+def check_compose():
+    """deploy/check_compose.py, a script rather than a package module."""
+    path = CADDYFILE.with_name("check_compose.py")
+    spec = importlib.util.spec_from_file_location("check_compose", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 CHART = '[data-testid="stPlotlyChart"] .main-svg'
 
 
@@ -115,6 +127,8 @@ def test_two_replicas_behind_the_caddyfile_keep_each_browser_on_its_replica(tiny
         assert len(served) == 1
         home = served.pop()
         assert home in upstreams
+        # deploy/check_compose.py tells replicas apart by this cookie alone (no header in the real Caddyfile).
+        assert cookie[0]["value"] == check_compose().replica_cookie(home)
 
         # New browsers are spread over both replicas (the first pick is random: 20 all alike is 1 in 500,000).
         seen = set()
