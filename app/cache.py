@@ -297,27 +297,39 @@ def attribution(
 
 def _fingerprint(digest, value: Any) -> None:
     """Feed `value` to `digest` by what it is, never by object identity (pickle would write a label used for
-    both axes once, and two equal lists twice), so equal arguments always give the same key."""
+    both axes once, and two equal lists twice), so equal arguments always give the same key. Each kind opens
+    with a tag of its own and its length, so no two kinds (an array and a list of its items, a dict and a list
+    of its pairs, two tuple classes) can write the same bytes."""
     if isinstance(value, np.ndarray) and value.dtype.hasobject:  # its bytes would be pointers
-        _fingerprint(digest, ("o", value.shape, value.tolist()))
+        digest.update(f"O{value.shape}[".encode())
+        for item in value.ravel().tolist():
+            _fingerprint(digest, item)
+        digest.update(b"]")
     elif isinstance(value, np.ndarray):
-        digest.update(f"a{value.dtype.str}{value.shape}".encode())
+        # A structured dtype's .str is only its size (|V8): its fields tell two apart.
+        dtype = value.dtype.str if value.dtype.names is None else repr(value.dtype.descr)
+        digest.update(f"A{dtype}{value.shape}:".encode())
         digest.update(np.ascontiguousarray(value).tobytes())
     elif isinstance(value, (list, tuple)):
-        digest.update(f"{type(value).__name__[0]}{len(value)}(".encode())
+        kind = type(value)
+        digest.update(f"L{kind.__module__}.{kind.__qualname__}{len(value)}(".encode())
         for item in value:
             _fingerprint(digest, item)
         digest.update(b")")
     elif isinstance(value, dict):
-        _fingerprint(digest, ("d", sorted(value.items(), key=lambda kv: repr(kv[0]))))
+        digest.update(f"D{len(value)}{{".encode())
+        for key, item in sorted(value.items(), key=lambda kv: repr(kv[0])):
+            _fingerprint(digest, key)
+            _fingerprint(digest, item)
+        digest.update(b"}")
     elif isinstance(value, str):
         data = value.encode("utf-8", "surrogatepass")
-        digest.update(f"s{len(data)}:".encode() + data)
+        digest.update(f"S{len(data)}:".encode() + data)
     elif value is None or isinstance(value, (bool, int, float, np.generic)):
-        digest.update(f"{type(value).__name__}:{value!r};".encode())
+        digest.update(f"N{type(value).__name__}:{value!r};".encode())
     else:  # anything else a builder takes is pickled whole
         data = pickle.dumps(value, protocol=5)
-        digest.update(f"p{len(data)}:".encode() + data)
+        digest.update(f"P{len(data)}:".encode() + data)
 
 
 def figure(build: Callable[..., Any], *args, **kwargs) -> Any:

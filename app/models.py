@@ -6,6 +6,7 @@ The store is made once per process by `st.cache_resource`; nothing mutable lives
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import threading
@@ -53,20 +54,29 @@ def source_path(source: str) -> str:
     return str(DEMO_MODEL_DIR) if source == DEMO_SOURCE else source
 
 
+def _directory(text: str) -> Path | None:
+    """`text` as an existing directory (`~` expanded), or None; never raises for what a user may type."""
+    try:
+        path = Path(text).expanduser()
+        return path if path.is_dir() else None
+    except (OSError, ValueError, RuntimeError):  # a name too long, a NUL, `~nosuchuser`
+        return None
+
+
 def describe_source(source: str) -> str:
     if source == DEMO_SOURCE:
         return "bundled demo model (a small BERT shipped with BERTScope, not Google's bert-base)"
     if source in DEMO_TASKS:
         return f"the demo model fine-tuned here for {DEMO_TASKS[source]} (bundled)"
-    if Path(source).expanduser().is_dir():
+    if _directory(source) is not None:
         return f"local directory {source}"
     return f"hub model {source}"
 
 
 def model_key(source: str) -> str:
     """One cache key per checkpoint: local directories by absolute path, hub ids as typed."""
-    path = Path(source_path(source)).expanduser()
-    if path.is_dir():
+    path = _directory(source_path(source))
+    if path is not None:
         return str(path.resolve())
     return source.strip()
 
@@ -105,8 +115,11 @@ def _unsafe_source(source: str) -> str | None:
 
 def is_local_source(source: str) -> bool:
     """A directory (existing, or typed as a path) rather than a hub id."""
-    path = Path(source.strip()).expanduser()
-    return path.exists() or not bert_core.checkpoints.looks_like_hub_id(source.strip())
+    try:
+        exists = Path(source.strip()).expanduser().exists()
+    except (OSError, ValueError, RuntimeError):  # not a usable path, so not one that exists
+        exists = False
+    return exists or not bert_core.checkpoints.looks_like_hub_id(source.strip())
 
 
 def refusal(source: str) -> str | None:
@@ -124,7 +137,11 @@ def refusal(source: str) -> str | None:
         roots = model_roots()
         if roots is None:
             return None
-        path = Path(source).expanduser().resolve()
+        try:
+            path = Path(source).expanduser().resolve()
+        except (OSError, ValueError, RuntimeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            return f"{source[:80]!r} is not a usable path ({why})"
         if any(path == root or root in path.parents for root in roots):
             return None
         return (
@@ -219,6 +236,12 @@ class ModelStore:
         # `retry_held_s` passes (otherwise every rerun of theirs would re-read the checkpoint); sessions with
         # no copy are not held back by it, so one bad moment poisons nobody.
         self._held_retry: dict[str, tuple[float, str, tuple | None]] = {}
+        # An older copy a session still holds gets a number of its own for its results' key, never reused (an
+        # id() would be, once that copy is freed, and a later copy would find the first one's results).
+        self._old_copies: weakref.WeakKeyDictionary[bert_core.BertScopeModel, int] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._old_numbers = itertools.count(1)
 
     def loaded(self, key: str) -> bert_core.BertScopeModel | None:
         with self._lock:
@@ -281,7 +304,11 @@ class ModelStore:
             generation = self._generation.get(key, 1)
             current = self._models.get(key) or self._evicted.get(key)
         if current is not model:  # an older copy a session still holds
-            return f"{key} #old-{id(model)}"
+            with self._lock:
+                number = self._old_copies.get(model)
+                if number is None:
+                    number = self._old_copies[model] = next(self._old_numbers)
+            return f"{key} #old-{number}"
         return key if generation <= 1 else f"{key} #{generation}"
 
     def load(
@@ -357,8 +384,9 @@ class ModelStore:
 
 
 def model_key_of(cache_key: str) -> str:
-    """The checkpoint part of a loaded model's key (loaded_key adds the arithmetic)."""
-    return cache_key.removesuffix(" [exact]")
+    """The checkpoint part of a loaded model's key (loaded_key adds the arithmetic). Only a suffix loaded_key
+    added is taken off: a directory may itself be named "... [exact]"."""
+    return cache_key.removesuffix(" [exact]") if exact_arithmetic() else cache_key
 
 
 def directory_signature(key: str) -> tuple | None:
@@ -411,6 +439,13 @@ class ModelUnavailable(Exception):
         self.reason = reason
 
 
+def _without_home(message: str) -> str:
+    """A loader's message with the server's home directory written `~`: on a shared server the students see
+    it, and where the lecturer's account keeps its Hugging Face cache is not theirs to know."""
+    home = str(Path.home())
+    return message.replace(home + os.sep, "~" + os.sep) if len(home) > 1 else message
+
+
 def load_model(
     source: str, progress: Callable[[str], None] | None = None, held: ActiveModel | None = None
 ) -> ActiveModel:
@@ -432,13 +467,15 @@ def load_model(
             and store.changed_on_disk(loaded_key(source))
         ):
             key = model_key(source)
-            reason = store.recent_failure(key) or store.passing_failure(key) or "they no longer load"
+            reason = _without_home(
+                store.recent_failure(key) or store.passing_failure(key) or "they no longer load"
+            )
             return ActiveModel(
                 model, source, held.key, f"{source}: {reason}. This page keeps the copy it already had."
             )
         return ActiveModel(model, source, store.result_key(loaded_key(source), model))
     except bert_core.ModelLoadError as exc:
-        reason = str(exc)
+        reason = _without_home(str(exc))
         fallback_ok = (
             source == DEFAULT_HUB_MODEL
             and source == default_model_source()
@@ -450,12 +487,16 @@ def load_model(
     try:
         demo = store.load(DEMO_SOURCE, progress)
     except bert_core.ModelLoadError as exc:
-        raise ModelUnavailable(source, f"{reason}; the bundled demo model failed too: {exc}") from exc
+        raise ModelUnavailable(
+            source, f"{reason}; the bundled demo model failed too: {_without_home(str(exc))}"
+        ) from exc
     notice = (
         f"{source} can't be loaded here ({reason}). Showing the bundled demo model instead: a small BERT "
         "shipped with BERTScope, not Google's bert-base."
     )
-    return ActiveModel(demo, DEMO_SOURCE, loaded_key(DEMO_SOURCE), notice)
+    # The same key as @demo picked directly: after its directory is rewritten, the new weights' results.
+    demo_key = loaded_key(DEMO_SOURCE)
+    return ActiveModel(demo, DEMO_SOURCE, store.result_key(demo_key, demo), notice)
 
 
 def loadable_alternatives(failed: str) -> list[str]:
@@ -465,7 +506,7 @@ def loadable_alternatives(failed: str) -> list[str]:
         out.append(DEMO_SOURCE)
     out += cached_hub_models()
     env = os.environ.get(ENV_MODEL, "").strip()
-    if env and Path(env).expanduser().is_dir():
+    if env and _directory(env) is not None:
         out.append(env)
     return [o for o in dict.fromkeys(out) if o != failed]
 

@@ -403,9 +403,11 @@ class Collector:
     analysis, ~170 MB for a 512-token text on bert-base, so only a full collection frees it. Streamlit's own
     collection after every run (`runner.postScriptGC`, switched off by `bertscope`) scanned the whole heap
     each time, ~170 ms with the GIL held over the ~370,000 objects torch, Streamlit and plotly bring: half a
-    crowded server's CPU. Here the first collection, after the first page run (lazy imports done), freezes
-    what is alive then (`gc.freeze`), so later ones scan only what came after; and they are rate-limited, so
-    a burst of runs pays for one.
+    crowded server's CPU. Here the first collection made while no other page is running (lazy imports done by
+    then) freezes what is alive (`gc.freeze`), so later ones scan only what came after; and they are
+    rate-limited, so a burst of runs pays for one. Not while another page runs: its namespace would be frozen
+    with the rest and never freed, analysis and all, once that run ended. On a server that is never idle the
+    heap stays unfrozen and each collection costs the full scan, still at most one every `every_s`.
     """
 
     def __init__(self, every_s: float = 2.0) -> None:
@@ -413,16 +415,23 @@ class Collector:
         self._lock = threading.Lock()
         self._last = -float("inf")
         self._frozen = False
+        self._running = 0  # page runs between before_run and after_run
+
+    def before_run(self) -> None:
+        with self._lock:
+            self._running += 1
 
     def after_run(self) -> bool:
-        """Collect if the last collection is `every_s` old (True when this call collected)."""
+        """The end of a page run (each after its before_run): collect if the last collection is `every_s` old
+        (True when this call collected)."""
         with self._lock:
+            self._running = max(0, self._running - 1)
             now = time.monotonic()
             if now - self._last < self.every_s:
                 return False
             self._last = now
             gc.collect()
-            if not self._frozen:
+            if not self._frozen and self._running == 0:
                 gc.freeze()
                 self._frozen = True
             return True

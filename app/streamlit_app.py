@@ -189,6 +189,7 @@ def main() -> None:
     page = st.navigation(pages)
     sidebar()
     ui.large_text_style()
+    server.collector().before_run()
     try:
         page.run()
     except bert_core.BertScopeError as exc:

@@ -65,8 +65,13 @@ def resolve_source(
     if not isinstance(source, str) or not source.strip():
         raise ModelLoadError("no model given: pass a local directory or a hub id such as 'bert-base-uncased'")
     source = source.strip()
-    path = Path(source).expanduser()
-    if path.exists():
+    try:
+        path = Path(source).expanduser()
+        exists = path.exists()
+    except (OSError, ValueError, RuntimeError) as exc:  # a name too long, a NUL, `~nosuchuser`
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc  # not the whole path again
+        raise ModelLoadError(f"{source[:80]!r} is neither a usable path nor a hub id ({why})") from exc
+    if exists:
         if not path.is_dir():
             raise ModelLoadError(
                 f"{path} is a file; pass the directory that holds config.json and the weights"

@@ -90,6 +90,7 @@ def test_a_figure_is_built_once_for_every_session_asking_with_the_same_arguments
 
 
 def test_figure_keys_follow_values_not_objects():
+    import collections
     import hashlib
 
     import numpy as np
@@ -115,6 +116,15 @@ def test_figure_keys_follow_values_not_objects():
         key(1.0),
         key(True),
         key(None),
+        # Kinds that an encoding of one kind in terms of another could confuse:
+        key(np.zeros(1, dtype=[("a", "<i4"), ("b", "<i4")])),  # two structured dtypes of one size (|V8)
+        key(np.zeros(1, dtype=[("c", "<f8")])),
+        key(np.array(["a", None], dtype=object)),  # an object array and its items in a tuple
+        key(("o", (2,), ["a", None])),
+        key({"a": 1}),  # a dict and its pairs in a tuple
+        key(("d", [("a", 1)])),
+        key(collections.namedtuple("Pair", "x y")(1, 2)),  # two tuple classes of one initial
+        key(collections.namedtuple("Point", "x y")(1, 2)),
     ]
     assert len(set(different)) == len(different)
 

@@ -326,3 +326,113 @@ def test_the_sidebar_shows_the_loading_box_when_a_rewritten_directory_is_read_ag
     (served / "config.json").write_text(json.dumps(config))
     at.run()
     assert loading_boxes(at) == ["Model loaded"] and not at.exception  # read again, and it said so
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "/srv/" + "x" * 300,  # a path part longer than the file system allows: OSError from every stat
+        "~nosuchuser-bertscope/model",  # `~user` of no user: RuntimeError from expanduser
+        "~x\x00/y",  # a NUL: ValueError from every path call
+    ],
+)
+def test_a_model_name_no_path_call_can_take_is_an_error_message_not_a_crash(make_app, monkeypatch, typed):
+    """The model box is bound to the URL: a name the file system refuses must give the sidebar's message (and
+    a shared link with it must too), never a traceback with the server's paths."""
+    assert models.model_key(typed) == typed.strip()
+    assert models.describe_source(typed)
+    with pytest.raises(models.ModelUnavailable):
+        models.load_model(typed)
+    with pytest.raises(bert_core.ModelLoadError):
+        bert_core.load_pretrained(typed)
+    monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", "/srv/models")
+    assert models.refusal(typed)
+    at = make_app(model=typed)  # make_app asserts the run raised nothing
+    assert at.sidebar.error
+
+
+def test_the_demo_fallback_uses_the_rewritten_demo_models_results_key(tmp_path, tiny_checkpoint, monkeypatch):
+    """bert-base-uncased can't be had, so the demo model runs instead. When the demo directory is rewritten
+    (`bertscope pretrain --out assets/demo-model` saving a checkpoint), the fallback must use the new weights'
+    results key, the same as @demo picked by name, or it would be served the old weights' cached analyses."""
+    import json
+    import shutil
+
+    import streamlit as st
+
+    demo = tmp_path / "demo"
+    shutil.copytree(tiny_checkpoint, demo)
+    monkeypatch.setattr(models, "DEMO_MODEL_DIR", demo)
+    monkeypatch.delenv("BERTSCOPE_MODEL", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    st.cache_resource.clear()
+    try:
+        before = models.load_model(models.DEFAULT_HUB_MODEL)
+        assert before.source == models.DEMO_SOURCE and before.notice
+        assert before.key == models.load_model(models.DEMO_SOURCE).key
+        config = json.loads((demo / "config.json").read_text())
+        config["hidden_dropout_prob"] = 0.2  # new files, still a valid checkpoint
+        (demo / "config.json").write_text(json.dumps(config))
+        picked = models.load_model(models.DEMO_SOURCE)
+        assert picked.key != before.key
+        assert models.load_model(models.DEFAULT_HUB_MODEL).key == picked.key
+    finally:
+        st.cache_resource.clear()
+
+
+def test_a_directory_named_like_the_exact_mode_key_is_watched_as_itself(
+    tmp_path, tiny_checkpoint, monkeypatch
+):
+    import json
+    import shutil
+
+    monkeypatch.setenv("BERTSCOPE_EXACT", "0")
+    odd = tmp_path / "m [exact]"
+    shutil.copytree(tiny_checkpoint, odd)
+    (tmp_path / "m").mkdir()  # a neighbour that the suffix, taken off, would name
+    store = models.ModelStore()
+    store.load(str(odd))
+    key = models.loaded_key(str(odd))
+    assert not store.changed_on_disk(key)  # it was just read: nothing changed
+    config = json.loads((odd / "config.json").read_text())
+    config["hidden_dropout_prob"] = 0.2
+    (odd / "config.json").write_text(json.dumps(config))
+    assert store.changed_on_disk(key)
+
+
+def test_older_copies_never_share_a_results_key(tmp_path, tiny_checkpoint):
+    """Each older copy a session still holds gets its own key; a later copy must not get a freed one's (whose
+    cached results may still be in the cache), as an id() could once that copy is freed."""
+    import gc
+
+    store = models.ModelStore()
+    current = store.load(str(tiny_checkpoint))
+    key = models.loaded_key(str(tiny_checkpoint))
+    seen = set()
+    for _ in range(5):
+        old = bert_core.load_pretrained(str(tiny_checkpoint))  # not the store's: an older copy
+        tag = store.result_key(key, old)
+        assert tag != store.result_key(key, current) and tag == store.result_key(key, old)
+        seen.add(tag)
+        del old
+        gc.collect()
+    assert len(seen) == 5
+
+
+def test_load_messages_show_the_servers_home_as_a_tilde(monkeypatch):
+    """A hub id that can't be had names the local Hugging Face cache: on a shared server the students read
+    that message, and the lecturer's home directory is not theirs to see."""
+    from pathlib import Path
+
+    cache = Path.home() / ".cache" / "huggingface" / "hub"
+
+    def unreachable(source, **kwargs):
+        raise bert_core.ModelLoadError(f"cannot load {source!r}: not in the local cache ({cache})")
+
+    monkeypatch.setattr(bert_core, "load_pretrained", unreachable)
+    monkeypatch.setenv("BERTSCOPE_MODEL", "")
+    with pytest.raises(models.ModelUnavailable) as caught:
+        models.load_model("someone/not-cached")
+    assert str(Path.home()) not in caught.value.reason
+    assert "(~/.cache/huggingface/hub)" in caught.value.reason

@@ -691,14 +691,48 @@ def test_the_collector_frees_a_pages_namespace_cycle_and_runs_at_most_every_few_
     was_enabled = gc.isenabled()
     gc.disable()  # only the collector may collect in this test
     try:
+        collector.before_run()
         first = a_page_run()
         assert first() is not None  # garbage, but in a cycle: still there
         assert collector.after_run() is True and first() is None
         assert gc.get_freeze_count() > 0  # what was alive then is out of later collections' way
+        collector.before_run()
         second = a_page_run()
         assert collector.after_run() is False and second() is not None  # within every_s: no second collection
         collector.every_s = 0.0
+        collector.before_run()
         assert collector.after_run() is True and second() is None
+    finally:
+        if was_enabled:
+            gc.enable()
+        gc.unfreeze()
+
+
+def test_the_collector_does_not_freeze_a_page_still_running_in_another_session():
+    """Frozen objects are never collected: a page that is still running at the first collection (a room opening
+    the link at once) must not be frozen, or its namespace and analysis would outlive its run for good."""
+    import gc
+    import weakref
+
+    gc.unfreeze()
+    collector = server.Collector(every_s=0.0)
+
+    class Namespace(dict):
+        pass
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        collector.before_run()  # session 1's page, still running
+        running = Namespace(result=np.zeros(1000))
+        running["self"] = running
+        collector.before_run()  # session 2's page ends first
+        assert collector.after_run() is True
+        assert gc.get_freeze_count() == 0  # session 1's page is alive: nothing frozen yet
+        ended = weakref.ref(running)
+        del running  # session 1's page ends: its namespace is garbage now
+        assert collector.after_run() is True and ended() is None
+        assert gc.get_freeze_count() > 0  # no page running any more: the heap is frozen now
     finally:
         if was_enabled:
             gc.enable()
