@@ -194,6 +194,12 @@ def token_chips(
 # -- matrices -------------------------------------------------------------------------------------------
 
 
+def _numbered(k: int, name: str) -> str:
+    """A row or column label with its position, once: pages that number their labels ('3: bank',
+    ui.token_labels) are not numbered again."""
+    return name if name == str(k) or name.startswith(f"{k}: ") else f"{k}: {name}"
+
+
 def heatmap(
     matrix: np.ndarray,
     row_labels: Sequence[str],
@@ -207,8 +213,11 @@ def heatmap(
     value_name: str = "value",
     font_size: int = BASE_FONT,
     height: int | None = None,
+    width_px: int = 900,
 ) -> go.Figure:
     """A labelled (R, C) heatmap. Axes are numeric with tick text, so repeated tokens stay separate rows.
+    `width_px`: about how wide the chart is drawn (a half-width column: ~450), so column labels are thinned to
+    as many as fit.
 
     hover_cells=False drops the per-cell "row → column" hover labels (R*C strings) for large matrices; the
     hover then shows indices and the value.
@@ -227,17 +236,19 @@ def heatmap(
     )
     if hover_cells:
         # Positions too, so two rows of the same token ("the", "the") can be told apart.
-        trace.text = [[f"{i}: {rl[i]} → {j}: {cl[j]}" for j in range(c)] for i in range(r)]
+        rn = [_numbered(i, name) for i, name in enumerate(rl)]
+        cn = [_numbered(j, name) for j, name in enumerate(cl)]
+        trace.text = [[f"{rn[i]} → {cn[j]}" for j in range(c)] for i in range(r)]
         trace.hovertemplate = "%{text}<br>" + value_name + " %{z:.4f}<extra></extra>"
     else:
         trace.hovertemplate = "row %{y} → column %{x}<br>" + value_name + " %{z:.4f}<extra></extra>"
     fig = go.Figure(trace)
     if height is None:
         height = int(min(900, max(300, 120 + 18 * r * font_size / BASE_FONT)))
-    # As many labels as fit without running together: rows in the plot's height, columns (tilted) in a
-    # ~900 px width; about 64 each at the normal size, fewer as large text grows.
+    # As many labels as fit without running together: rows in the plot's height, columns (tilted) in
+    # `width_px`; about 64 each at the normal size in a full-width chart, fewer as large text grows.
     fit_r = max(4, int((height - 120) / (font_size * 0.9)))
-    fit_c = max(8, int(900 / font_size))
+    fit_c = max(8, int(width_px / font_size))
     every_r = max(1, int(np.ceil(r / fit_r)))
     every_c = max(1, int(np.ceil(c / fit_c)))
 
@@ -245,21 +256,22 @@ def heatmap(
         # Thinned labels carry their position: without it every n-th token reads like a sentence with gaps.
         if every == 1:
             return names
-        return [names[k] if names[k] == str(k) else f"{k}: {names[k]}" for k in range(0, len(names), every)]
+        return [_numbered(k, names[k]) for k in range(0, len(names), every)]
+
+    def axis(names: list[str], every: int, **text_only) -> dict:
+        if all(name == str(k) for k, name in enumerate(names)):
+            # Plain positions (a vector's dimensions): plotly picks as many as fit the chart's real width,
+            # which a page's column may make much narrower than the ~900 px assumed above.
+            return {}
+        return {
+            "tickmode": "array",
+            "tickvals": list(range(0, len(names), every)),
+            "ticktext": ticks(names, every),
+        } | text_only
 
     fig.update_layout(
-        xaxis={
-            "tickmode": "array",
-            "tickvals": list(range(0, c, every_c)),
-            "ticktext": ticks(cl, every_c),
-            "tickangle": -60,
-        },
-        yaxis={
-            "tickmode": "array",
-            "tickvals": list(range(0, r, every_r)),
-            "ticktext": ticks(rl, every_r),
-            "autorange": "reversed",
-        },
+        xaxis=axis(cl, every_c, tickangle=-60),
+        yaxis=axis(rl, every_r) | {"autorange": "reversed"},
     )
     return _layout(fig, title, height, font_size)
 
@@ -471,9 +483,12 @@ def model_view(
         for layer, row in enumerate(roles):
             for head, role in enumerate(row):
                 if role:
+                    # Inside its own map, on a light band at the map's bottom edge, growing up (the y axis is
+                    # reversed): written below the map, it sat on the next row's map and read as that one's.
                     fig.add_annotation(
                         x=head * cell_c + (tc - 1) / 2, y=layer * cell_r + tr - 0.5, text=label(role),
-                        showarrow=False, yanchor="top", font={"size": max(9, font_size - 3), "color": "#e4572e"},
+                        showarrow=False, yanchor="bottom", bgcolor="rgba(255,255,255,0.85)", borderpad=1,
+                        font={"size": max(9, font_size - 3), "color": "#e4572e"},
                     )  # fmt: skip
     if selected is not None:
         layer, head = selected
@@ -529,6 +544,13 @@ def bars(
     # Values always outside their bar, at the chart's text size: inside, plotly shrinks them to fit thin bars
     # (7 px), which nobody at the back of a room can read. The axis leaves room for them past range_max.
     outside = {"textposition": "outside", "textfont": {"size": font_size}, "cliponaxis": False}
+    # Without a fixed range, room for the values past both ends: plotly's own range ends at the longest bar,
+    # and a negative bar's value then sat on the token labels.
+    finite = np.asarray(values, dtype=np.float64)
+    finite = np.concatenate([[0.0], finite[np.isfinite(finite)]])
+    low, high = float(finite.min()), float(finite.max())
+    pad = 0.18 * (high - low)
+    padded = [low - pad if low < 0 else 0.0, high + pad] if pad > 0 else None
     if horizontal:
         trace = go.Bar(x=list(values), y=idx, orientation="h", text=text, marker_color=color, **outside)
         fig = go.Figure(trace)
@@ -536,6 +558,8 @@ def bars(
         if range_max:
             ticks = np.linspace(0, range_max, 6).round(6).tolist()
             xaxis |= {"range": [0, range_max * 1.18], "tickvals": ticks}
+        elif padded:
+            xaxis |= {"range": padded}
         fig.update_layout(
             yaxis={"tickmode": "array", "tickvals": idx, "ticktext": labels(names), "autorange": "reversed"},
             xaxis=xaxis,
@@ -545,7 +569,7 @@ def bars(
         fig = go.Figure(go.Bar(x=idx, y=list(values), text=text, marker_color=color, **outside))
         fig.update_layout(
             xaxis={"tickmode": "array", "tickvals": idx, "ticktext": labels(names), "tickangle": -60},
-            yaxis={"title": {"text": value_name}},
+            yaxis={"title": {"text": value_name}} | ({"range": padded} if padded else {}),
         )
         height = 360
     fig.data[0].hovertemplate = "%{text}<extra></extra>"

@@ -52,7 +52,21 @@ def start_value(key: str, value: object, valid: Callable[[object], bool] | None 
     text or a layer of another model. Page widgets keep their values across page visits with
     persist_state="session" (a lecturer's prepared sentences must survive a trip to the Attention page)."""
     if key not in st.session_state or (valid is not None and not valid(st.session_state[key])):
-        st.session_state[key] = value
+        st.session_state[key] = _linked_value(key, value, valid)
+
+
+def _linked_value(key: str, default: object, valid: Callable[[object], bool] | None) -> object:
+    """A widget's value from a shared link (`?key=...`, for widgets bound to the URL), read as the default's
+    type and checked like a kept value; the default when the link has none that fits. Without this, the
+    starting value set through session state would win over the link's."""
+    raw = st.query_params.get(key)
+    if raw is None or isinstance(default, bool):
+        return default
+    try:
+        linked = type(default)(raw) if isinstance(default, (int, float)) else raw
+    except ValueError:
+        return default
+    return linked if valid is None or valid(linked) else default
 
 
 # Large text beyond the charts: captions, explanations, warnings and widget labels in the main area, for the

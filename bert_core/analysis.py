@@ -387,7 +387,11 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         mask_id = self._mask_id()
         positions = [i for i, t in enumerate(enc.input_ids.tolist()) if t == mask_id]
         if not positions:
-            lost = " (the text was truncated and the [MASK] fell beyond the model's maximum length)"
+            # Said as a possibility: the encoding no longer knows whether the cut-off part had one.
+            lost = (
+                f" (the text was cut to the model's maximum length: a {self.tokenizer.mask_token} typed after "
+                "that point is not seen)"
+            )
             raise InputError(
                 f"no {self.tokenizer.mask_token} in the text: type {self.tokenizer.mask_token} where a word "
                 f"should be predicted" + (lost if enc.truncated else "")

@@ -63,7 +63,8 @@ for (name, active), column in zip(sides, columns, strict=True):
     with column:
         st.caption(card(active))
         given = texts[name]
-        result = ui.analysis_or_stop(active, given.text_a, given.text_b, stop=False, notes=False)
+        # Each side says whether it cut the text: the two models may read different lengths.
+        result = ui.analysis_or_stop(active, given.text_a, given.text_b, stop=False)
         if result is None:
             continue
         n_layers, n_heads = result.num_layers, result.num_heads
@@ -90,6 +91,7 @@ for (name, active), column in zip(sides, columns, strict=True):
             zmax=float(matrix.max()) or 1.0,
             value_name="attention",
             font_size=fs,
+            width_px=450,  # half the page
         )
         ui.show_figure(
             fig,

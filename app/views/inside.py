@@ -57,13 +57,21 @@ def layer_and_head(prefix: str, *, heads: bool = True) -> tuple[int, int | None]
     c1, c2 = st.columns(2)
     if n_layers > 1:
         ui.start_value(f"{prefix}_layer", n_layers, lambda v: isinstance(v, int) and 1 <= v <= n_layers)
-        layer = c1.slider("Layer", 1, n_layers, key=f"{prefix}_layer")
+        layer = c1.slider(
+            "Layer", 1, n_layers, key=f"{prefix}_layer", persist_state="session", bind="query-params"
+        )
     else:
         layer = 1
     head = None
     if heads:
         ui.start_value(f"{prefix}_head", 1, lambda v: isinstance(v, int) and 1 <= v <= n_heads)
-        head = c2.selectbox("Head", list(range(1, n_heads + 1)), key=f"{prefix}_head")
+        head = c2.selectbox(
+            "Head",
+            list(range(1, n_heads + 1)),
+            key=f"{prefix}_head",
+            persist_state="session",
+            bind="query-params",
+        )
     return layer - 1, None if head is None else head - 1
 
 
@@ -85,7 +93,12 @@ if view == "qk":
     layer, head = layer_and_head("qk")
     ui.start_value("qk_token", 0, lambda v: isinstance(v, int) and 0 <= v < len(labels))
     token = st.selectbox(
-        "Query token", list(range(len(labels))), format_func=labels.__getitem__, key="qk_token"
+        "Query token",
+        list(range(len(labels))),
+        format_func=labels.__getitem__,
+        key="qk_token",
+        persist_state="session",
+        bind="query-params",
     )
     try:
         d = cache.attention_details(active, inputs.text_a, inputs.text_b, layer)
@@ -349,7 +362,7 @@ elif view == "lens":
     )
     ui.start_value("lens_position", default, lambda v: isinstance(v, int) and 0 <= v < len(labels))
     position = st.selectbox("Position", list(range(len(labels))), format_func=labels.__getitem__,
-                            key="lens_position")  # fmt: skip
+                            key="lens_position", persist_state="session", bind="query-params")  # fmt: skip
     try:
         lens = cache.logit_lens(active, inputs.text_a, inputs.text_b, position)
     except bert_core.BertScopeError as exc:
@@ -365,14 +378,19 @@ elif view == "lens":
         }
     )
     st.dataframe(table, hide_index=True, key="lens_table")
+    rank_fig = charts.lines(
+        list(range(len(lens.final_token_rank))),
+        {f"rank of {style.display(lens.final_token)}": lens.final_token_rank},
+        title="Rank of the final answer by layer (1 = top)",
+        value_name="rank",
+        font_size=fs,
+    )
+    # Ranks are whole numbers from 1: no 0.5 or 1.5 ticks when every layer ranks it in the top few.
+    rank_fig.update_yaxes(
+        tick0=1, dtick=max(1, int(np.ceil(float(np.max(lens.final_token_rank)) / 8))), rangemode="tozero"
+    )
     ui.show_figure(
-        charts.lines(
-            list(range(len(lens.final_token_rank))),
-            {f"rank of {style.display(lens.final_token)}": lens.final_token_rank},
-            title="Rank of the final answer by layer (1 = top)",
-            value_name="rank",
-            font_size=fs,
-        ),  # fmt: skip
+        rank_fig,
         key="lens_rank",
         data=table,
         filename="logit_lens",
@@ -386,13 +404,15 @@ elif view == "hidden":
     traj = bert_core.layer_trajectory(result)
     layer_names = [f"layer {i}" for i in range(n_layers + 1)]
     pick = st.radio("Measure", ["norm", "cosine to previous layer", "cosine to last layer"], key="hidden_measure",
-                    horizontal=True)  # fmt: skip
+                    horizontal=True, persist_state="session", bind="query-params")  # fmt: skip
     values = {"norm": traj.norms, "cosine to previous layer": traj.cosine_to_previous,
               "cosine to last layer": traj.cosine_to_last}[pick]  # fmt: skip
     matrix_figure(np.nan_to_num(values), f"{pick} per token and layer", "hidden_trajectory", pick,
                   rows=layer_names, zmin=None)  # fmt: skip
     ui.start_value("hidden_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
-    layer = st.slider("PCA at layer", 0, n_layers, key="hidden_layer")
+    layer = st.slider(
+        "PCA at layer", 0, n_layers, key="hidden_layer", persist_state="session", bind="query-params"
+    )
     tokens_map = bert_core.token_pca(result, layer)
     points = tokens_map.coordinates
     names = [labels[i] for i in tokens_map.positions]

@@ -118,7 +118,9 @@ if batch is not None:
     numbers = [n + 1 for n in batch.used]
     vectors = np.stack([sentence_vector(r, kind) for r in batch.results])
     sims = transforms.cosine_matrix(vectors)
-    names = [f"{n}. {line[:40]}" for n, line in zip(numbers, lines, strict=True)]
+    names = [
+        f"{n}. {line if len(line) <= 40 else line[:39] + '…'}" for n, line in zip(numbers, lines, strict=True)
+    ]
     fig = charts.heatmap(
         sims,
         names,

@@ -89,14 +89,23 @@ def test_thinned_heatmap_ticks_carry_their_position():
     assert fig.layout.yaxis.ticktext[:2] == ("0: the", "4: the")
     dims = [str(i) for i in range(200)]
     fig = charts.heatmap(np.zeros((2, 200)), ["a", "b"], dims)
-    step = fig.layout.xaxis.tickvals[1]
-    assert step > 1 and fig.layout.xaxis.ticktext[:2] == ("0", str(step))  # numbers are not numbered twice
-    # large text shows fewer labels, so they do not run together
-    large = charts.heatmap(np.zeros((2, 200)), ["a", "b"], dims, font_size=22)
-    assert len(large.layout.xaxis.tickvals) < len(fig.layout.xaxis.tickvals)
-    few = charts.heatmap(np.zeros((64, 64)), dims[:64], dims[:64])
-    assert len(few.layout.yaxis.tickvals) == len(few.layout.xaxis.tickvals) == 64  # all 64 at normal size
+    # plain positions are left to plotly, which fits its ticks to the chart's real width (a narrow column too)
+    assert fig.layout.xaxis.tickmode is None and fig.layout.xaxis.tickvals is None
     assert fig.layout.yaxis.ticktext == ("a", "b")
+    # large text shows fewer labels, so they do not run together
+    words = [f"w{i}" for i in range(200)]
+    normal = charts.heatmap(np.zeros((2, 200)), ["a", "b"], words)
+    large = charts.heatmap(np.zeros((2, 200)), ["a", "b"], words, font_size=22)
+    assert len(large.layout.xaxis.tickvals) < len(normal.layout.xaxis.tickvals)
+    half = charts.heatmap(np.zeros((2, 200)), ["a", "b"], words, width_px=450)
+    assert len(half.layout.xaxis.tickvals) < len(normal.layout.xaxis.tickvals)  # a half-width column
+    few = charts.heatmap(np.zeros((64, 64)), words[:64], words[:64])
+    assert len(few.layout.yaxis.tickvals) == len(few.layout.xaxis.tickvals) == 64  # all 64 at normal size
+    # Labels a page already numbered (ui.token_labels) keep their one number, on the axis and in the hover.
+    numbered = [f"{i}: the" for i in range(200)]
+    fig = charts.heatmap(np.zeros((200, 200)), numbered, numbered)
+    assert fig.layout.yaxis.ticktext[:2] == ("0: the", "4: the")
+    assert fig.data[0].text[3][5] == "3: the → 5: the"
 
 
 def test_token_chips_have_no_empty_band_above_them():
@@ -164,6 +173,18 @@ def test_model_view_writes_each_heads_role_under_its_map():
     fig = charts.model_view(thumbs, roles=roles)
     assert sorted(a.text for a in fig.layout.annotations) == ["broad", "cls", "previous"]
     assert not charts.model_view(thumbs).layout.annotations
+    # Each label is drawn inside its own map: anchored on the map's bottom edge and growing upwards on screen
+    # (the y axis is reversed), so it can never sit on the map of the next layer.
+    maps = fig.data[0].z
+    rows = [i for i, r in enumerate(maps) if np.isfinite(np.asarray(r, dtype=float)).any()]
+    tr = 4
+    assert fig.layout.yaxis.autorange == "reversed"
+    for a in fig.layout.annotations:
+        layer = [r for r, row in enumerate(roles) if a.text in row][0]
+        head = roles[layer].index(a.text)
+        top, bottom = rows[layer * tr] - 0.5, rows[layer * tr + tr - 1] + 0.5
+        assert a.yanchor == "bottom" and a.y == bottom and top < a.y
+        assert head * (4 + 1) <= a.x <= head * (4 + 1) + 3
 
 
 def test_token_strip_wraps_into_rows_with_every_value_once():
@@ -175,3 +196,14 @@ def test_token_strip_wraps_into_rows_with_every_value_once():
     assert [t for row in fig.data[0].text for t in row][:11] == [f"t{i}" for i in range(11)]
     one_row = charts.replaced_strip(["a", "b"], [0.1, 0.9], title="x")
     assert np.asarray(one_row.data[0].z).shape == (1, 2)
+
+
+def test_bars_leave_room_for_the_values_past_both_ends():
+    """A negative bar's value is written past its end: without room on that side it sat on the labels."""
+    fig = charts.bars(["a", "b", "c"], [1.0, -3.0, 2.0])
+    low, high = fig.layout.xaxis.range
+    assert low < -3.0 and high > 2.0
+    assert charts.bars(["a", "b"], [0.2, 0.5]).layout.xaxis.range[0] == 0.0  # all positive: from zero
+    assert tuple(charts.bars(["a"], [0.3], range_max=1.0).layout.xaxis.range) == (0, 1.18)
+    vertical = charts.bars(["a", "b"], [-1.0, 1.0], horizontal=False)
+    assert vertical.layout.yaxis.range[0] < -1.0

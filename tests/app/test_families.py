@@ -128,6 +128,18 @@ def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
     )
 
 
+def test_compare_says_when_each_side_cut_a_long_text(family_dirs, monkeypatch, tiny_checkpoint):
+    long = " ".join(["the boat drifted toward the bank of the river"] * 40)  # no [MASK]
+    second = str(family_dirs["distilbert"])
+    at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", a=long, model2=second)
+    assert not at.exception
+    cut = [w.value for w in at.warning if "the end was cut off" in w.value]
+    assert len(cut) == 2  # one per side
+    said = " ".join(i.value for i in at.info).replace("\\", "")
+    assert "no [MASK] in the text" in said and "fell beyond" not in said
+    assert "typed after that point is not seen" in said  # a possibility, not a claim that one was typed
+
+
 def test_compare_reads_a_typed_mask_as_each_models_own(family_dirs, monkeypatch, tiny_checkpoint):
     text = "we sat on the [MASK] of the river"
     second = str(family_dirs["roberta"])

@@ -49,6 +49,8 @@ def test_pll_and_logit_lens_equal_the_core(make_app, tiny_model):
     lens = tiny_model.logit_lens(TEXT, 5)
     table = [t for t in at.dataframe if "top prediction" in t.value.columns][0].value
     assert list(table["top prediction"]) == [t[0] for t in lens.top_tokens]
+    rank_axis = figure(at, "lens_rank")["layout"]["yaxis"]
+    assert rank_axis["tick0"] == 1 and rank_axis["dtick"] >= 1  # whole ranks only
 
 
 def test_importance_without_a_mask_is_an_inline_message(make_app):
@@ -109,3 +111,22 @@ def test_core_ablated_predictions_are_the_head_on_the_ablated_hidden_state(tiny_
     assert guess.token_ids[0] == int(probs.argmax()) and guess.probabilities[0] == pytest.approx(
         float(probs.max()), abs=1e-5
     )
+
+
+def test_the_views_controls_survive_a_trip_to_another_page_and_view_and_come_from_the_link(make_app):
+    at = open_view(make_app, "qk", TEXT)
+    at.slider(key="qk_layer").set_value(1).run()
+    at.selectbox(key="qk_head").set_value(2).run()
+    at.selectbox(key="qk_token").set_value(3).run()
+    at.switch_page("views/attention.py").run()
+    at.switch_page(PAGE).run()
+    at.radio(key="inside_view").set_value("lens").run()
+    at.radio(key="inside_view").set_value("qk").run()
+    assert not at.exception
+    assert (at.slider(key="qk_layer").value, at.selectbox(key="qk_head").value) == (1, 2)
+    assert at.selectbox(key="qk_token").value == 3
+    # A shared link opens the same view (AppTest does not write widget values back to the URL; the query
+    # parameters here are what the browser's address bar would hold).
+    linked = make_app(PAGE, a=TEXT, inside_view="qk", qk_layer="1", qk_head="2", qk_token="3")
+    assert (linked.slider(key="qk_layer").value, linked.selectbox(key="qk_head").value) == (1, 2)
+    assert linked.selectbox(key="qk_token").value == 3
