@@ -73,6 +73,7 @@ component = st.radio(
     format_func=lambda c: COMPONENTS[c],
     key="emb_component",
     persist_state="session",
+    bind="query-params",
     horizontal=True,
 )
 matrix = component_matrix(component)  # (S, E) or (S, H)
@@ -119,6 +120,7 @@ if hasattr(active.model, "position_embedding_table"):
             max_p,
             key="emb_positions",
             persist_state="session",
+            bind="query-params",
             help="the first N positions",
         )
     else:  # a slider needs two values to choose from

@@ -259,7 +259,13 @@ elif view == "ablation":
         "one masked word, how much its log-probability drops when each head alone is off (Michel et al., 2019)."
     )
     choices = [f"{layer + 1}.{head + 1}" for layer in range(n_layers) for head in range(n_heads)]
-    off_names = st.multiselect("Heads to switch off (layer.head)", choices, key="ablation_heads")
+    off_names = st.multiselect(
+        "Heads to switch off (layer.head)",
+        choices,
+        key="ablation_heads",
+        persist_state="session",
+        bind="query-params",
+    )
     off = tuple(sorted((int(c.split(".")[0]) - 1, int(c.split(".")[1]) - 1) for c in off_names))
     if off:
         changed = cache.ablated(active, inputs.text_a, inputs.text_b, off)

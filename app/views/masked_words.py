@@ -62,6 +62,7 @@ else:
         choices,
         key="mask_words",
         persist_state="session",
+        bind="query-params",
         help=f"or type {spellings} into sentence A",
     )
     if not picked and not in_b:
@@ -79,7 +80,12 @@ else:
 
 ui.start_value("mask_topk", 5, lambda v: isinstance(v, int) and 1 <= v <= cache.MAX_TOP_K)
 top_k = st.number_input(
-    "Predictions per mask (top k)", 1, cache.MAX_TOP_K, key="mask_topk", persist_state="session"
+    "Predictions per mask (top k)",
+    1,
+    cache.MAX_TOP_K,
+    key="mask_topk",
+    persist_state="session",
+    bind="query-params",
 )
 try:
     predictions = cache.predict_masks(active, masked, inputs.text_b, int(top_k))

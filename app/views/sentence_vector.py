@@ -65,6 +65,7 @@ kind = st.radio(
     format_func=KIND_NAMES.get,  # unescaped, as the Attention toggle: a label shows <s> as written
     key="sv_kind",
     persist_state="session",
+    bind="query-params",
     horizontal=True,
 )
 
@@ -99,6 +100,7 @@ raw = st.text_area(
     "Sentences, one per line",
     key="sv_sentences",
     persist_state="session",
+    bind="query-params",
     height=150,
     help=f"At most {MAX_LINES} sentences of {MAX_LINE_CHARS:,} characters each are used.",
 )

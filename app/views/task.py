@@ -39,7 +39,9 @@ if info.task == "qa":
         st.info("Type the question as sentence A and the passage as sentence B in the sidebar.")
         st.stop()
     ui.start_value("task_top_k", 3, lambda v: isinstance(v, int) and 1 <= v <= 10)
-    top_k = st.slider("Answers to show", 1, 10, key="task_top_k")
+    top_k = st.slider(
+        "Answers to show", 1, 10, key="task_top_k", persist_state="session", bind="query-params"
+    )
     try:
         answers = cache.task_prediction(active, "answer", text, pair, top_k)
     except bert_core.BertScopeError as exc:
@@ -156,7 +158,15 @@ st.caption(
     "predicted score between a baseline (every word replaced by padding) and the input; gradient × input is "
     "the one-step version. Red pushed towards the prediction, blue against it."
 )
-method = st.radio("Method", list(METHODS), format_func=METHODS.get, key="task_method", horizontal=True)
+method = st.radio(
+    "Method",
+    list(METHODS),
+    format_func=METHODS.get,
+    key="task_method",
+    horizontal=True,
+    persist_state="session",
+    bind="query-params",
+)
 try:
     if info.task == "qa":
         explained = cache.attribution(active, text, pair, target="start", method=method)

@@ -54,6 +54,7 @@ raw = c1.text_area(
     "Sentences, one per line; end a line with | sense to group it (e.g. … | river)",
     key="senses_text",
     persist_state="session",
+    bind="query-params",
     height=200,
     help="The sense after | colours the points and decides which pairs count as same-sense. "
     f"At most {inputs.MAX_LINES} lines of {inputs.MAX_LINE_CHARS:,} characters each are used.",
@@ -62,6 +63,7 @@ typed_target = c2.text_input(
     "Target word",
     key="senses_word",
     persist_state="session",
+    bind="query-params",
     help="Whole words only ('banks' is not 'bank'). Spaces and punctuation around it are ignored.",
 )
 OCCURRENCE_CHOICES = {"first": "the first", "last": "the last", "each": "each one (a point each)"}
@@ -71,6 +73,7 @@ which = c2.radio(
     format_func=OCCURRENCE_CHOICES.get,
     key="senses_occurrence",
     persist_state="session",
+    bind="query-params",
     help="'Each one' puts every occurrence on the charts, e.g. two banks in one sentence. A point takes its "
     "line's sense label.",
 )
@@ -194,7 +197,9 @@ sense_names = list(dict.fromkeys(s or NO_SENSE for s in senses))
 sense_groups = [sense_names.index(s or NO_SENSE) for s in senses]
 
 ui.start_value("senses_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
-layer = st.slider("Layer (0 = embeddings)", 0, n_layers, key="senses_layer", persist_state="session")
+layer = st.slider(
+    "Layer (0 = embeddings)", 0, n_layers, key="senses_layer", persist_state="session", bind="query-params"
+)
 sims = np.stack(
     [transforms.cosine_matrix(vectors[:, layer_]) for layer_ in range(n_layers + 1)]
 )  # (L + 1, K, K)
@@ -203,6 +208,7 @@ stretch = st.toggle(
     "Stretch the colours to these values",
     key="senses_stretch",
     persist_state="session",
+    bind="query-params",
     help="Cosines of one word's vectors are often all between 0.5 and 1, which the full −1…1 scale paints "
     "the same blue. Stretched, the scale runs from the lowest cosine between two sentences at any layer to 1, "
     "so layers stay comparable.",

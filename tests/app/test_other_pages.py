@@ -288,3 +288,17 @@ def test_masked_words_keeps_a_choice_cleared_on_purpose(make_app):
     at.multiselect(key="mask_words").set_value([]).run()
     assert at.multiselect(key="mask_words").value == []
     assert any("Pick at least one word" in i.value for i in at.info)
+
+
+def test_each_pages_controls_come_from_a_shared_link(make_app):
+    """A lecturer's link reproduces the view on every page, not only the sentence (the browser writes the
+    values into the address bar; AppTest does not, so the query parameters here stand for what it holds)."""
+    at = make_app("views/word_senses.py", senses_layer="1", senses_occurrence="the last", senses_word="bank")
+    assert at.slider(key="senses_layer").value == 1
+    assert at.radio(key="senses_occurrence").value == "last"
+    at = make_app("views/masked_words.py", a="the man went to the bank", mask_topk="7")
+    assert at.number_input(key="mask_topk").value == 7
+    at = make_app("views/embeddings.py", emb_component="position embedding")
+    assert at.radio(key="emb_component").value == "position"
+    at = make_app("views/sentence_vector.py", sv_sentences="one line\nanother line")
+    assert at.text_area(key="sv_sentences").value == "one line\nanother line"
