@@ -214,8 +214,11 @@ def heatmap(
     font_size: int = BASE_FONT,
     height: int | None = None,
     width_px: int = 900,
+    numbered: bool = False,
 ) -> go.Figure:
     """A labelled (R, C) heatmap. Axes are numeric with tick text, so repeated tokens stay separate rows.
+    `numbered`: the labels already say where they are (a list page's "1. text"), so no position is added to
+    them; labels numbered as ui.token_labels does ("3: bank") are recognised without it.
     `width_px`: about how wide the chart is drawn (a half-width column: ~450), so column labels are thinned to
     as many as fit.
 
@@ -236,8 +239,8 @@ def heatmap(
     )
     if hover_cells:
         # Positions too, so two rows of the same token ("the", "the") can be told apart.
-        rn = [_numbered(i, name) for i, name in enumerate(rl)]
-        cn = [_numbered(j, name) for j, name in enumerate(cl)]
+        rn = rl if numbered else [_numbered(i, name) for i, name in enumerate(rl)]
+        cn = cl if numbered else [_numbered(j, name) for j, name in enumerate(cl)]
         trace.text = [[f"{rn[i]} → {cn[j]}" for j in range(c)] for i in range(r)]
         trace.hovertemplate = "%{text}<br>" + value_name + " %{z:.4f}<extra></extra>"
     else:
@@ -254,14 +257,15 @@ def heatmap(
 
     def ticks(names: list[str], every: int) -> list[str]:
         # Thinned labels carry their position: without it every n-th token reads like a sentence with gaps.
-        if every == 1:
-            return names
+        if every == 1 or numbered:
+            return names[::every]
         return [_numbered(k, names[k]) for k in range(0, len(names), every)]
 
     def axis(names: list[str], every: int, **text_only) -> dict:
-        if all(name == str(k) for k, name in enumerate(names)):
-            # Plain positions (a vector's dimensions): plotly picks as many as fit the chart's real width,
-            # which a page's column may make much narrower than the ~900 px assumed above.
+        if every > 1 and all(name == str(k) for k, name in enumerate(names)):
+            # Many plain positions (a vector's dimensions): plotly picks as many as fit the chart's real width,
+            # which a page's column may make much narrower than the ~900 px assumed above. (A few are all
+            # written: plotly's own choice for 2 to 5 could be 0.5 steps.)
             return {}
         return {
             "tickmode": "array",

@@ -431,7 +431,9 @@ class Collector:
                 return False
             self._last = now
             gc.collect()
-            if not self._frozen and self._running == 0:
+            # Nor while this run is ending with an exception (st.stop, st.rerun, st.switch_page raise one):
+            # its traceback still holds the page's frame and namespace, which would be frozen with the rest.
+            if not self._frozen and self._running == 0 and sys.exc_info()[1] is None:
                 gc.freeze()
                 self._frozen = True
             return True

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -46,27 +46,29 @@ def user_message(error: BaseException | str, *, text_name: str = "Sentence A") -
     return md_escape(message)
 
 
+T = TypeVar("T")
+
+
 def start_value(key: str, value: object, valid: Callable[[object], bool] | None = None) -> None:
     """Give widget `key` its starting value through session state (the widget then takes no value=, which
     would clash with a kept value), and replace a kept value that no longer fits, e.g. a word of an older
-    text or a layer of another model. Page widgets keep their values across page visits with
-    persist_state="session" (a lecturer's prepared sentences must survive a trip to the Attention page)."""
+    text or a layer of another model. For a widget that is not in the link; one bound to the URL takes its
+    start from `start` instead."""
     if key not in st.session_state or (valid is not None and not valid(st.session_state[key])):
-        st.session_state[key] = _linked_value(key, value, valid)
+        st.session_state[key] = value
 
 
-def _linked_value(key: str, default: object, valid: Callable[[object], bool] | None) -> object:
-    """A widget's value from a shared link (`?key=...`, for widgets bound to the URL), read as the default's
-    type and checked like a kept value; the default when the link has none that fits. Without this, the
-    starting value set through session state would win over the link's."""
-    raw = st.query_params.get(key)
-    if raw is None or isinstance(default, bool):
-        return default
-    try:
-        linked = type(default)(raw) if isinstance(default, (int, float)) else raw
-    except ValueError:
-        return default
-    return linked if valid is None or valid(linked) else default
+def start(key: str, value: T, valid: Callable[[object], bool] | None = None) -> T:
+    """The starting value for a widget bound to the URL, to pass as its own value= (index=, default=), and a
+    kept value that no longer fits (a layer of another model, a word of an older text) dropped, so the widget
+    starts over. Why not session state: Streamlit leaves a bound value out of the link when it equals the
+    widget's own default, so that default must be the page's starting value; a start set through session
+    state, with the widget's default left at its minimum, made a link to layer 1 (or 0, or top-1) open on
+    the starting value instead. Page widgets keep their values across page visits with
+    persist_state="session" (a lecturer's prepared sentences must survive a trip to the Attention page)."""
+    if key in st.session_state and valid is not None and not valid(st.session_state[key]):
+        del st.session_state[key]
+    return value
 
 
 # Large text beyond the charts: captions, explanations, warnings and widget labels in the main area, for the

@@ -10,8 +10,9 @@ What it checks, printing one line each and exiting non-zero at the first that fa
   3. a client with the cookie keeps reaching its replica (no new cookie in 10 requests);
   4. a browser page (Attention, the system Chromium through Playwright) draws its chart over the websocket
      the proxy passes through;
-  5. that browser's replica is stopped: the page comes back on another replica by itself (Streamlit reconnects,
-     the URL reruns the view), and plain requests with the old cookie fail for at most a few seconds;
+  5. that browser's replica is stopped: plain requests with the old cookie reach another replica within
+     seconds, and the open page (Streamlit reconnects by itself, through the proxy) keeps what it shows and
+     runs its next change (the layer slider) on the other replica, with no error;
   6. the replica is started again, and `--scale app=N+1` adds one: new clients reach every replica within
      seconds, without restarting the proxy;
   7. with --model /models/NAME: a page with that checkpoint from the shared read-only volume loads and draws.
@@ -35,6 +36,8 @@ import urllib.request
 
 COOKIE = "bertscope_replica"
 CHART = '[data-testid="stPlotlyChart"] .main-svg'
+# The app turns a page's exception into an error box, so a failed page shows one of these, not a traceback.
+FAILED = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 IDLE = """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
                   return !s || !/Running|Stop|Connecting/i.test(s.innerText); }"""
 
@@ -67,15 +70,18 @@ class Stack:
         """Running replicas: cookie value -> container id."""
         out = {}
         for cid in self.run("ps", "-q", self.service).split():
-            state = json.loads(
-                subprocess.run(["docker", "inspect", cid], check=True, capture_output=True).stdout
-            )[0]
+            state = self.inspect(cid)
             if not state["State"]["Running"]:
                 continue
             for net in state["NetworkSettings"]["Networks"].values():
                 if net.get("IPAddress"):
                     out[replica_cookie(f"{net['IPAddress']}:8501")] = cid
         return out
+
+    def inspect(self, cid: str) -> dict:
+        return json.loads(subprocess.run(["docker", "inspect", cid], check=True, capture_output=True).stdout)[
+            0
+        ]
 
     def health(self, cid: str) -> str:
         out = subprocess.run(
@@ -112,7 +118,8 @@ def wait_healthy(stack: Stack, timeout: float = 180.0) -> dict[str, str]:
         if replicas and all(stack.health(c) == "healthy" for c in replicas.values()):
             return replicas
         time.sleep(2)
-    raise CheckFailed(f"replicas not healthy within {timeout:.0f} s")
+    check(False, f"replicas healthy within {timeout:.0f} s")  # raises
+    return {}
 
 
 def main() -> int:
@@ -136,6 +143,8 @@ def main() -> int:
         check(
             len(replicas) >= 2, f"{len(replicas)} replicas running, every one healthy (Docker's HEALTHCHECK)"
         )
+        cpus = {stack.inspect(c)["HostConfig"].get("NanoCpus", 0) / 1e9 for c in replicas.values()}
+        check(all(n > 0 for n in cpus), f"every replica is held to a CPU limit ({sorted(cpus)} CPUs)")
         check(get(f"{url}/_stcore/health")[0] == 200, "the proxy answers /_stcore/health")
         seen = spread(url)
         check(seen == set(replicas), f"20 new clients spread over {len(seen)} of {len(replicas)} replicas")
@@ -158,15 +167,23 @@ def main() -> int:
             )
             context = chromium.new_context()
             page = context.new_page()
+            # Frames each of the page's websockets received: a change run by another replica comes back over
+            # a websocket opened after the stop.
+            sockets: list[list[int]] = []
+
+            def opened(ws) -> None:
+                frames = [0]
+                sockets.append(frames)
+                ws.on("framereceived", lambda _payload: frames.__setitem__(0, frames[0] + 1))
+
+            page.on("websocket", opened)
             page.goto(f"{url}/attention?{urllib.parse.urlencode({'a': 'the bank of the river'})}")
             page.wait_for_selector(CHART, timeout=120_000)
-            check(
-                page.locator('[data-testid="stException"]').count() == 0,
-                "a browser draws Attention via the proxy",
-            )
+            check(page.locator(FAILED).count() == 0, "a browser draws Attention via the proxy")
             home = next(c["value"] for c in context.cookies() if c["name"] == COOKIE)
 
         # The browser's replica goes away.
+        sockets_before = len(sockets) if page is not None else 0
         stopped_at = time.monotonic()
         subprocess.run(["docker", "stop", replicas[home]], check=True, capture_output=True)
         failures, moved_to = 0, None
@@ -184,19 +201,38 @@ def main() -> int:
             f"({failures} failed request(s) before)",
         )
         if page is not None:
-            # Streamlit reconnects by itself; through the proxy that lands on another replica, which sets its
-            # cookie, and the new session reruns the page from its URL.
+            # Streamlit reconnects by itself, through the proxy to another replica (which sets its cookie). The
+            # page keeps what it shows; its next change runs on the new replica with the page's own state.
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 if any(c["name"] == COOKIE and c["value"] != home for c in page.context.cookies()):
                     break
                 page.wait_for_timeout(500)
-            page.wait_for_selector(CHART, timeout=120_000)
+            while time.monotonic() < deadline and len(sockets) == sockets_before:
+                page.wait_for_timeout(500)
+            # Widgets are disabled while the page is disconnected; a change made then would be lost.
+            page.wait_for_function(
+                "() => { const s = document.querySelector('input[type=range][aria-label=Layer]');"
+                " return s && !s.disabled; }",
+                timeout=60_000,
+            )
+            page.wait_for_timeout(1000)
+            slider = page.locator('input[type="range"][aria-label="Layer"]')
+            slider.focus()
+            slider.press("ArrowRight")
+            title = page.locator('[data-testid="stPlotlyChart"] .gtitle').first
+            while time.monotonic() < deadline and not (title.text_content() or "").startswith("Layer 2"):
+                page.wait_for_timeout(500)
             page.wait_for_function(IDLE, timeout=120_000)
             moved = next(c["value"] for c in page.context.cookies() if c["name"] == COOKIE) != home
+            rerun = sum(f[0] for f in sockets[sockets_before:])
             check(
-                moved and page.locator('[data-testid="stException"]').count() == 0,
-                f"the open page redrew itself on another replica ({time.monotonic() - stopped_at:.1f} s after the stop)",
+                moved
+                and rerun > 0
+                and (title.text_content() or "").startswith("Layer 2")
+                and page.locator(FAILED).count() == 0,
+                f"the open page's next change (layer 1 -> 2) ran on another replica "
+                f"({time.monotonic() - stopped_at:.1f} s after the stop; {rerun} messages over the new websocket)",
             )
 
         subprocess.run(["docker", "start", replicas[home]], check=True, capture_output=True)
@@ -217,18 +253,36 @@ def main() -> int:
             page.wait_for_function(IDLE, timeout=120_000)
             sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
             check(
-                f"local directory {args.model}" in sidebar
-                and page.locator('[data-testid="stException"], [data-testid="stAlertContentError"]').count()
-                == 0,
+                f"local directory {args.model}" in sidebar and page.locator(FAILED).count() == 0,
                 f"{args.model} from the shared volume loads and draws",
             )
         if args.model:
+            mounts = [
+                m
+                for c in replicas.values()
+                for m in stack.inspect(c)["Mounts"]
+                if m["Destination"] == "/models"
+            ]
             probe = subprocess.run(
-                ["docker", "exec", next(iter(replicas.values())), "touch", f"{args.model}/written"],
+                [
+                    "docker",
+                    "exec",
+                    "--user",
+                    "root",
+                    next(iter(replicas.values())),
+                    "touch",
+                    f"{args.model}/written",
+                ],
                 capture_output=True,
+                text=True,
             )
-            check(probe.returncode != 0, "the shared volume is read-only in the replicas")
-    except CheckFailed:
+            check(
+                len(mounts) == len(replicas)
+                and not any(m["RW"] for m in mounts)
+                and "Read-only file system" in probe.stderr,
+                "the shared volume is mounted read-only in every replica (even root cannot write to it)",
+            )
+    except CheckFailed:  # check() has said which
         return 1
     finally:
         if pw is not None:

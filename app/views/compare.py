@@ -69,16 +69,16 @@ for (name, active), column in zip(sides, columns, strict=True):
             continue
         n_layers, n_heads = result.num_layers, result.num_heads
         if n_layers > 1:
-            ui.start_value(
+            start = ui.start(
                 f"cmp_layer_{name}", n_layers, lambda v, n=n_layers: isinstance(v, int) and 1 <= v <= n
             )
-            layer = st.slider("Layer", 1, n_layers, key=f"cmp_layer_{name}", bind="query-params")
+            layer = st.slider("Layer", 1, n_layers, start, key=f"cmp_layer_{name}", bind="query-params")
         else:  # a slider needs two values to choose from
             layer = 1
             st.caption("Layer 1 (this model has a single layer)")
         heads = ["mean"] + [str(h) for h in range(1, n_heads + 1)]
-        ui.start_value(f"cmp_head_{name}", "mean", lambda v, hs=heads: v in hs)
-        head = st.selectbox("Head", heads, key=f"cmp_head_{name}", bind="query-params")
+        ui.start(f"cmp_head_{name}", "mean", lambda v, hs=heads: v in hs)
+        head = st.selectbox("Head", heads, index=0, key=f"cmp_head_{name}", bind="query-params")
         maps = result.attentions[layer - 1]  # (N, S, S)
         matrix = maps.mean(axis=0) if head == "mean" else maps[int(head) - 1]
         labels = ui.token_labels(result.tokens, active.model.info.piece_style)

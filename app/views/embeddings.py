@@ -113,11 +113,11 @@ if hasattr(active.model, "position_embedding_table"):
     table = active.model.position_embedding_table()  # (P, H)
     max_p = min(len(table), POSITION_LIMIT)
     if max_p > 2:
-        ui.start_value("emb_positions", min(64, max_p), lambda v: isinstance(v, int) and 2 <= v <= max_p)
         count = st.slider(
             "Positions to compare",
             2,
             max_p,
+            ui.start("emb_positions", min(64, max_p), lambda v: isinstance(v, int) and 2 <= v <= max_p),
             key="emb_positions",
             persist_state="session",
             bind="query-params",

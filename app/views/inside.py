@@ -56,18 +56,19 @@ def layer_and_head(prefix: str, *, heads: bool = True) -> tuple[int, int | None]
     """A layer slider and (optionally) a head choice, 0-based, kept per view."""
     c1, c2 = st.columns(2)
     if n_layers > 1:
-        ui.start_value(f"{prefix}_layer", n_layers, lambda v: isinstance(v, int) and 1 <= v <= n_layers)
+        start = ui.start(f"{prefix}_layer", n_layers, lambda v: isinstance(v, int) and 1 <= v <= n_layers)
         layer = c1.slider(
-            "Layer", 1, n_layers, key=f"{prefix}_layer", persist_state="session", bind="query-params"
+            "Layer", 1, n_layers, start, key=f"{prefix}_layer", persist_state="session", bind="query-params"
         )
     else:
         layer = 1
     head = None
     if heads:
-        ui.start_value(f"{prefix}_head", 1, lambda v: isinstance(v, int) and 1 <= v <= n_heads)
+        ui.start(f"{prefix}_head", 1, lambda v: isinstance(v, int) and 1 <= v <= n_heads)
         head = c2.selectbox(
             "Head",
             list(range(1, n_heads + 1)),
+            index=0,
             key=f"{prefix}_head",
             persist_state="session",
             bind="query-params",
@@ -91,10 +92,10 @@ if view == "qk":
         "and scaled (q·k/√d), then the softmax — the neuron view of bertviz (Vig, 2019), here for any model."
     )
     layer, head = layer_and_head("qk")
-    ui.start_value("qk_token", 0, lambda v: isinstance(v, int) and 0 <= v < len(labels))
     token = st.selectbox(
         "Query token",
         list(range(len(labels))),
+        index=ui.start("qk_token", 0, lambda v: isinstance(v, int) and 0 <= v < len(labels)),
         format_func=labels.__getitem__,
         key="qk_token",
         persist_state="session",
@@ -366,8 +367,8 @@ elif view == "lens":
     default = next(
         (i for i, t in enumerate(result.input_ids.tolist()) if t == mask_id), 1 if len(labels) > 1 else 0
     )
-    ui.start_value("lens_position", default, lambda v: isinstance(v, int) and 0 <= v < len(labels))
-    position = st.selectbox("Position", list(range(len(labels))), format_func=labels.__getitem__,
+    start = ui.start("lens_position", default, lambda v: isinstance(v, int) and 0 <= v < len(labels))
+    position = st.selectbox("Position", list(range(len(labels))), index=start, format_func=labels.__getitem__,
                             key="lens_position", persist_state="session", bind="query-params")  # fmt: skip
     try:
         lens = cache.logit_lens(active, inputs.text_a, inputs.text_b, position)
@@ -415,9 +416,9 @@ elif view == "hidden":
               "cosine to last layer": traj.cosine_to_last}[pick]  # fmt: skip
     matrix_figure(np.nan_to_num(values), f"{pick} per token and layer", "hidden_trajectory", pick,
                   rows=layer_names, zmin=None)  # fmt: skip
-    ui.start_value("hidden_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
+    start = ui.start("hidden_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
     layer = st.slider(
-        "PCA at layer", 0, n_layers, key="hidden_layer", persist_state="session", bind="query-params"
+        "PCA at layer", 0, n_layers, start, key="hidden_layer", persist_state="session", bind="query-params"
     )
     tokens_map = bert_core.token_pca(result, layer)
     points = tokens_map.coordinates

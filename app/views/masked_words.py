@@ -52,7 +52,7 @@ else:
     # sentence B's [MASK] made the default once B loses it; one the user cleared on purpose is kept.
     b_lost_its_mask = bool(st.session_state.get("_mask_in_b")) and not in_b
     st.session_state["_mask_in_b"] = bool(in_b)
-    ui.start_value(
+    start = ui.start(
         "mask_words",
         default,
         lambda v: isinstance(v, list) and set(v) <= set(choices) and not (b_lost_its_mask and not v),
@@ -60,6 +60,7 @@ else:
     picked = st.multiselect(
         "Words to mask in sentence A",
         choices,
+        default=start,
         key="mask_words",
         persist_state="session",
         bind="query-params",
@@ -78,11 +79,11 @@ else:
     if b_note:
         st.caption(b_note.strip())
 
-ui.start_value("mask_topk", 5, lambda v: isinstance(v, int) and 1 <= v <= cache.MAX_TOP_K)
 top_k = st.number_input(
     "Predictions per mask (top k)",
     1,
     cache.MAX_TOP_K,
+    ui.start("mask_topk", 5, lambda v: isinstance(v, int) and 1 <= v <= cache.MAX_TOP_K),
     key="mask_topk",
     persist_state="session",
     bind="query-params",

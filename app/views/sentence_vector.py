@@ -58,10 +58,11 @@ if not info.has_pooler:
             "vector is used instead."
         )
     )
-ui.start_value("sv_kind", kinds[0], lambda v: v in kinds)  # a kept choice may be another model's pooler
+ui.start("sv_kind", kinds[0], lambda v: v in kinds)  # a kept choice may be another model's pooler
 kind = st.radio(
     "Sentence vector",
     kinds,
+    index=0,
     format_func=KIND_NAMES.get,  # unescaped, as the Attention toggle: a label shows <s> as written
     key="sv_kind",
     persist_state="session",
@@ -95,9 +96,9 @@ if result is not None:
         )
 
 st.subheader("Similarity across sentences")
-ui.start_value("sv_sentences", preset())
 raw = st.text_area(
     "Sentences, one per line",
+    ui.start("sv_sentences", preset()),
     key="sv_sentences",
     persist_state="session",
     bind="query-params",
@@ -127,6 +128,7 @@ if batch is not None:
         sims,
         names,
         [str(n) for n in numbers],
+        numbered=True,  # "1. text" and "1": sentence numbers, counted from 1
         title=f"Cosine similarity of the sentence vectors ({KIND_NAMES[kind]})",
         zmin=-1.0,
         zmax=1.0,

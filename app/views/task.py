@@ -38,9 +38,9 @@ if info.task == "qa":
     if not text or not text.strip() or not pair:
         st.info("Type the question as sentence A and the passage as sentence B in the sidebar.")
         st.stop()
-    ui.start_value("task_top_k", 3, lambda v: isinstance(v, int) and 1 <= v <= 10)
+    start = ui.start("task_top_k", 3, lambda v: isinstance(v, int) and 1 <= v <= 10)
     top_k = st.slider(
-        "Answers to show", 1, 10, key="task_top_k", persist_state="session", bind="query-params"
+        "Answers to show", 1, 10, start, key="task_top_k", persist_state="session", bind="query-params"
     )
     try:
         answers = cache.task_prediction(active, "answer", text, pair, top_k)

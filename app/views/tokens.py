@@ -113,8 +113,10 @@ if not words:
     st.info("No words to split.")
 else:
     default = max(range(len(words)), key=lambda i: len(words[i]))
-    ui.start_value("tokens_word", words[default], lambda v: v in words)
-    word = st.selectbox("Word", words, key="tokens_word", persist_state="session", bind="query-params")
+    ui.start("tokens_word", words[default], lambda v: v in words)
+    word = st.selectbox(
+        "Word", words, index=default, key="tokens_word", persist_state="session", bind="query-params"
+    )
     try:
         steps = active.model.tokenizer.wordpiece_steps(word)
     except bert_core.InputError as exc:

@@ -48,10 +48,9 @@ if not large:
 fs = ui.font_size()
 
 c1, c2 = st.columns([3, 1])
-ui.start_value("senses_text", preset())
-ui.start_value("senses_word", "bank")
 raw = c1.text_area(
     "Sentences, one per line; end a line with | sense to group it (e.g. … | river)",
+    ui.start("senses_text", preset()),
     key="senses_text",
     persist_state="session",
     bind="query-params",
@@ -61,6 +60,7 @@ raw = c1.text_area(
 )
 typed_target = c2.text_input(
     "Target word",
+    ui.start("senses_word", "bank"),
     key="senses_word",
     persist_state="session",
     bind="query-params",
@@ -196,9 +196,15 @@ NO_SENSE = "(no sense given)"
 sense_names = list(dict.fromkeys(s or NO_SENSE for s in senses))
 sense_groups = [sense_names.index(s or NO_SENSE) for s in senses]
 
-ui.start_value("senses_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
+start = ui.start("senses_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
 layer = st.slider(
-    "Layer (0 = embeddings)", 0, n_layers, key="senses_layer", persist_state="session", bind="query-params"
+    "Layer (0 = embeddings)",
+    0,
+    n_layers,
+    start,
+    key="senses_layer",
+    persist_state="session",
+    bind="query-params",
 )
 sims = np.stack(
     [transforms.cosine_matrix(vectors[:, layer_]) for layer_ in range(n_layers + 1)]

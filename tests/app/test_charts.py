@@ -106,6 +106,10 @@ def test_thinned_heatmap_ticks_carry_their_position():
     fig = charts.heatmap(np.zeros((200, 200)), numbered, numbered)
     assert fig.layout.yaxis.ticktext[:2] == ("0: the", "4: the")
     assert fig.data[0].text[3][5] == "3: the → 5: the"
+    listed = charts.heatmap(np.zeros((2, 2)), ["1. one", "2. two"], ["1", "2"], numbered=True)
+    assert listed.data[0].text[0][1] == "1. one → 2"  # a list page's own numbers, not positions on top
+    few = charts.heatmap(np.zeros((3, 3)), ["a", "b", "c"], ["0", "1", "2"])
+    assert list(few.layout.xaxis.tickvals) == [0, 1, 2]  # a few plain positions are all written
 
 
 def test_token_chips_have_no_empty_band_above_them():

@@ -127,6 +127,7 @@ def test_the_views_controls_survive_a_trip_to_another_page_and_view_and_come_fro
     assert at.selectbox(key="qk_token").value == 3
     # A shared link opens the same view (AppTest does not write widget values back to the URL; the query
     # parameters here are what the browser's address bar would hold).
-    linked = make_app(PAGE, a=TEXT, inside_view="qk", qk_layer="1", qk_head="2", qk_token="3")
+    # (layer 1 is the slider's minimum: the link holds it because the slider's own default is the start, 2)
+    linked = make_app(PAGE, a=TEXT, inside_view="Query & key", qk_layer="1", qk_head="2", qk_token="3: on")
     assert (linked.slider(key="qk_layer").value, linked.selectbox(key="qk_head").value) == (1, 2)
     assert linked.selectbox(key="qk_token").value == 3

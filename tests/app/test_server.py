@@ -737,3 +737,39 @@ def test_the_collector_does_not_freeze_a_page_still_running_in_another_session()
         if was_enabled:
             gc.enable()
         gc.unfreeze()
+
+
+def test_the_collector_does_not_freeze_a_page_ending_with_st_stop():
+    """st.stop() (and a rerun, a page switch) ends a page by raising: while it passes through the entry's
+    `finally`, its traceback still holds the page's namespace, which a freeze then would keep for good."""
+    import gc
+
+    gc.unfreeze()
+    collector = server.Collector(every_s=0.0)
+
+    class Namespace(dict):
+        pass
+
+    def page_that_stops():
+        namespace = Namespace(result=np.zeros(1000))
+        namespace["self"] = namespace
+        raise KeyboardInterrupt  # a BaseException, like Streamlit's StopException
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        collector.before_run()
+        try:
+            page_that_stops()
+        except KeyboardInterrupt:
+            collector.after_run()  # as in the entry's `finally`, with the exception still being handled
+        assert gc.get_freeze_count() == 0
+        collector.before_run()
+        assert collector.after_run() is True  # the next quiet moment
+        assert gc.get_freeze_count() > 0
+        # the stopped page's namespace was collected, not frozen (get_objects counts frozen objects too)
+        assert not [o for o in gc.get_objects() if type(o) is Namespace]
+    finally:
+        if was_enabled:
+            gc.enable()
+        gc.unfreeze()
