@@ -182,6 +182,7 @@ def sidebar() -> None:
 def main() -> None:
     # No page_icon: a Material icon as favicon is fetched from fonts.gstatic.com; the default is served locally.
     st.set_page_config(page_title="BERTScope", layout="wide")
+    ui.still_placeholders()  # first, so it is in place before the placeholders of what follows
     pages = [
         st.Page(p.file, title=p.title, url_path=p.url_path, default=i == 0)
         for i, p in enumerate(s for s in PAGES if (APP_DIR / s.file).is_file())

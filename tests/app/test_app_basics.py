@@ -130,10 +130,11 @@ def test_large_text_also_enlarges_the_page_text_with_a_fixed_stylesheet(make_app
     from app import ui
 
     at = make_app("views/tokens.py", a="the bank")
-    assert not at.get("html")
+    assert [h.proto.body for h in at.get("html")] == [ui._STILL_PLACEHOLDERS_CSS]
     at = make_app("views/tokens.py", a="<b>the bank</b>", large="true")
     styles = [h.proto.body for h in at.get("html")]
-    assert styles == [ui._LARGE_TEXT_CSS]  # the fixed sheet only: no user text goes into HTML
+    # The fixed sheets only: no user text goes into HTML.
+    assert styles == [ui._STILL_PLACEHOLDERS_CSS, ui._LARGE_TEXT_CSS]
 
 
 def test_the_app_never_imports_torch_itself():

@@ -189,3 +189,39 @@ def test_every_page_renders_with_no_network(app_url, page, path):
     wait_for_app(page)
     assert page.locator('[data-testid="stException"]').count() == 0
     assert page.locator("text=Page not found").count() == 0
+
+
+def test_loading_placeholders_do_not_pulse_and_take_no_room(app_url, page):
+    # An endless pulse makes Chromium compose a frame 60 times a second while a placeholder is on screen, which
+    # in a crowded room is the whole wait (docs/benchmarks.md). Streamlit's own placeholder style is an
+    # animation on a generated class; an inline one stands in for it here, with a control element beside it.
+    page.goto(f"{app_url}/attention")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    placeholder, other = page.evaluate(
+        """() => {
+        const keys = document.createElement('style');
+        keys.textContent = '@keyframes testpulse { 0% { opacity: .5 } 100% { opacity: 1 } }';
+        document.head.appendChild(keys);
+        const probe = id => {
+            const d = document.createElement('div');
+            d.dataset.testid = id;
+            d.style.animation = 'testpulse 750ms infinite';
+            document.body.appendChild(d);
+            const seen = [getComputedStyle(d).animationName, d.getAnimations().length];
+            d.remove();
+            return seen;
+        };
+        return [probe('stSkeleton'), probe('stSomethingElse')];
+    }"""
+    )
+    assert placeholder == ["none", 0]
+    assert other == ["testpulse", 1]
+    # The stylesheet sits in Streamlit's event container, not in the page's flow (where it would push the
+    # title down by an element's gap).
+    where = page.evaluate(
+        """() => [...document.querySelectorAll('style')]
+            .filter(s => s.textContent.includes("'stSkeleton'"))
+            .map(s => !!s.closest('[data-testid="stEvent"]') && !s.closest('[data-testid="stMain"]'))"""
+    )
+    assert where == [True]
