@@ -91,8 +91,8 @@ def large_text_style() -> None:
 
 # Streamlit draws a grey placeholder for each element until the element's code has arrived, pulsing without
 # end. An endless animation makes the browser compose a new frame 60 times a second for as long as one is on
-# screen, and when a room opens the page at once that is the whole wait: measured with bench/sessions.py, 30
-# browsers on 2 cores, the Attention page reached its first chart 5 % sooner with the pulse stopped. The
+# screen, and when a room opens the page at once that is most of the wait: with 30 browsers on 2 cores the
+# Attention page's first chart came 5-12 % sooner with the pulse stopped (docs/benchmarks.md, section 10). The
 # placeholders themselves stay, and Streamlit's running indicator still says the page is working.
 _STILL_PLACEHOLDERS_CSS = "<style>[data-testid='stSkeleton'] { animation: none !important; }</style>"
 
