@@ -193,7 +193,7 @@ def test_every_page_renders_with_no_network(app_url, page, path):
 
 def test_loading_placeholders_do_not_pulse_and_take_no_room(app_url, page):
     # An endless pulse makes Chromium compose a frame 60 times a second while a placeholder is on screen, which
-    # in a crowded room is the whole wait (docs/benchmarks.md). Streamlit's own placeholder style is an
+    # in a crowded room is most of the wait (docs/benchmarks.md). Streamlit's own placeholder style is an
     # animation on a generated class; an inline one stands in for it here, with a control element beside it.
     page.goto(f"{app_url}/attention")
     page.wait_for_selector(CHART, timeout=60_000)
