@@ -55,11 +55,18 @@ def _short(*texts: str | None) -> bool:
     return sum(len(t or "") for t in texts) <= EXPRESS_CHARS
 
 
-def _cached(key: tuple, compute: Callable[[], Any], doing: str | None = None, small: bool = False) -> Any:
+def _cached(
+    key: tuple,
+    compute: Callable[[], Any],
+    doing: str | None = None,
+    small: bool = False,
+    model_pass: bool = True,
+) -> Any:
     """`compute()` once per key for the whole server, inside the admission limit (`small`: one pass over a
     short input, which may take the express lane). While this session waits, a note on the page says for what
     (its place in the line, or another session's run of the same input) and is redrawn every second, so the
-    page is never frozen and a closed tab leaves the line at once."""
+    page is never frozen and a closed tab leaves the line at once. `model_pass=False`: heavy work that is not a
+    run of the model (attention flow), admitted like one but not counted or logged as one."""
     # A hit (most page runs: every slider move, every student after the first) starts no spinner: Streamlit
     # starts a timer thread for each one, which was a tenth of the server's time in a crowd.
     hit, value = server.results().peek(key)
@@ -81,26 +88,28 @@ def _cached(key: tuple, compute: Callable[[], Any], doing: str | None = None, sm
         )
 
     def run() -> Any:
-        _count_forward_pass()
+        if model_pass:
+            _count_forward_pass()
         return _freeze(compute())
 
     try:
         if doing is None:
-            return _get(key, run, queued, say, small)
+            return _get(key, run, queued, say, small, model_pass)
         with st.spinner(doing):
-            return _get(key, run, queued, say, small)
+            return _get(key, run, queued, say, small, model_pass)
     finally:
         if note is not None:
             note.empty()
 
 
-def _get(key, run, queued, say, small=False):
+def _get(key, run, queued, say, small=False, model_pass=True):
     admission = server.admission()
     return server.results().get(
         key,
         run,
         admitted=lambda since: admission.slot(queued, since=since, small=small),
         waiting=lambda: say("Another session is running the model on this same input; using its result…"),
+        model_pass=model_pass,
     )
 
 
@@ -222,6 +231,31 @@ def value_weighted(active: ActiveModel, text: str, pair: str | None) -> bert_cor
         ("value_weighted", active.key, text, pair),
         lambda: active.model.value_weighted_attention(text, pair),
         "Weighing the values…",
+    )
+
+
+def attention_rollout(
+    active: ActiveModel, text: str, pair: str | None, result: bert_core.Analysis
+) -> np.ndarray:
+    """Rollout of `result` (the analysis of text and pair): (L, S, S), L matrix products of S×S."""
+    return _cached(
+        ("rollout", active.key, text, pair),
+        lambda: bert_core.attention_rollout(result.attentions),
+        model_pass=False,
+    )
+
+
+def attention_flow(
+    active: ActiveModel, text: str, pair: str | None, result: bert_core.Analysis
+) -> np.ndarray:
+    """Attention flow of `result`: (L, S, S). Why cached and admitted like a pass: the max-flow solver is pure
+    Python, ~2 s with the GIL held for 16 pieces on 12 layers, which would stall every other session's page
+    if each student (and each slider move) solved it again."""
+    return _cached(
+        ("flow", active.key, text, pair),
+        lambda: bert_core.attention_flow(result.attentions),
+        "Solving the max-flow problems…",
+        model_pass=False,
     )
 
 

@@ -184,14 +184,13 @@ elif view == "rollout":
         "layered graph (Abnar & Zuidema, 2020)."
     )
     layer, _ = layer_and_head("rollout", heads=False)
-    rolled = bert_core.attention_rollout(result.attentions)
+    rolled = cache.attention_rollout(active, inputs.text_a, inputs.text_b, result)
     matrix_figure(rolled[layer], f"Rollout up to layer {layer + 1}", "rollout", "share")
     limit = bert_core.interpret.MAX_FLOW_TOKENS
     if len(labels) > limit:
         st.info(f"Attention flow is computed for inputs of at most {limit} pieces (its cost grows as S⁴).")
     else:
-        with st.spinner("Solving the max-flow problems…"):
-            flow = bert_core.attention_flow(result.attentions)
+        flow = cache.attention_flow(active, inputs.text_a, inputs.text_b, result)
         matrix_figure(flow[layer], f"Flow up to layer {layer + 1}", "flow", "share")
 
 elif view == "roles":

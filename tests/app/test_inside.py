@@ -70,7 +70,31 @@ def test_ablation_moves_the_vectors_of_later_layers_only(make_app, tiny_model):
     mask[1, 0] = 0
     expected = tiny_model.analyze(TEXT, head_mask=mask).hidden_states - tiny_model.analyze(TEXT).hidden_states
     np.testing.assert_allclose(drift, np.linalg.norm(expected, axis=-1), atol=1e-4)
-    assert isinstance(bert_core.attention_rollout, object)
+
+
+def test_rollout_and_flow_draw_the_cores_numbers_and_are_solved_once_for_the_server(
+    make_app, tiny_model, monkeypatch
+):
+    # The flow solver is pure Python with the GIL held: a slider move, or a second student on the same
+    # sentence, must reuse the first solution rather than stall every other session again.
+    solved = []
+    core_flow = bert_core.attention_flow
+    monkeypatch.setattr(bert_core, "attention_flow", lambda att: solved.append(1) or core_flow(att))
+    at = open_view(make_app, "rollout", TEXT)
+    expected_rollout = bert_core.attention_rollout(tiny_model.analyze(TEXT).attentions)
+    expected_flow = core_flow(tiny_model.analyze(TEXT).attentions)
+    last = tiny_model.config.num_hidden_layers - 1
+    np.testing.assert_allclose(decode(figure(at, "rollout")["data"][0]["z"]), expected_rollout[last], atol=1e-5)
+    np.testing.assert_allclose(decode(figure(at, "flow")["data"][0]["z"]), expected_flow[last], atol=1e-5)
+    passes = at.session_state[cache.FORWARD_PASSES]
+    at.slider(key="rollout_layer").set_value(1).run()
+    assert not at.exception, [e.value for e in at.exception]
+    np.testing.assert_allclose(decode(figure(at, "flow")["data"][0]["z"]), expected_flow[0], atol=1e-5)
+    np.testing.assert_allclose(decode(figure(at, "rollout")["data"][0]["z"]), expected_rollout[0], atol=1e-5)
+    other = open_view(make_app, "rollout", TEXT)  # another session, same sentence
+    assert not other.exception
+    assert len(solved) == 1
+    assert at.session_state[cache.FORWARD_PASSES] == passes  # solving flow is not a run of the model
 
 
 def test_ablation_changes_the_guesses_and_the_bank_curve_against_the_intact_model(make_app, tiny_model):
