@@ -53,6 +53,9 @@ def run_app(argv: list[str]) -> int:
     ):
         if flag is not None:
             os.environ[name] = str(flag)
+    if args.shared and not os.environ.get("BERTSCOPE_MODEL_ROOTS", "").strip(os.pathsep + " "):
+        # An empty setting (an unset shell variable in `--model-roots "$ROOTS"`) would mean "anywhere".
+        os.environ["BERTSCOPE_MODEL_ROOTS"] = str(Path(__file__).resolve().parents[1] / "assets")
     if args.model:
         os.environ["BERTSCOPE_MODEL"] = args.model
     if args.exact:
@@ -77,7 +80,19 @@ def run_app(argv: list[str]) -> int:
         flags += ["--server.port", str(args.port)]
     # Streamlit's XSRF protection is on by default; a shared server keeps it on even if a flag or a config
     # file says otherwise (these come last, so they win), and the session cookie it relies on needs CORS on.
-    forced = ["--server.enableXsrfProtection", "true", "--server.enableCORS", "true"] if args.shared else []
+    # So does the address: a --server.address among the extra flags would otherwise override --address.
+    forced = (
+        [
+            "--server.enableXsrfProtection",
+            "true",
+            "--server.enableCORS",
+            "true",
+            "--server.address",
+            args.address,
+        ]
+        if args.shared
+        else []
+    )
     sys.argv = ["streamlit", "run", str(APP_ENTRY), *flags, *extra, *forced]
     return stcli.main()
 

@@ -96,11 +96,20 @@ def exact_arithmetic() -> bool:
 
 
 def model_roots() -> list[Path] | None:
-    """The directories local checkpoints must be under (BERTSCOPE_MODEL_ROOTS), or None for anywhere."""
+    """The directories local checkpoints must be under (BERTSCOPE_MODEL_ROOTS), or None for anywhere (the
+    variable unset or empty; `bertscope --shared` never leaves it so). A root that is not a usable path
+    (`~nosuchuser`) allows nothing, so a mistyped setting narrows what opens rather than raising."""
     raw = os.environ.get(ENV_MODEL_ROOTS, "").strip()
     if not raw:
         return None
-    return [Path(r).expanduser().resolve() for r in raw.split(os.pathsep) if r.strip()]
+    roots = []
+    for r in raw.split(os.pathsep):
+        if r.strip():
+            try:
+                roots.append(Path(r.strip()).expanduser().resolve())
+            except (OSError, ValueError, RuntimeError):
+                continue
+    return roots
 
 
 def _unsafe_source(source: str) -> str | None:
@@ -142,8 +151,16 @@ def refusal(source: str) -> str | None:
         except (OSError, ValueError, RuntimeError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             return f"{source[:80]!r} is not a usable path ({why})"
-        if any(path == root or root in path.parents for root in roots):
-            return None
+
+        def inside(p: Path) -> bool:
+            return any(p == root or root in p.parents for root in roots)
+
+        if inside(path):
+            return _link_out(path, inside)
+        if not roots:
+            return (
+                f"this server opens no local model directories ({ENV_MODEL_ROOTS} names no usable directory)"
+            )
         return (
             "this server opens local model directories only under "
             + ", ".join(str(r) for r in roots)
@@ -155,6 +172,23 @@ def refusal(source: str) -> str | None:
         f"downloading models from the hub is switched off on this server ({ENV_ALLOW_HUB}=0) and {source} "
         "is not in the local cache; pick a cached model or a local directory"
     )
+
+
+def _link_out(directory: Path, inside: Callable[[Path], bool]) -> str | None:
+    """Why a directory inside the roots still may not be opened: a file in it (config.json, vocab.txt, the
+    weights) that is a link to somewhere outside them, which the loader would read and whose contents an
+    error message could echo."""
+    try:
+        entries = list(os.scandir(directory))[:500] if directory.is_dir() else []
+    except OSError:
+        return None  # the loader says what is wrong with an unreadable directory
+    for entry in entries:
+        try:
+            if entry.is_symlink() and not inside(Path(entry.path).resolve()):
+                return f"{entry.name} in this directory links outside the directories this server opens models from"
+        except (OSError, RuntimeError):  # a loop of links
+            return f"{entry.name} in this directory is a link that cannot be followed"
+    return None
 
 
 def is_in_hub_cache(repo_id: str) -> bool:
@@ -340,6 +374,14 @@ class ModelStore:
             model = self.loaded(cache_key)
             if model is not None and not self.changed_on_disk(cache_key):
                 return model
+            # The read this session waited for may have failed: its verdict holds for these files too.
+            failure = self.recent_failure(key)
+            if failure:
+                if held is not None and held is model:
+                    return held
+                raise bert_core.ModelLoadError(failure)
+            if held is not None and held is model and self.passing_failure(key):
+                return held
             stale = model
             signature = directory_signature(key)  # taken before reading, so an edit during the load counts
             try:

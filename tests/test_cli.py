@@ -92,3 +92,37 @@ def test_shared_flag_sets_a_classroom_servers_limits_in_one_place(monkeypatch):
     argv = seen["argv"]
     last = len(argv) - 1 - argv[::-1].index("--server.enableXsrfProtection")
     assert argv[last + 1] == "true" and argv.count("--server.enableXsrfProtection") == 2
+
+
+@pytest.mark.parametrize("given", [["--model-roots", ""], ["--model-roots", ":"], []])
+def test_shared_never_leaves_the_model_roots_empty(monkeypatch, given):
+    """An empty roots setting means "anywhere" to the app; under --shared (an unset shell variable in
+    `--model-roots "$ROOTS"`, or an inherited empty BERTSCOPE_MODEL_ROOTS) it becomes the bundled models."""
+    import os
+
+    from streamlit.web import cli as stcli
+
+    from app import models
+
+    monkeypatch.setattr(stcli, "main", lambda: 0)
+    monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", "")
+    monkeypatch.setenv("BERTSCOPE_ALLOW_HUB", "")
+    cli.main(["--shared", *given])
+    assert os.environ["BERTSCOPE_MODEL_ROOTS"].endswith("assets")
+    assert models.refusal("/etc") is not None
+
+
+def test_shared_listens_where_address_says_whatever_else_is_passed(monkeypatch):
+    from streamlit.web import cli as stcli
+
+    seen = {}
+    monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
+    cli.main(["--shared", "--server.address", "0.0.0.0"])
+    argv = seen["argv"]
+    last = len(argv) - 1 - argv[::-1].index("--server.address")
+    assert argv[last + 1] == "127.0.0.1"
+    seen.clear()
+    cli.main(["--shared", "--address", "0.0.0.0"])  # the documented way (Dockerfile, compose)
+    argv = seen["argv"]
+    last = len(argv) - 1 - argv[::-1].index("--server.address")
+    assert argv[last + 1] == "0.0.0.0"

@@ -84,7 +84,9 @@ def test_rollout_and_flow_draw_the_cores_numbers_and_are_solved_once_for_the_ser
     expected_rollout = bert_core.attention_rollout(tiny_model.analyze(TEXT).attentions)
     expected_flow = core_flow(tiny_model.analyze(TEXT).attentions)
     last = tiny_model.config.num_hidden_layers - 1
-    np.testing.assert_allclose(decode(figure(at, "rollout")["data"][0]["z"]), expected_rollout[last], atol=1e-5)
+    np.testing.assert_allclose(
+        decode(figure(at, "rollout")["data"][0]["z"]), expected_rollout[last], atol=1e-5
+    )
     np.testing.assert_allclose(decode(figure(at, "flow")["data"][0]["z"]), expected_flow[last], atol=1e-5)
     passes = at.session_state[cache.FORWARD_PASSES]
     at.slider(key="rollout_layer").set_value(1).run()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import bert_core
@@ -36,6 +38,40 @@ def test_broken_directory_is_not_reread_until_it_changes(tmp_path, load_calls):
     make_checkpoint(broken, "model")  # the user fixes the directory
     assert store.load(str(broken)).info.num_layers == 2
     assert len(calls) == 2
+
+
+def test_sessions_asking_at_once_for_a_broken_directory_share_one_read(tmp_path, load_calls, monkeypatch):
+    """Five sessions open a page on a truncated checkpoint at the same moment: the first read's verdict is
+    every waiting session's, not five reads of the same bad files one after another."""
+    import threading
+    import time
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    real = bert_core.load_pretrained
+
+    def slow(*args, **kwargs):  # a large checkpoint: the others arrive while it is being read
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bert_core, "load_pretrained", slow)
+    store = models.ModelStore()
+    errors = []
+
+    def session():
+        try:
+            store.load(str(broken))
+        except bert_core.ModelLoadError as exc:
+            errors.append(str(exc))
+
+    threads = [threading.Thread(target=session) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(errors) == 5 and len(set(errors)) == 1
+    assert len(load_calls) == 1
 
 
 def test_hub_downloads_can_be_switched_off(make_app, monkeypatch, tmp_path):
@@ -134,6 +170,39 @@ def test_a_shared_server_never_opens_a_directory_outside_its_roots(tmp_path, mon
     assert reason is not None and ("only under" in reason or "URL-encoded" in reason)
     (root / "ok").mkdir()
     assert models.refusal(str(root / "ok")) is None
+
+
+def test_a_file_in_an_allowed_directory_that_links_out_of_the_roots_is_refused(tmp_path, monkeypatch):
+    """The directory is inside the roots, but its vocab.txt is a link to a file outside them: the loader
+    would read it (and a message could echo it), so the directory is refused; links within the roots (the
+    hub cache's own layout, blobs beside snapshots) are fine."""
+    from app import models
+
+    root = tmp_path / "models"
+    (root / "m").mkdir(parents=True)
+    (root / "blobs").mkdir()
+    (root / "blobs" / "config").write_text("{}")
+    (root / "m" / "config.json").symlink_to(root / "blobs" / "config")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for students")
+    monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", str(root))
+    monkeypatch.setenv("BERTSCOPE_MODEL", "")
+    assert models.refusal(str(root / "m")) is None
+    (root / "m" / "vocab.txt").symlink_to(secret)
+    reason = models.refusal(str(root / "m"))
+    assert reason is not None and "vocab.txt" in reason and "links outside" in reason
+    assert "not for students" not in reason and str(tmp_path) not in reason
+
+
+def test_an_unusable_root_narrows_what_opens_instead_of_raising(tmp_path, monkeypatch):
+    from app import models
+
+    monkeypatch.setenv("BERTSCOPE_MODEL", "")
+    monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", "~no-such-user-here/models")
+    assert models.model_roots() == []
+    assert "no usable directory" in models.refusal(str(tmp_path))
+    monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", f"~no-such-user-here/models{os.pathsep}{tmp_path}")
+    assert models.refusal(str(tmp_path)) is None
 
 
 def test_max_chars_and_max_models_come_from_the_shared_settings(monkeypatch):
