@@ -101,7 +101,7 @@ class TaskPasses:
         """[(answer_text, start_char, end_char, score), ...], the best spans of `context` by start + end logit
         (the score), end >= start, at most `max_answer_tokens` pieces, over context pieces only. A context
         longer than the model's positions is read in overlapping windows (`stride` pieces shared between
-        neighbours), as the reference pipelines do."""
+        neighbours, at most half a window), as the reference pipelines do."""
         self.network.head("qa")
         if not isinstance(question, str) or not question.strip():
             raise InputError("the question is empty: type a question about the passage")
@@ -140,7 +140,10 @@ class TaskPasses:
                 f"the question takes {len(head)} of the model's {self.tokenizer.max_length} positions: "
                 "shorten it to leave room for the passage"
             )
-        step = max(1, room - min(stride, room - 1))
+        # Neighbours share at most half a window: a stride as large as the room (the default 128 against a
+        # 128-position model's ~115 left after the question) would advance one piece at a time, a window per
+        # piece of the passage. The reference pipelines cap it the same way (max length // 2).
+        step = room - min(stride, room // 2)
         windows = []
         for start in range(0, len(context_at), step):
             keep = head + context_at[start : start + room] + tail
