@@ -3,8 +3,6 @@ saliency strip over the tokens and, for classifiers, the first token's attention
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -215,5 +213,6 @@ if info.task == "classify":
         data=pd.DataFrame(first_row, columns=list(result.tokens)).assign(layer=layers),
         filename="first_token_attention",
     )
-query = {"a": text, **({"b": pair} if pair else {})}
-st.markdown(f"[Open this input on the Attention page](./attention?{urlencode(query)})")
+# In this session (a markdown link opened a new tab, a new session on the server's default model): the model,
+# the sentences and every page's choices come along, and the analysis is already cached.
+st.page_link("views/attention.py", label="Open this input on the Attention page", icon=":material/arrow_forward:")

@@ -225,3 +225,22 @@ def test_loading_placeholders_do_not_pulse_and_take_no_room(app_url, page):
             .map(s => !!s.closest('[data-testid="stEvent"]') && !s.closest('[data-testid="stMain"]'))"""
     )
     assert where == [True]
+
+
+def test_the_task_pages_link_opens_attention_in_this_session_with_its_model(app_url, page):
+    """A markdown link opened a new tab: a new session on the server's default model, not the task model the
+    page was showing. The page link stays in this tab, so the model and the sentences come along."""
+    page.goto(f"{app_url}/task?model=%40demo-senses&a=the+bank+of+the+river")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    link = page.get_by_text("Open this input on the Attention page")
+    link.click()
+    page.get_by_role("heading", name="Attention").first.wait_for(timeout=60_000)
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    assert len(page.context.pages) == 1  # no new tab
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
+    assert urllib.parse.urlparse(page.url).path.endswith("/attention")
+    assert query.get("model") == ["@demo-senses"] and query.get("a") == ["the bank of the river"]
+    sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
+    assert "fine-tuned here" in sidebar, sidebar  # the model card of a demo task model
