@@ -215,4 +215,6 @@ if info.task == "classify":
     )
 # In this session (a markdown link opened a new tab, a new session on the server's default model): the model,
 # the sentences and every page's choices come along, and the analysis is already cached.
-st.page_link("views/attention.py", label="Open this input on the Attention page", icon=":material/arrow_forward:")
+st.page_link(
+    "views/attention.py", label="Open this input on the Attention page", icon=":material/arrow_forward:"
+)

@@ -233,11 +233,15 @@ def test_explaining_an_answer_beyond_the_first_window_is_a_clear_error(task_dirs
     m = bert_core.load_pretrained(task_dirs["bert", "qa"])
     question = "where was the cash?"
     first_window = m._qa_windows(question, "x " * 500, stride=0)[0]
-    reach = len(" ".join(["the river ran by the bank"] * 10))  # the first window's 62 positions hold ~10 repeats
+    reach = len(
+        " ".join(["the river ran by the bank"] * 10)
+    )  # the first window's 62 positions hold ~10 repeats
     assert len(first_window) == m.tokenizer.max_length
     # Random weights put the best span anywhere: among a few passages, one whose best lies past the first window.
     for repeats in range(30, 60, 3):
-        context = " ".join(["the river ran by the bank"] * repeats) + " and we deposited the cash at the bank."
+        context = (
+            " ".join(["the river ran by the bank"] * repeats) + " and we deposited the cash at the bank."
+        )
         if m.answer(question, context)[0][1] > reach:
             break
     else:
