@@ -455,8 +455,14 @@ elif view == "pll":
         filename="pseudo_log_likelihood",
     )
     st.subheader("Minimal pairs")
-    preset = st.selectbox("Preset", list(MINIMAL_PAIRS), key="pll_preset")
-    raw = st.text_area("Sentences, one per line", value=MINIMAL_PAIRS[preset], key=f"pll_text_{preset}")
+    preset = st.selectbox("Preset", list(MINIMAL_PAIRS), key="pll_preset", persist_state="session")
+    # One box per preset, each keeping what was typed in it across visits to other pages and presets.
+    raw = st.text_area(
+        "Sentences, one per line",
+        value=MINIMAL_PAIRS[preset],
+        key=f"pll_text_{preset}",
+        persist_state="session",
+    )
     lines, notes = inputs_module.prepare_lines([line.strip() for line in raw.splitlines() if line.strip()])
     for note in notes:
         st.warning(note)

@@ -168,7 +168,9 @@ with st.expander("Why this guess? (saliency)"):
         for p in predictions[:MAX_CHARTS]
         for t in p.tokens[:5]
     }
-    picked = st.selectbox("Prediction", ["—", *options], key="mask_saliency")
+    # Kept across page visits while it still names a guess of this text (a new text's guesses start over).
+    ui.start("mask_saliency", "—", lambda v: v == "—" or v in options)
+    picked = st.selectbox("Prediction", ["—", *options], key="mask_saliency", persist_state="session")
     chosen = options.get(picked)
     if chosen is not None:
         try:

@@ -220,9 +220,20 @@ if "rtd" in info.heads:
                 c1, c2 = st.columns(2)
                 ui.start_value("sv_rtd_word", spans[len(spans) // 2][0], lambda v: v in words)
                 word = c1.selectbox(
-                    "Word", list(words), format_func=lambda w: f"{w + 1}: {words[w]}", key="sv_rtd_word"
+                    "Word",
+                    list(words),
+                    format_func=lambda w: f"{w + 1}: {words[w]}",
+                    key="sv_rtd_word",
+                    persist_state="session",
                 )
-                replacement = c2.text_input("Replacement", value="banana", key="sv_rtd_with", max_chars=40)
+                replacement = c2.text_input(
+                    "Replacement",
+                    value="banana",
+                    key="sv_rtd_with",
+                    max_chars=40,
+                    persist_state="session",
+                    bind="query-params",
+                )
                 if replacement.strip():
                     edited = transforms.replace_word(inputs.text_a, spans, word, replacement.strip())
                     try:

@@ -65,7 +65,11 @@ elif info.task == "choice":
         "scores ranks them."
     )
     raw = st.text_area(
-        "Choices, one per line", value="to deposit money\nto fish in the river", key="task_choices"
+        "Choices, one per line",
+        value="to deposit money\nto fish in the river",
+        key="task_choices",
+        persist_state="session",  # typed choices survive a visit to another page
+        bind="query-params",
     )
     choices = [c.strip() for c in raw.splitlines() if c.strip()]
     if len(choices) < 2:

@@ -97,6 +97,10 @@ def test_replaced_tokens_view_for_an_electra_discriminator(family_dirs, monkeypa
     edited = edited[~np.isnan(edited)]
     after = model.replaced_tokens("the cash of the river .")
     np.testing.assert_allclose(edited, [p for _, p in after], atol=1e-5)
+    # what was typed survives a visit to another page
+    at.switch_page("views/tokens.py").run()
+    at.switch_page("views/sentence_vector.py").run()
+    assert at.text_input(key="sv_rtd_with").value == "cash" and at.selectbox(key="sv_rtd_word").value == 1
     metrics = {m.label.replace("\\", ""): float(m.value) for m in at.metric}
     assert abs(metrics["P(replaced) of 'bank' (mean of its pieces)"] - expected[2]) < 1e-3
     cash = [p for t, p in after if t in ("c", "##a", "##s", "##h", "cash")]

@@ -157,3 +157,15 @@ def test_the_views_controls_survive_a_trip_to_another_page_and_view_and_come_fro
     linked = make_app(PAGE, a=TEXT, inside_view="Query & key", qk_layer="1", qk_head="2", qk_token="3: on")
     assert (linked.slider(key="qk_layer").value, linked.selectbox(key="qk_head").value) == (1, 2)
     assert linked.selectbox(key="qk_token").value == 3
+
+
+def test_typed_minimal_pairs_survive_a_visit_to_another_page(make_app):
+    at = open_view(make_app, "pll", TEXT)
+    box = [t for t in at.text_area if t.key.startswith("pll_text_")][0]
+    box.set_value("the cat sat .\nthe sat cat .").run()
+    at.switch_page("views/tokens.py").run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert at.text_area(key=box.key).value == "the cat sat .\nthe sat cat ."
+    ranked = [t for t in at.dataframe if "PLL (nats)" in t.value.columns][0].value
+    assert set(ranked["sentence"]) == {"the cat sat .", "the sat cat ."}

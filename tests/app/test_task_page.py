@@ -72,6 +72,17 @@ def test_tagger_answer_and_choices(heads, monkeypatch):
     np.testing.assert_allclose(probs, [p for _, p in expected], atol=1e-6)
 
 
+def test_typed_choices_survive_a_visit_to_another_page(heads, monkeypatch):
+    at = _app(monkeypatch, heads["choice"], a="we went to the bank")
+    at.text_area(key="task_choices").set_value("wet\ndry\nmuddy").run()
+    assert len(decode(figure(at, "task_choose")["data"][0]["x"])) == 3
+    at.switch_page("views/tokens.py").run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert at.text_area(key="task_choices").value == "wet\ndry\nmuddy"
+    assert len(decode(figure(at, "task_choose")["data"][0]["x"])) == 3
+
+
 def test_qa_without_a_passage_and_a_model_without_a_head_say_so(heads, monkeypatch, tiny_checkpoint):
     at = _app(monkeypatch, heads["qa"], a="where was the cash?")
     assert any("passage" in str(i.value) for i in at.info) and not at.get("error")
@@ -93,6 +104,15 @@ def test_masked_words_offers_saliency_for_a_chosen_guess(monkeypatch, tiny_check
     assert strip.shape == (
         len(bert_core.load_pretrained(tiny_checkpoint).encode("the cat sat on the [MASK] .")),
     )
+    picked = at.selectbox(key="mask_saliency").value
+    at.switch_page("views/tokens.py").run()
+    at.switch_page("views/masked_words.py").run()
+    assert at.selectbox(key="mask_saliency").value == picked != "—"  # kept across the visit
+    assert figure(at, "mask_saliency_strip")
+    # a new text whose mask sits elsewhere: the kept guess is not among its guesses, so the choice starts over
+    at.text_area(key="a").set_value("[MASK] sat on the mat .").run()
+    assert not at.exception and picked not in at.selectbox(key="mask_saliency").options
+    assert at.selectbox(key="mask_saliency").value == "—"
 
 
 def test_the_bundled_demo_heads_are_in_the_picker_and_answer_offline(monkeypatch):
