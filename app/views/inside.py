@@ -294,8 +294,11 @@ elif view == "ablation":
             try:
                 intact_guesses = cache.predict_masks(active, inputs.text_a, inputs.text_b, 5)
                 ablated_guesses = cache.ablated_masks(active, inputs.text_a, inputs.text_b, off)
-            except bert_core.BertScopeError:
-                st.caption(ui.md_escape(f"Type a {mask} in sentence A to see its guesses change too."))
+            except bert_core.BertScopeError as exc:
+                if mask in (inputs.text_a or ""):  # typed, but unusable (e.g. past the model's positions)
+                    st.caption(ui.user_message(exc))
+                else:
+                    st.caption(ui.md_escape(f"Type a {mask} in sentence A to see its guesses change too."))
             else:
                 rows = [
                     {

@@ -228,6 +228,7 @@ with m1:
         names,
         names,
         title=f"Cosine similarity of the target word, layer {layer}",
+        numbered=True,  # the names already say which sentence ("1. river"): no 0-based position beside them
         zmin=min(low, 0.999) if stretch else -1.0,
         zmax=1.0,
         colorscale="Blues" if stretch else "RdBu",

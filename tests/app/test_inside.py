@@ -169,3 +169,21 @@ def test_typed_minimal_pairs_survive_a_visit_to_another_page(make_app):
     assert at.text_area(key=box.key).value == "the cat sat .\nthe sat cat ."
     ranked = [t for t in at.dataframe if "PLL (nats)" in t.value.columns][0].value
     assert set(ranked["sentence"]) == {"the cat sat .", "the sat cat ."}
+
+
+def test_ablation_says_why_a_typed_mask_has_no_guesses_instead_of_asking_for_one(make_app, tiny_model):
+    limit = tiny_model.tokenizer.max_length
+    text = "the cat sat . " * (limit // 3) + "the [MASK] ran ."  # the mask lies past the model's positions
+    at = open_view(make_app, "ablation", text)
+    at.multiselect(key="ablation_heads").set_value(["1.1"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    captions = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "Type a [MASK]" not in captions
+    try:
+        tiny_model.predict_masks(text, top_k=5)
+    except bert_core.BertScopeError as exc:
+        from app import ui
+
+        assert ui.user_message(exc).replace("\\", "")[:40] in captions
+    else:
+        pytest.fail("the core was expected to refuse a mask past the positions")
