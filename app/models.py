@@ -6,6 +6,7 @@ The store is made once per process by `st.cache_resource`; nothing mutable lives
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import re
@@ -239,8 +240,24 @@ def model_options(current: str | None = None) -> list[str]:
 # -- the model store ------------------------------------------------------------------------------------
 
 
+class StoreFull(bert_core.ModelLoadError):
+    """Loading another model would hold more than the server's `capacity` of models in memory: the ones open
+    pages use (`in_use`, as the sessions asked for them) are the alternatives. Not remembered as a failure of
+    the checkpoint: it loads as soon as a page lets go of a model."""
+
+    def __init__(self, message: str, in_use: list[str]) -> None:
+        super().__init__(message)
+        self.in_use = in_use
+
+
 class ModelStore:
-    """Loaded models shared by every session of this process, at most `capacity` of them.
+    """Loaded models shared by every session of this process, at most `capacity` of them in memory.
+
+    A model pushed out of the cache stays in memory while an open page still holds it (a session keeps its
+    model across reruns), so those count too: a new model is loaded only when fewer than `capacity` models are
+    in memory, in use or loading, after the least recently used ones no page holds are let go; otherwise
+    `StoreFull` names the ones in use. (An older copy of a rewritten directory that a page still holds is the
+    exception: it is not counted, so that page keeps working while the new files load.)
 
     Hub failures are remembered for a short while so that an offline machine doesn't retry the network on
     every rerun; a broken local directory is remembered until it changes (its files' modification times), so
@@ -276,6 +293,31 @@ class ModelStore:
             weakref.WeakKeyDictionary()
         )
         self._old_numbers = itertools.count(1)
+        self._loading: set[str] = set()  # keys being read right now, each a model's worth of memory
+        self._sources: dict[str, str] = {}  # key -> the source a session asked for it by ("@demo", a hub id)
+
+    def _in_memory(self, besides: str) -> list[str]:
+        # caller holds self._lock
+        return [
+            k for k in dict.fromkeys([*self._models, *self._evicted.keys(), *self._loading]) if k != besides
+        ]
+
+    def _room_for(self, key: str) -> list[str]:
+        """Make room for `key` by letting go of the least recently used models (each freed unless a page holds
+        it); the keys still in memory besides `key` when that is not enough, else []. Caller holds the lock."""
+        while len(self._in_memory(key)) >= self.capacity:
+            oldest = next((k for k in self._models if k != key), None)
+            if oldest is None:
+                break
+            self._evicted[oldest] = self._models.pop(oldest)  # gone at once if only the store held it
+        crowded = self._in_memory(key)
+        return crowded if len(crowded) >= self.capacity else []
+
+    def in_use(self) -> list[str]:
+        """The models in memory, as sessions asked for them, most recently used first."""
+        with self._lock:
+            keys = [k for k in dict.fromkeys([*reversed(self._models), *self._evicted.keys()])]
+            return [self._sources.get(k, k) for k in keys]
 
     def loaded(self, key: str) -> bert_core.BertScopeModel | None:
         with self._lock:
@@ -382,47 +424,73 @@ class ModelStore:
                 raise bert_core.ModelLoadError(failure)
             if held is not None and held is model and self.passing_failure(key):
                 return held
-            stale = model
-            signature = directory_signature(key)  # taken before reading, so an edit during the load counts
-            try:
-                model = bert_core.load_pretrained(
-                    source_path(source),
-                    progress=progress,
-                    local_files_only=not hub_downloads_allowed(),
-                    pack_weights=not exact_arithmetic(),
-                    device=os.environ.get("BERTSCOPE_DEVICE", "").strip() or None,
-                )
-            except bert_core.ModelLoadError as exc:
-                # The loader's own verdict is about the checkpoint, so it holds for every session until the
-                # directory changes (or the hub failure's time is up).
-                reason = str(exc)
-                if stale is not None:
-                    reason = f"its files changed on disk while the server ran and no longer load: {reason}"
-                with self._lock:
-                    self._failures[key] = (time.monotonic(), reason, signature)
-                if stale is not None and held is stale:
-                    return held
-                raise bert_core.ModelLoadError(reason) from exc
-            except Exception as exc:  # noqa: BLE001 - anything else the loader let through is a message
-                # ...but its cause may be this moment (memory, a file being copied in), so it is told to this
-                # session only and the next one tries again: one bad moment must not poison the model.
-                if stale is not None:
-                    with self._lock:
-                        self._held_retry[key] = (time.monotonic(), f"{type(exc).__name__}: {exc}", signature)
-                    if held is stale:
-                        return held
-                raise bert_core.ModelLoadError(f"cannot load {source}: {type(exc).__name__}: {exc}") from exc
             with self._lock:
-                self._remember(cache_key, model)
-                # The same files read again (evicted, then asked for) keep their results' key, so the cached
-                # analyses of those weights stay in use; different files, or a hub id, start a new one.
-                same_files = signature is not None and self._read_as.get(cache_key) == signature
-                if not same_files:
-                    self._generation[cache_key] = self._generation.get(cache_key, 0) + 1
-                self._read_as[cache_key] = signature
-                self._failures.pop(key, None)
-                self._held_retry.pop(key, None)
-            return model
+                crowded = self._room_for(cache_key)
+            if crowded:
+                gc.collect()  # a model let go of but kept alive only by a reference cycle is not in use
+                with self._lock:
+                    crowded = self._room_for(cache_key)
+            if crowded:
+                names = [self._sources.get(k, k) for k in crowded]
+                raise StoreFull(
+                    f"this server keeps at most {self.capacity} "
+                    f"{'model' if self.capacity == 1 else 'models'} in memory ({ENV_MAX_MODELS}), and open pages "
+                    f"are using {', '.join(names)}; pick {'it' if len(names) == 1 else 'one of them'}, or try "
+                    "again when fewer pages are open",
+                    names,
+                )
+            with self._lock:
+                self._loading.add(cache_key)
+            try:
+                return self._read(source, key, cache_key, model, held, progress)
+            finally:
+                with self._lock:
+                    self._loading.discard(cache_key)
+
+    def _read(self, source, key, cache_key, model, held, progress) -> bert_core.BertScopeModel:
+        """Read `source` from disk or the hub cache (the caller holds its key lock and a place in memory)."""
+        stale = model
+        signature = directory_signature(key)  # taken before reading, so an edit during the load counts
+        try:
+            model = bert_core.load_pretrained(
+                source_path(source),
+                progress=progress,
+                local_files_only=not hub_downloads_allowed(),
+                pack_weights=not exact_arithmetic(),
+                device=os.environ.get("BERTSCOPE_DEVICE", "").strip() or None,
+            )
+        except bert_core.ModelLoadError as exc:
+            # The loader's own verdict is about the checkpoint, so it holds for every session until the
+            # directory changes (or the hub failure's time is up).
+            reason = str(exc)
+            if stale is not None:
+                reason = f"its files changed on disk while the server ran and no longer load: {reason}"
+            with self._lock:
+                self._failures[key] = (time.monotonic(), reason, signature)
+            if stale is not None and held is stale:
+                return held
+            raise bert_core.ModelLoadError(reason) from exc
+        except Exception as exc:  # noqa: BLE001 - anything else the loader let through is a message
+            # ...but its cause may be this moment (memory, a file being copied in), so it is told to this
+            # session only and the next one tries again: one bad moment must not poison the model.
+            if stale is not None:
+                with self._lock:
+                    self._held_retry[key] = (time.monotonic(), f"{type(exc).__name__}: {exc}", signature)
+                if held is stale:
+                    return held
+            raise bert_core.ModelLoadError(f"cannot load {source}: {type(exc).__name__}: {exc}") from exc
+        with self._lock:
+            self._remember(cache_key, model)
+            self._sources.setdefault(cache_key, source.strip())
+            # The same files read again (evicted, then asked for) keep their results' key, so the cached
+            # analyses of those weights stay in use; different files, or a hub id, start a new one.
+            same_files = signature is not None and self._read_as.get(cache_key) == signature
+            if not same_files:
+                self._generation[cache_key] = self._generation.get(cache_key, 0) + 1
+            self._read_as[cache_key] = signature
+            self._failures.pop(key, None)
+            self._held_retry.pop(key, None)
+        return model
 
 
 def model_key_of(cache_key: str) -> str:
@@ -542,8 +610,9 @@ def load_model(
 
 
 def loadable_alternatives(failed: str) -> list[str]:
-    """Sources that are likely to load right now (on disk or in the cache), for the error message."""
-    out = []
+    """Sources that are likely to load right now (in memory already, on disk or in the cache), for the error
+    message; those in memory first, since they open at once and a full store (`StoreFull`) loads nothing else."""
+    out = model_store().in_use()
     if demo_model_available():
         out.append(DEMO_SOURCE)
     out += cached_hub_models()

@@ -121,17 +121,54 @@ def test_sidebar_says_which_arithmetic_and_exact_mode_loads_unpacked(make_app, a
 
 
 def test_a_model_still_in_use_is_adopted_back_not_loaded_twice(tmp_path, load_calls):
+    calls = load_calls
+    a, b, c = (make_checkpoint(tmp_path / name, "model") for name in "abc")
+    store = models.ModelStore(capacity=2)
+    held = store.load(str(a))  # a session keeps using model a ...
+    store.load(str(b))  # ... another used b and moved on
+    store.load(str(c))  # c needs room: b, which nobody holds, is let go; a stays in memory for its page
+    assert len(calls) == 3
+    assert store.load(str(a)) is held and len(calls) == 3  # adopted back, not a second copy
+    assert set(store.in_use()) == {str(a), str(c)}
+
+
+def test_max_models_bounds_the_models_in_memory_including_those_pages_hold(tmp_path, load_calls):
+    """BERTSCOPE_MAX_MODELS is what is in memory, not what the cache lists: a model pushed out of the cache
+    but still held by an open page counts, so a new model waits until a page lets go of one."""
     import gc
 
     calls = load_calls
     a, b = make_checkpoint(tmp_path / "a", "model"), make_checkpoint(tmp_path / "b", "model")
     store = models.ModelStore(capacity=1)
-    held = store.load(str(a))  # a session keeps using model a ...
-    store.load(str(b))  # ... while another session's model b pushes it out of the cache
-    assert store.load(str(a)) is held and len(calls) == 2  # adopted back, not a second copy
-    gc.collect()  # b was pushed out by that and nobody holds it: it is gone, not kept alive by the store
-    store.load(str(b))
-    assert len(calls) == 3
+    held = store.load(str(a))  # a page holds model a
+    with pytest.raises(models.StoreFull) as full:
+        store.load(str(b))
+    assert full.value.in_use == [str(a)] and "at most 1 model in memory" in str(full.value)
+    assert isinstance(full.value, bert_core.ModelLoadError) and len(calls) == 1
+    assert store.recent_failure(models.model_key(str(b))) is None  # not b's fault: not remembered against it
+    assert store.load(str(a)) is held
+    del held  # the page moved on
+    gc.collect()
+    assert store.load(str(b)).info.num_layers == 2 and len(calls) == 2
+    assert store.in_use() == [str(b)]
+
+
+def test_a_full_store_is_a_message_with_the_models_in_use_as_alternatives(make_app, tmp_path, monkeypatch):
+    import streamlit as st
+
+    other = make_checkpoint(tmp_path / "other", "model")
+    monkeypatch.setenv("BERTSCOPE_MAX_MODELS", "1")
+    st.cache_resource.clear()
+    first = make_app()  # a page on the default model
+    assert not first.sidebar.error
+    second = make_app(model=str(other))
+    errors = " ".join(e.value for e in second.sidebar.error).replace("\\", "")
+    assert "at most 1 model in memory" in errors and "BERTSCOPE_MAX_MODELS" in errors
+    labels = [b.label.replace("\\", "") for b in second.button]
+    default = os.environ["BERTSCOPE_MODEL"]
+    assert f"Use {default}" in labels
+    assert first.session_state[models.KEY_ACTIVE_MODEL] is not None  # the first page keeps its model
+    st.cache_resource.clear()
 
 
 def test_exact_mode_is_part_of_the_cache_key(tiny_checkpoint, monkeypatch):
