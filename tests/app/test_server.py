@@ -6,6 +6,7 @@ while it waits or computes, a computation that fails, a pass that runs out of me
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 
@@ -197,6 +198,54 @@ def test_the_default_limit_is_one_pass_per_two_cores_and_the_env_var_sets_it(fre
     st.cache_resource.clear()
     monkeypatch.setenv(server.ENV_MAX_FORWARDS, "3")
     assert server.admission().limit == 3
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"cpu.max": "200000 100000\n"}, 2),  # cgroup v2, docker run --cpus=2
+        ({"cpu.max": "150000 100000\n"}, 2),  # 1.5 CPUs: rounded up
+        ({"cpu.max": "max 100000\n"}, None),  # v2 without a quota
+        ({"cpu/cpu.cfs_quota_us": "300000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 3),  # cgroup v1
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+        ({}, None),  # no cgroup files (not Linux, or not mounted)
+    ],
+)
+def test_a_containers_cpu_quota_bounds_the_cores_the_server_sizes_itself_by(
+    tmp_path, monkeypatch, files, expected
+):
+    """`docker run --cpus=2` on a 32-core host: the CPU set is still all 32, the quota is 2. The forward limit
+    (cores // 2) and torch's threads follow the quota."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(server, "CGROUP", tmp_path)
+    monkeypatch.setattr(server.os, "sched_getaffinity", lambda pid: set(range(32)))
+    assert server.cores() == (expected or 32)
+
+
+def test_bertscope_gives_torch_as_many_threads_as_the_quota_allows(tmp_path, monkeypatch):
+    import sys
+
+    from streamlit.web import cli as stcli
+
+    from app import cli
+
+    (tmp_path / "cpu.max").write_text("200000 100000\n")
+    monkeypatch.setattr(server, "CGROUP", tmp_path)
+    monkeypatch.setattr(server.os, "sched_getaffinity", lambda pid: set(range(32)))
+    monkeypatch.setattr(stcli, "main", lambda: 0)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cli.main([])
+    assert os.environ["OMP_NUM_THREADS"] == "2"
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")  # an operator's own setting wins
+    cli.main([])
+    assert os.environ["OMP_NUM_THREADS"] == "5"
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    (tmp_path / "cpu.max").write_text("max 100000\n")  # no quota: torch's own choice stands
+    cli.main([])
+    assert "OMP_NUM_THREADS" not in os.environ
 
 
 # -- the result cache -----------------------------------------------------------------------------------
