@@ -763,11 +763,30 @@ def saliency_strip(
     )  # fmt: skip
 
 
+CHIP_CHARS = 60  # the longest chip span_chips draws; a row holds about 70 characters
+
+
+def _chunks(text: str) -> list[str]:
+    """`text` as consecutive pieces of at most CHIP_CHARS characters, cut after a space where there is one,
+    which joined give `text` back exactly."""
+    out = []
+    while len(text) > CHIP_CHARS:
+        cut = text.rfind(" ", 0, CHIP_CHARS) + 1 or CHIP_CHARS
+        out.append(text[:cut])
+        text = text[cut:]
+    return [*out, text] if text or not out else out
+
+
 def span_chips(
     pieces: Sequence[tuple[str, str | None]], *, title: str, font_size: int = BASE_FONT
 ) -> go.Figure:
     """Text as chips: (fragment, label or None) in order; labelled fragments coloured by label, one legend entry
-    per label. Bars, not HTML, so typed text never becomes markup (the Tokens page's chips, by span)."""
+    per label. Bars, not HTML, so typed text never becomes markup (the Tokens page's chips, by span).
+
+    A fragment longer than a row is cut at spaces into chips of at most CHIP_CHARS characters, so a passage
+    wraps into rows instead of one chip as wide as the passage (which shrank every row to a hairline). Colours
+    follow the labels in sorted order, so an answer or an entity type has the same colour in every chart."""
+    pieces = [(chunk, kind) for text, kind in pieces for chunk in _chunks(text)]
     widths = [max(len(t), 1) + 1.0 for t, _ in pieces]
     starts, rows, x, row = [], [], 0.0, 0
     for w in widths:
@@ -778,7 +797,10 @@ def span_chips(
         x += w + 0.4
     fig = go.Figure()
     kinds = list(dict.fromkeys(k for _, k in pieces))
-    for n, kind in enumerate(kinds):
+    colours = {
+        kind: SEQUENCE_COLORS[n % 8] for n, kind in enumerate(sorted(k for k in kinds if k is not None))
+    }
+    for kind in kinds:
         idx = [i for i, (_, k) in enumerate(pieces) if k == kind]
         fig.add_trace(
             go.Bar(
@@ -790,7 +812,7 @@ def span_chips(
                 text=[label(pieces[i][0]) for i in idx],
                 textposition="inside",
                 insidetextanchor="middle",
-                marker_color="#e8e8e8" if kind is None else SEQUENCE_COLORS[n % 8],
+                marker_color="#e8e8e8" if kind is None else colours[kind],
                 hovertemplate="%{text}<extra>" + label(kind or "") + "</extra>",
             )
         )

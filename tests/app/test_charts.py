@@ -211,3 +211,20 @@ def test_bars_leave_room_for_the_values_past_both_ends():
     assert tuple(charts.bars(["a"], [0.3], range_max=1.0).layout.xaxis.range) == (0, 1.18)
     vertical = charts.bars(["a", "b"], [-1.0, 1.0], horizontal=False)
     assert vertical.layout.yaxis.range[0] < -1.0
+
+
+def test_a_long_passage_wraps_into_rows_of_chips_and_the_answer_keeps_its_colour():
+    """A question-answering passage is one fragment before the answer and one after: drawn as single chips they
+    made one row as wide as the passage, which shrank every chip to a hairline."""
+    before, answer, after = "the river ran by the bank " * 12, "the old mill", " and then we went home" * 9
+    fig = charts.span_chips([(before, None), (answer, "answer"), (after, None)], title="t")
+    bars = [(b, w) for trace in fig.data for b, w in zip(trace.base, trace.x, strict=True)]
+    assert max(w for _, w in bars) <= charts.CHIP_CHARS + 1
+    assert max(b + w for b, w in bars) <= 75  # every row within the ~70 characters a row holds
+    assert len({y for trace in fig.data for y in trace.y}) >= (len(before) + len(after)) // 70
+    for text in (before, after, "x" * 150, "", "short"):
+        chunks = charts._chunks(text)
+        assert "".join(chunks) == text and all(len(c) <= charts.CHIP_CHARS for c in chunks)
+    colour = {t.name: t.marker.color for t in fig.data}["answer"]
+    first = charts.span_chips([(answer, "answer"), (after, None)], title="t")
+    assert {t.name: t.marker.color for t in first.data}["answer"] == colour  # not by order of appearance
