@@ -400,30 +400,17 @@ class ModelStore:
         none is told what is wrong with the directory now."""
         key = model_key(source)
         cache_key = loaded_key(source)
-        model = self.loaded(cache_key)
-        if model is not None and not self.changed_on_disk(cache_key):
-            return model
-        failure = self.recent_failure(key)
-        if failure:
-            if held is not None and held is model:
-                return held
-            raise bert_core.ModelLoadError(failure)
-        if held is not None and held is model and self.passing_failure(key):
-            return held
+        answer, _ = self._settled(key, cache_key, held)
+        if answer is not None:
+            return answer
         with self._lock:
             key_lock = self._key_locks.setdefault(cache_key, threading.Lock())
         with key_lock:  # two sessions asking for the same model wait for one load
-            model = self.loaded(cache_key)
-            if model is not None and not self.changed_on_disk(cache_key):
-                return model
-            # The read this session waited for may have failed: its verdict holds for these files too.
-            failure = self.recent_failure(key)
-            if failure:
-                if held is not None and held is model:
-                    return held
-                raise bert_core.ModelLoadError(failure)
-            if held is not None and held is model and self.passing_failure(key):
-                return held
+            # Again: the read this session waited for may have loaded the model, or failed (its verdict then
+            # holds for these files too, rather than each waiting session reading them again).
+            answer, model = self._settled(key, cache_key, held)
+            if answer is not None:
+                return answer
             with self._lock:
                 crowded = self._room_for(cache_key)
             if crowded:
@@ -446,6 +433,24 @@ class ModelStore:
             finally:
                 with self._lock:
                     self._loading.discard(cache_key)
+
+    def _settled(
+        self, key: str, cache_key: str, held: bert_core.BertScopeModel | None
+    ) -> tuple[bert_core.BertScopeModel | None, bert_core.BertScopeModel | None]:
+        """(the model to give without reading, what is loaded under `cache_key` now): the loaded model while
+        its files are unchanged, or `held` while its rewritten files fail; raises a remembered failure for a
+        session holding no copy. (None, loaded) when the checkpoint must be read."""
+        model = self.loaded(cache_key)
+        if model is not None and not self.changed_on_disk(cache_key):
+            return model, model
+        failure = self.recent_failure(key)
+        if failure:
+            if held is not None and held is model:
+                return held, model
+            raise bert_core.ModelLoadError(failure)
+        if held is not None and held is model and self.passing_failure(key):
+            return held, model
+        return None, model
 
     def _read(self, source, key, cache_key, model, held, progress) -> bert_core.BertScopeModel:
         """Read `source` from disk or the hub cache (the caller holds its key lock and a place in memory)."""
