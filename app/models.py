@@ -316,7 +316,7 @@ class ModelStore:
     def in_use(self) -> list[str]:
         """The models in memory, as sessions asked for them, most recently used first."""
         with self._lock:
-            keys = [k for k in dict.fromkeys([*reversed(self._models), *self._evicted.keys()])]
+            keys = dict.fromkeys([*reversed(self._models), *self._evicted.keys()])
             return [self._sources.get(k, k) for k in keys]
 
     def loaded(self, key: str) -> bert_core.BertScopeModel | None:
