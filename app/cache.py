@@ -102,13 +102,23 @@ def _cached(
             note.empty()
 
 
+def _same_input(place: int | None) -> str:
+    """What a session waiting on another session's computation of the same input is told."""
+    if place is None:
+        return "Another session is running the model on this same input; using its result…"
+    return (
+        f"Queued: this same input, asked for by another session, is {server.ordinal(place)} in line for the "
+        "model; this page uses its result as soon as it is done."
+    )
+
+
 def _get(key, run, queued, say, small=False, model_pass=True):
     admission = server.admission()
     return server.results().get(
         key,
         run,
         admitted=lambda since: admission.slot(queued, since=since, small=small),
-        waiting=lambda: say("Another session is running the model on this same input; using its result…"),
+        waiting=lambda since: say(_same_input(admission.place_of(since))),
         model_pass=model_pass,
     )
 

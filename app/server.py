@@ -149,6 +149,13 @@ class Admission:
         with self._cond:
             return len(self._line)
 
+    def place_of(self, since: float) -> int | None:
+        """The place in line (1 = next) of the request queued as asked for at `since` (a computation's
+        `_Flight.since`), or None once it runs or when it is not in line: what a session waiting on another
+        session's computation of the same input is told."""
+        with self._cond:
+            return next((n + 1 for n, ticket in enumerate(self._line) if ticket[0] == since), None)
+
     def ahead(self) -> int:
         """How many a newcomer would wait behind: those in line, plus the running ones if every slot is taken."""
         with self._cond:
@@ -349,13 +356,14 @@ class ResultCache:
         compute: Callable[[], Any],
         *,
         admitted: Callable[[float], contextlib.AbstractContextManager] | None = None,
-        waiting: Callable[[], None] | None = None,
+        waiting: Callable[[float], None] | None = None,
         sizeof: Callable[[Any], int] | None = None,
         model_pass: bool = True,
     ) -> Any:
         """The cached value of `key`, or `compute()`'s, run inside `admitted(since)` (the admission slot,
-        queued as if asked for at `since`). `waiting()` is called every WAIT_POLL_S while another session
-        computes the same key. `sizeof(value)` (default `nbytes`) is what it counts against the budget. Only a
+        queued as if asked for at `since`). `waiting(since)` is called every WAIT_POLL_S while another session
+        computes the same key, with the time that computation was asked for (`Admission.place_of` finds it in
+        the line while it is queued). `sizeof(value)` (default `nbytes`) is what it counts against the budget. Only a
         `model_pass` is counted in `computed` and logged (a figure drawn from a result is not a pass)."""
         since = time.monotonic()
         while True:
@@ -371,7 +379,7 @@ class ResultCache:
                 return self._lead(key, flight, compute, admitted, sizeof, model_pass)
             while not flight.done.wait(WAIT_POLL_S):
                 if waiting is not None:
-                    waiting()
+                    waiting(flight.since)
             if flight.abandoned:
                 # Its session went away: this one computes it (or waits for whoever does), from its place.
                 since = min(since, flight.since)

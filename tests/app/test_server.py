@@ -459,6 +459,36 @@ def test_a_session_taking_over_a_computation_keeps_the_stopped_sessions_place_in
     assert ran == ["k by second", "x"]
 
 
+def test_a_session_waiting_on_anothers_queued_computation_is_told_its_place(monkeypatch):
+    """A student asks for the sentence another student's request is already queued for: the page says where
+    that computation stands in the line (deploy.md promises a place), and that it runs once it does."""
+    monkeypatch.setattr(server, "WAIT_POLL_S", 0.05)
+    results = server.ResultCache(budget_bytes=1 << 30)
+    gate = server.Admission(1)
+    told = []
+
+    def second():
+        results.get(
+            "k",
+            lambda: pytest.fail("the second session computed it too"),
+            admitted=lambda since: gate.slot(None, since),
+            waiting=lambda since: told.append(cache._same_input(gate.place_of(since))),
+        )
+
+    threads, release = holding(gate)
+    threads += run_threads(
+        [lambda: results.get("k", lambda: 1, admitted=lambda since: gate.slot(None, since))]
+    )
+    wait_until(lambda: gate.queued == 1)
+    threads += run_threads([second])
+    wait_until(lambda: len(told) >= 2)
+    assert "1st in line" in told[-1] and "this same input" in told[-1]
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert gate.place_of(0.0) is None and results.get("k", lambda: 2) == 1
+
+
 def test_a_session_stopped_mid_pass_leaves_the_result_to_the_others_and_the_slot_free(
     fresh, tiny_model, monkeypatch
 ):
