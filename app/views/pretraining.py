@@ -59,7 +59,7 @@ rng = np.random.default_rng([draw, 20])
 try:
     enc = model.encode(inputs.text_a, inputs.text_b)  # the model's checks too (e.g. a single-segment model)
 except bert_core.BertScopeError as exc:
-    st.error(ui.md_escape(str(exc)))
+    st.error(ui.user_message(exc))  # in the sidebar's words: 'Sentence B', not 'text_pair'
     st.stop()
 ui.length_notes(active, enc)
 ids = np.asarray(enc.input_ids)

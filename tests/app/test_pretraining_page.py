@@ -77,6 +77,12 @@ def test_page_without_sentence_b_explains_the_pair_examples(page):
     assert any("sentence B" in i.value for i in at.info)
 
 
+def test_a_core_error_is_told_in_the_sidebars_words(page):
+    at = page(a="the dog sat by the river", b="\u200b\u200b")  # a sentence B of zero-width characters only
+    errors = " ".join(e.value for e in at.error)
+    assert "Sentence B" in errors and "text_pair" not in errors
+
+
 def test_an_embedding_table_larger_than_the_vocabulary_never_yields_a_token_less_id(
     tmp_path, monkeypatch, make_app
 ):
