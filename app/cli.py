@@ -56,7 +56,7 @@ def run_app(argv: list[str]) -> int:
     if args.shared and not os.environ.get("BERTSCOPE_MODEL_ROOTS", "").strip(os.pathsep + " "):
         # An empty setting (an unset shell variable in `--model-roots "$ROOTS"`) would mean "anywhere".
         os.environ["BERTSCOPE_MODEL_ROOTS"] = str(Path(__file__).resolve().parents[1] / "assets")
-    from app.server import cores, cpu_quota
+    from app.cpus import cores, cpu_quota  # no numpy yet: it sizes its own threads when imported
 
     if "OMP_NUM_THREADS" not in os.environ and cpu_quota() is not None:
         # torch sizes its threads by the host's cores, a container's CPU quota aside: as many as the quota

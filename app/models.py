@@ -294,6 +294,8 @@ class ModelStore:
         )
         self._old_numbers = itertools.count(1)
         self._loading: set[str] = set()  # keys being read right now, each a model's worth of memory
+        self.collect_every_s = 5.0  # at most one full collection this often when the store is full
+        self._collected = -float("inf")
         self._sources: dict[str, str] = {}  # key -> the source a session asked for it by ("@demo", a hub id)
 
     def _in_memory(self, besides: str) -> list[str]:
@@ -312,6 +314,15 @@ class ModelStore:
             self._evicted[oldest] = self._models.pop(oldest)  # gone at once if only the store held it
         crowded = self._in_memory(key)
         return crowded if len(crowded) >= self.capacity else []
+
+    def _claim(self, key: str, source: str) -> list[str]:
+        """Room for `key` taken (it counts as loading from now, in the same hold of the lock as the check, so two
+        loads of different models cannot both pass it), or the keys in the way. Caller holds the lock."""
+        crowded = self._room_for(key)
+        if not crowded:
+            self._loading.add(key)
+            self._sources.setdefault(key, source.strip())
+        return crowded
 
     def in_use(self) -> list[str]:
         """The models in memory, as sessions asked for them, most recently used first."""
@@ -412,11 +423,14 @@ class ModelStore:
             if answer is not None:
                 return answer
             with self._lock:
-                crowded = self._room_for(cache_key)
-            if crowded:
-                gc.collect()  # a model let go of but kept alive only by a reference cycle is not in use
+                crowded = self._claim(cache_key, source)
+            if crowded and time.monotonic() - self._collected > self.collect_every_s:
+                # A model let go of but kept alive only by a reference cycle is not in use. Rate-limited: a full
+                # collection holds the GIL ~170 ms, and a session on a full store asks again on every rerun.
+                self._collected = time.monotonic()
+                gc.collect()
                 with self._lock:
-                    crowded = self._room_for(cache_key)
+                    crowded = self._claim(cache_key, source)
             if crowded:
                 names = [self._sources.get(k, k) for k in crowded]
                 raise StoreFull(
@@ -426,8 +440,6 @@ class ModelStore:
                     "again when fewer pages are open",
                     names,
                 )
-            with self._lock:
-                self._loading.add(cache_key)
             try:
                 return self._read(source, key, cache_key, model, held, progress)
             finally:
@@ -486,7 +498,6 @@ class ModelStore:
             raise bert_core.ModelLoadError(f"cannot load {source}: {type(exc).__name__}: {exc}") from exc
         with self._lock:
             self._remember(cache_key, model)
-            self._sources.setdefault(cache_key, source.strip())
             # The same files read again (evicted, then asked for) keep their results' key, so the cached
             # analyses of those weights stay in use; different files, or a hub id, start a new one.
             same_files = signature is not None and self._read_as.get(cache_key) == signature
@@ -548,10 +559,11 @@ class ActiveModel:
 class ModelUnavailable(Exception):
     """The chosen model can't be loaded; `reason` says why, for an inline message."""
 
-    def __init__(self, source: str, reason: str) -> None:
+    def __init__(self, source: str, reason: str, in_use: list[str] | None = None) -> None:
         super().__init__(reason)
         self.source = source
         self.reason = reason
+        self.in_use = in_use or []  # a full store: the models open pages use, the ones that load now
 
 
 def _without_home(message: str) -> str:
@@ -598,7 +610,7 @@ def load_model(
             and not is_in_hub_cache(source)
         )
         if not fallback_ok:
-            raise ModelUnavailable(source, reason) from exc
+            raise ModelUnavailable(source, reason, getattr(exc, "in_use", None)) from exc
     try:
         demo = store.load(DEMO_SOURCE, progress)
     except bert_core.ModelLoadError as exc:
@@ -615,9 +627,8 @@ def load_model(
 
 
 def loadable_alternatives(failed: str) -> list[str]:
-    """Sources that are likely to load right now (in memory already, on disk or in the cache), for the error
-    message; those in memory first, since they open at once and a full store (`StoreFull`) loads nothing else."""
-    out = model_store().in_use()
+    """Sources that are likely to load right now (on disk or in the cache), for the error message."""
+    out = []
     if demo_model_available():
         out.append(DEMO_SOURCE)
     out += cached_hub_models()

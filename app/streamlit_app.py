@@ -59,6 +59,16 @@ def model_picker() -> models.ActiveModel | None:
     store = models.model_store()
     key = models.model_key(source)
     held = models.active_model()  # this session's model on its previous run
+    if (
+        held is not None
+        and held.source != source
+        and models.loaded_key(held.source) != models.loaded_key(source)
+    ):
+        # Switching models: this page lets go of its old one first, or a full store (BERTSCOPE_MAX_MODELS)
+        # would count it as in use by an open page and refuse the switch. (A failed load leaves no model anyway.)
+        # Deleted, not set to None: Streamlit keeps a key's previous value until the run ends otherwise.
+        del st.session_state[models.KEY_ACTIVE_MODEL]
+        held = None
     loaded_as = models.loaded_key(source)
     # Nothing slow to show: loaded (and its directory unchanged), or failed a moment ago. A directory rewritten
     # while serving is read again, and that reading gets the progress box like a first load.
@@ -83,7 +93,8 @@ def model_picker() -> models.ActiveModel | None:
                 status.update(label=label, state="complete", expanded=False)
     except models.ModelUnavailable as exc:
         st.error("This model can't be loaded: " + ui.md_escape(exc.reason))
-        alternatives = models.loadable_alternatives(source)
+        # A full store: the models open pages use are the ones that load now.
+        alternatives = exc.in_use or models.loadable_alternatives(source)
         if alternatives:
             st.caption("Models that can be loaded here:")
             for i, alt in enumerate(alternatives):

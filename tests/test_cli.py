@@ -94,6 +94,22 @@ def test_shared_flag_sets_a_classroom_servers_limits_in_one_place(monkeypatch):
     assert argv[last + 1] == "true" and argv.count("--server.enableXsrfProtection") == 2
 
 
+SHARED_SETTINGS = (
+    "BERTSCOPE_ALLOW_HUB",
+    "BERTSCOPE_MODEL_ROOTS",
+    "BERTSCOPE_MAX_CHARS",
+    "BERTSCOPE_MAX_MODELS",
+    "OMP_NUM_THREADS",
+)
+
+
+def _restored_after(monkeypatch) -> None:
+    """`bertscope --shared` writes its settings into os.environ: each is put back as it was after the test."""
+    for name in SHARED_SETTINGS:
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+
+
 @pytest.mark.parametrize("given", [["--model-roots", ""], ["--model-roots", ":"], []])
 def test_shared_never_leaves_the_model_roots_empty(monkeypatch, given):
     """An empty roots setting means "anywhere" to the app; under --shared (an unset shell variable in
@@ -105,8 +121,8 @@ def test_shared_never_leaves_the_model_roots_empty(monkeypatch, given):
     from app import models
 
     monkeypatch.setattr(stcli, "main", lambda: 0)
+    _restored_after(monkeypatch)
     monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", "")
-    monkeypatch.setenv("BERTSCOPE_ALLOW_HUB", "")
     cli.main(["--shared", *given])
     assert os.environ["BERTSCOPE_MODEL_ROOTS"].endswith("assets")
     assert models.refusal("/etc") is not None
@@ -117,6 +133,7 @@ def test_shared_listens_where_address_says_whatever_else_is_passed(monkeypatch):
 
     seen = {}
     monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
+    _restored_after(monkeypatch)
     cli.main(["--shared", "--server.address", "0.0.0.0"])
     argv = seen["argv"]
     last = len(argv) - 1 - argv[::-1].index("--server.address")

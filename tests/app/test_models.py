@@ -171,6 +171,25 @@ def test_a_full_store_is_a_message_with_the_models_in_use_as_alternatives(make_a
     st.cache_resource.clear()
 
 
+def test_a_lone_page_switches_models_on_a_server_that_keeps_one(make_app, tmp_path, monkeypatch):
+    """The page's own previous model is not "in use by an open page": switching lets go of it first, so a
+    server with BERTSCOPE_MAX_MODELS=1 still lets its one user switch, and switch back."""
+    import streamlit as st
+
+    from app import inputs
+
+    other = make_checkpoint(tmp_path / "other", "model")
+    monkeypatch.setenv("BERTSCOPE_MAX_MODELS", "1")
+    st.cache_resource.clear()
+    at = make_app(model=str(other))  # a link to another model
+    assert at.session_state[models.KEY_ACTIVE_MODEL].source == str(other)
+    for source in (models.default_model_source(), models.DEMO_SOURCE):  # then two switches in the model box
+        at.selectbox(key=inputs.KEY_MODEL).set_value(source).run()
+        assert not at.exception and not at.sidebar.error, [e.value for e in at.sidebar.error]
+        assert at.session_state[models.KEY_ACTIVE_MODEL].source == source
+    st.cache_resource.clear()
+
+
 def test_exact_mode_is_part_of_the_cache_key(tiny_checkpoint, monkeypatch):
     store = models.ModelStore()
     monkeypatch.setenv("BERTSCOPE_EXACT", "1")

@@ -16,7 +16,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 import bert_core
-from app import cache, models, server
+from app import cache, cpus, models, server
 
 
 @pytest.fixture
@@ -219,9 +219,9 @@ def test_a_containers_cpu_quota_bounds_the_cores_the_server_sizes_itself_by(
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    monkeypatch.setattr(server, "CGROUP", tmp_path)
-    monkeypatch.setattr(server.os, "sched_getaffinity", lambda pid: set(range(32)))
-    assert server.cores() == (expected or 32)
+    monkeypatch.setattr(cpus, "CGROUP", tmp_path)
+    monkeypatch.setattr(cpus.os, "sched_getaffinity", lambda pid: set(range(32)))
+    assert cpus.cores() == (expected or 32)
 
 
 def test_bertscope_gives_torch_as_many_threads_as_the_quota_allows(tmp_path, monkeypatch):
@@ -232,8 +232,8 @@ def test_bertscope_gives_torch_as_many_threads_as_the_quota_allows(tmp_path, mon
     from app import cli
 
     (tmp_path / "cpu.max").write_text("200000 100000\n")
-    monkeypatch.setattr(server, "CGROUP", tmp_path)
-    monkeypatch.setattr(server.os, "sched_getaffinity", lambda pid: set(range(32)))
+    monkeypatch.setattr(cpus, "CGROUP", tmp_path)
+    monkeypatch.setattr(cpus.os, "sched_getaffinity", lambda pid: set(range(32)))
     monkeypatch.setattr(stcli, "main", lambda: 0)
     monkeypatch.setattr(sys, "argv", list(sys.argv))
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
