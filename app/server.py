@@ -115,12 +115,21 @@ class Admission:
         with self._cond:
             return len(self._line)
 
+    def _place(self, ticket: tuple[float, int]) -> int:
+        """A waiting ticket's place (1 = next): in the whole line, or among the short requests when it may take
+        the express lane, whichever is nearer. Caller holds the lock."""
+        overall = self._line.index(ticket) + 1
+        if ticket not in self._small or not self.express:
+            return overall
+        return min(overall, [t for t in self._line if t in self._small].index(ticket) + 1)
+
     def place_of(self, since: float) -> int | None:
         """The place in line (1 = next) of the request queued as asked for at `since` (a computation's
-        `_Flight.since`), or None once it runs or when it is not in line: what a session waiting on another
-        session's computation of the same input is told."""
+        `_Flight.since`), as its own session is told it, or None once it runs or when it is not in line: what
+        a session waiting on another session's computation of the same input is told."""
         with self._cond:
-            return next((n + 1 for n, ticket in enumerate(self._line) if ticket[0] == since), None)
+            ticket = next((t for t in self._line if t[0] == since), None)
+            return None if ticket is None else self._place(ticket)
 
     def ahead(self) -> int:
         """How many a newcomer would wait behind: those in line, plus the running ones if every slot is taken."""
@@ -146,12 +155,6 @@ class Admission:
                 lane = "main"
             return bool(lane)
 
-        def place() -> int:
-            overall = self._line.index(ticket) + 1
-            if not small or not self.express:
-                return overall
-            return min(overall, [t for t in self._line if t in self._small].index(ticket) + 1)
-
         with self._cond:
             bisect.insort(self._line, ticket)
             if small:
@@ -161,7 +164,7 @@ class Admission:
             try:
                 while not my_turn():
                     if waiting is not None:
-                        told = place()
+                        told = self._place(ticket)
                         self._cond.release()  # told outside the lock: drawing on a page may block or raise
                         try:
                             waiting(told)

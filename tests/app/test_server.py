@@ -852,3 +852,31 @@ def test_the_collector_does_not_freeze_a_page_ending_with_st_stop():
         if was_enabled:
             gc.enable()
         gc.unfreeze()
+
+
+def test_the_place_of_a_shared_short_computation_is_the_one_its_own_session_is_told():
+    """A short input waits in the express lane's line too: the session waiting on it is told the same place as
+    the session whose request it is, the nearer of the two lines."""
+    gate = server.Admission(1, express=1)
+    told, done = [], threading.Event()
+
+    def waits(small: bool, since: float | None = None, tell=None):
+        def run():
+            with gate.slot(tell, since=since, small=small):
+                done.wait(10)
+
+        return run
+
+    threads = run_threads([waits(False)])  # the main slot is taken ...
+    wait_until(lambda: gate.running == 1)
+    threads += run_threads([waits(True)])  # ... and the express lane
+    wait_until(lambda: gate.running == 2)
+    threads += run_threads([waits(False)])  # a long request waits
+    wait_until(lambda: gate.queued == 1)
+    since = time.monotonic()
+    threads += run_threads([waits(True, since, told.append)])  # then a short one
+    wait_until(lambda: told)
+    assert gate.place_of(since) == told[-1] == 1  # 2nd overall, 1st among the short ones
+    done.set()
+    for t in threads:
+        t.join(10)
