@@ -59,11 +59,7 @@ def model_picker() -> models.ActiveModel | None:
     store = models.model_store()
     key = models.model_key(source)
     held = models.active_model()  # this session's model on its previous run
-    if (
-        held is not None
-        and held.source != source
-        and models.loaded_key(held.source) != models.loaded_key(source)
-    ):
+    if held is not None and models.loaded_key(held.source) != models.loaded_key(source):
         # Switching models: this page lets go of its old one first, or a full store (BERTSCOPE_MAX_MODELS)
         # would count it as in use by an open page and refuse the switch. (A failed load leaves no model anyway.)
         # Deleted, not set to None: Streamlit keeps a key's previous value until the run ends otherwise.

@@ -169,7 +169,7 @@ with st.expander("Why this guess? (saliency)"):
         for t in p.tokens[:5]
     }
     # Kept across page visits while it still names a guess of this text (a new text's guesses start over).
-    ui.start("mask_saliency", "—", lambda v: v == "—" or v in options)
+    ui.start_value("mask_saliency", "—", lambda v: v == "—" or v in options)
     picked = st.selectbox("Prediction", ["—", *options], key="mask_saliency", persist_state="session")
     chosen = options.get(picked)
     if chosen is not None:
