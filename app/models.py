@@ -33,7 +33,7 @@ ENV_MODEL = "BERTSCOPE_MODEL"
 ENV_ALLOW_HUB = "BERTSCOPE_ALLOW_HUB"  # "0" = no hub downloads; models already in the HF cache still load
 ENV_EXACT = "BERTSCOPE_EXACT"  # "1" = the reference's own matmuls: bit-identical to transformers, slower
 ENV_MODEL_ROOTS = "BERTSCOPE_MODEL_ROOTS"  # "/a:/b" = open local checkpoints only under these directories
-KEY_ACTIVE_MODEL = "_active_model"  # session state: the ActiveModel the sidebar loaded for this run
+KEY_HOLD = "_model_hold"  # session state: this session's Hold (the ActiveModel the sidebar loaded)
 
 
 # -- model sources --------------------------------------------------------------------------------------
@@ -250,11 +250,30 @@ class StoreFull(bert_core.ModelLoadError):
         self.in_use = in_use
 
 
+def session_open(session_id: str) -> bool:
+    """Whether a session's tab is connected now. Streamlit keeps a closed tab's session, its state included,
+    for `server.disconnectedSessionTTL` and drops it only when a later disconnect happens to expire it."""
+    from streamlit import runtime
+
+    return runtime.exists() and runtime.get_instance().is_active_session(session_id)
+
+
+class Hold:
+    """One session's hold on the model its pages use: `active` is the ActiveModel the sidebar loaded (None
+    before, or once let go of). Kept in session state and, while the tab is connected, known to the store,
+    which lets go of it when the tab closes (`ModelStore.take_hold`)."""
+
+    __slots__ = ("active",)
+
+    def __init__(self) -> None:
+        self.active: ActiveModel | None = None
+
+
 class ModelStore:
     """Loaded models shared by every session of this process, at most `capacity` of them in memory.
 
     A model pushed out of the cache stays in memory while an open page still holds it (a session keeps its
-    model across reruns), so those count too: a new model is loaded only when fewer than `capacity` models are
+    model across reruns), so those count too, but not the pages of closed tabs (see `take_hold`): a new model is loaded only when fewer than `capacity` models are
     in memory, in use or loading, after the least recently used ones no page holds are let go; otherwise
     `StoreFull` names the ones in use. (An older copy of a rewritten directory that a page still holds is the
     exception: it is not counted, so that page keeps working while the new files load.)
@@ -264,7 +283,13 @@ class ModelStore:
     it is not re-read on every slider move but is retried as soon as the user fixes it.
     """
 
-    def __init__(self, capacity: int = 3, failure_ttl_s: float = 120.0, retry_held_s: float = 15.0) -> None:
+    def __init__(
+        self,
+        capacity: int = 3,
+        failure_ttl_s: float = 120.0,
+        retry_held_s: float = 15.0,
+        is_open: Callable[[str], bool] = session_open,
+    ) -> None:
         self.capacity = capacity
         self.failure_ttl_s = failure_ttl_s
         self.retry_held_s = retry_held_s
@@ -297,6 +322,22 @@ class ModelStore:
         self.collect_every_s = 5.0  # at most one full collection this often when the store is full
         self._collected = -float("inf")
         self._sources: dict[str, str] = {}  # key -> the source a session asked for it by ("@demo", a hub id)
+        self._is_open = is_open
+        self._holds: dict[str, Hold] = {}  # session id -> its hold, for sessions seen connected
+
+    def take_hold(self, session_id: str | None, hold: Hold) -> None:
+        """Register a session's hold (each run); the holds of sessions whose tab has closed since are let go of.
+
+        Why: a closed tab's session lives on in Streamlit for minutes (or until another tab disconnects), and
+        so would its model, counted as in use by an open page against `capacity`, or pinned for good should the
+        session's objects have been frozen by the collector (app.server.Collector). A session reconnecting
+        after a blip just asks the store again. Holds of sessions never seen connected (a test's AppTest) are
+        not registered, so never let go of."""
+        with self._lock:
+            for other in [s for s in self._holds if not self._is_open(s)]:
+                self._holds.pop(other).active = None
+            if session_id is not None and self._is_open(session_id):
+                self._holds[session_id] = hold
 
     def _in_memory(self, besides: str) -> list[str]:
         # caller holds self._lock
@@ -638,6 +679,19 @@ def loadable_alternatives(failed: str) -> list[str]:
     return [o for o in dict.fromkeys(out) if o != failed]
 
 
+def session_hold() -> Hold:
+    """This session's hold on its model, made on its first run and registered with the store on each."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    hold = st.session_state.get(KEY_HOLD)
+    if hold is None:
+        hold = st.session_state[KEY_HOLD] = Hold()
+    ctx = get_script_run_ctx()
+    model_store().take_hold(ctx.session_id if ctx is not None else None, hold)
+    return hold
+
+
 def active_model() -> ActiveModel | None:
     """The model the sidebar loaded for this run (None when it couldn't be loaded)."""
-    return st.session_state.get(KEY_ACTIVE_MODEL)
+    hold = st.session_state.get(KEY_HOLD)
+    return hold.active if hold is not None else None

@@ -42,7 +42,7 @@ def _count(n: int) -> str:
     return f"{n / 1e6:,.1f} M" if n >= 1e6 else f"{n:,}"
 
 
-def model_picker() -> models.ActiveModel | None:
+def model_picker(hold: models.Hold) -> models.ActiveModel | None:
     """The model selectbox (pick a listed model or type a hub id / directory), loading, and the model card."""
     current = st.session_state.get(inputs.KEY_MODEL) or st.query_params.get(inputs.KEY_MODEL)
     options = models.model_options(current)
@@ -58,13 +58,11 @@ def model_picker() -> models.ActiveModel | None:
     source = (source or "").strip() or models.default_model_source()
     store = models.model_store()
     key = models.model_key(source)
-    held = models.active_model()  # this session's model on its previous run
+    held = hold.active  # this session's model on its previous run
     if held is not None and models.loaded_key(held.source) != models.loaded_key(source):
         # Switching models: this page lets go of its old one first, or a full store (BERTSCOPE_MAX_MODELS)
         # would count it as in use by an open page and refuse the switch. (A failed load leaves no model anyway.)
-        # Deleted, not set to None: Streamlit keeps a key's previous value until the run ends otherwise.
-        del st.session_state[models.KEY_ACTIVE_MODEL]
-        held = None
+        hold.active = held = None
     loaded_as = models.loaded_key(source)
     # Nothing slow to show: loaded (and its directory unchanged), or failed a moment ago. A directory rewritten
     # while serving is read again, and that reading gets the progress box like a first load.
@@ -144,7 +142,8 @@ def pair_help(active: models.ActiveModel | None) -> str:
 
 def sidebar() -> None:
     with st.sidebar:
-        active = st.session_state[models.KEY_ACTIVE_MODEL] = model_picker()
+        hold = models.session_hold()
+        active = hold.active = model_picker(hold)
         examples = inputs.examples()
         if examples:
             st.selectbox(

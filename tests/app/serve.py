@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -146,3 +146,49 @@ def next_layer(page, expect: str = "Layer 2") -> None:
         arg=expect,
         timeout=30_000,
     )
+
+
+class Tab:
+    """A browser tab reduced to Streamlit's websocket protocol (what the page's JavaScript sends and reads),
+    for tests about sessions rather than drawing: no browser needed, and closing it is a closed tab."""
+
+    def __init__(self, ws) -> None:
+        self._ws = ws
+
+    async def show(self, query: str = "", page: str = "") -> list[str]:
+        """Run `page` (its url path; the default page when "") with `query` as a link's query string, wait
+        for the script to finish, and return the texts of the error messages it showed."""
+        from streamlit.proto.Alert_pb2 import Alert
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        ask = BackMsg()
+        ask.rerun_script.query_string = query
+        ask.rerun_script.page_name = page
+        await self._ws.send(ask.SerializeToString())
+        errors = []
+        while True:
+            msg = ForwardMsg()
+            msg.ParseFromString(await self._ws.recv())
+            kind = msg.WhichOneof("type")
+            if kind == "script_finished":
+                return errors
+            if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                element = msg.delta.new_element
+                if element.WhichOneof("type") == "exception":
+                    errors.append(element.exception.message)
+                elif element.WhichOneof("type") == "alert" and element.alert.format == Alert.ERROR:
+                    errors.append(element.alert.body.replace("\\", ""))  # unescaped Markdown
+
+
+@contextlib.asynccontextmanager
+async def tab(url: str, timeout_s: float = 60) -> AsyncIterator[Tab]:
+    """An open tab on the served app at `url` (a websocket session), closed on leaving."""
+    import asyncio
+
+    import websockets  # Streamlit's own dependency
+
+    stream = url.replace("http://", "ws://", 1) + "/_stcore/stream"
+    async with asyncio.timeout(timeout_s):
+        async with websockets.connect(stream, subprotocols=["streamlit"], max_size=None) as ws:
+            yield Tab(ws)

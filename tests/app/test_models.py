@@ -153,6 +153,32 @@ def test_max_models_bounds_the_models_in_memory_including_those_pages_hold(tmp_p
     assert store.in_use() == [str(b)]
 
 
+def test_the_store_lets_go_of_the_hold_of_a_closed_tab_only(tmp_path, load_calls):
+    """A closed tab's session lives on in Streamlit for minutes; its hold on a model is let go of at the next
+    session's run, while open tabs, and sessions never seen connected (AppTest's), keep theirs."""
+    import gc
+    import weakref
+
+    a, b = make_checkpoint(tmp_path / "a", "model"), make_checkpoint(tmp_path / "b", "model")
+    connected = {"student", "lecturer"}
+    store = models.ModelStore(capacity=1, is_open=lambda sid: sid in connected)
+    student, test_session = models.Hold(), models.Hold()
+    store.take_hold("student", student)
+    store.take_hold("a test's session", test_session)  # never connected: not registered
+    student.active = models.ActiveModel(store.load(str(a)), str(a), "a")
+    test_session.active = student.active
+    with pytest.raises(models.StoreFull):
+        store.load(str(b))
+    connected.discard("student")  # the tab closes
+    store.take_hold("lecturer", models.Hold())
+    assert student.active is None and test_session.active is not None
+    gone = weakref.ref(test_session.active.model)
+    test_session.active = None
+    gc.collect()
+    assert gone() is None  # nothing else kept the closed tab's model alive
+    assert store.load(str(b)).info.num_layers == 2 and len(load_calls) == 2
+
+
 def test_a_full_store_is_a_message_with_the_models_in_use_as_alternatives(make_app, tmp_path, monkeypatch):
     import streamlit as st
 
@@ -167,7 +193,7 @@ def test_a_full_store_is_a_message_with_the_models_in_use_as_alternatives(make_a
     labels = [b.label.replace("\\", "") for b in second.button]
     default = os.environ["BERTSCOPE_MODEL"]
     assert f"Use {default}" in labels
-    assert first.session_state[models.KEY_ACTIVE_MODEL] is not None  # the first page keeps its model
+    assert first.session_state[models.KEY_HOLD].active is not None  # the first page keeps its model
     st.cache_resource.clear()
 
 
@@ -182,11 +208,11 @@ def test_a_lone_page_switches_models_on_a_server_that_keeps_one(make_app, tmp_pa
     monkeypatch.setenv("BERTSCOPE_MAX_MODELS", "1")
     st.cache_resource.clear()
     at = make_app(model=str(other))  # a link to another model
-    assert at.session_state[models.KEY_ACTIVE_MODEL].source == str(other)
+    assert at.session_state[models.KEY_HOLD].active.source == str(other)
     for source in (models.default_model_source(), models.DEMO_SOURCE):  # then two switches in the model box
         at.selectbox(key=inputs.KEY_MODEL).set_value(source).run()
         assert not at.exception and not at.sidebar.error, [e.value for e in at.sidebar.error]
-        assert at.session_state[models.KEY_ACTIVE_MODEL].source == source
+        assert at.session_state[models.KEY_HOLD].active.source == source
     st.cache_resource.clear()
 
 

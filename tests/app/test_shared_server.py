@@ -3,6 +3,7 @@ shared link reproduces the view after the server restarts (the browser part is m
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import urllib.parse
@@ -10,7 +11,8 @@ import urllib.request
 
 import pytest
 
-from tests.app.serve import browser, free_port, next_layer, serve_app, wait_for_app
+from tests.app.serve import browser, free_port, next_layer, serve_app, tab, wait_for_app
+from tests.conftest import make_checkpoint
 
 pytestmark = pytest.mark.slow
 
@@ -50,6 +52,29 @@ def test_a_shared_server_answers_on_loopback_only_and_keeps_xsrf_protection(tiny
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(upload, timeout=5)
         assert refused.value.code == 403
+
+
+def test_a_closed_tab_does_not_keep_its_model_in_memory_on_a_server_that_keeps_one(tmp_path, monkeypatch):
+    """BERTSCOPE_MAX_MODELS counts the models open pages hold. A closed tab's session lives on in Streamlit
+    (server.disconnectedSessionTTL, 2 minutes) with its state, so without the store letting go of its hold,
+    the model a student opened and left would refuse every other model until then."""
+    lecturers = make_checkpoint(tmp_path / "models" / "lecturer")
+    students = make_checkpoint(tmp_path / "models" / "student")
+    monkeypatch.setenv("BERTSCOPE_MAX_MODELS", "1")
+    sentence = urllib.parse.urlencode({"a": "the river bank"})
+    student_link = urllib.parse.urlencode({"a": "the river bank", "model": str(students)})
+
+    async def lecture(url: str) -> None:
+        async with tab(url) as student:
+            assert await student.show(student_link, "attention") == []
+            async with tab(url) as lecturer:  # the student's tab is open: its model is in use
+                refused = " ".join(await lecturer.show(sentence, "attention"))
+                assert "at most 1 model in memory" in refused and str(students) in refused
+        async with tab(url) as lecturer:  # the student's tab has closed
+            assert await lecturer.show(sentence, "attention") == []
+
+    with serve_app(lecturers, tmp_path / "log", shared=True) as url:
+        asyncio.run(lecture(url))
 
 
 @pytest.mark.browser
