@@ -6,6 +6,7 @@ The store is made once per process by `st.cache_resource`; nothing mutable lives
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import os
@@ -14,7 +15,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -250,6 +251,9 @@ class StoreFull(bert_core.ModelLoadError):
         self.in_use = in_use
 
 
+MAX_FAILURES = 256  # failed loads remembered at once, so as not to read them again on every rerun
+
+
 def session_open(session_id: str) -> bool:
     """Whether a session's tab is connected now. Streamlit keeps a closed tab's session, its state included,
     for `server.disconnectedSessionTTL` and drops it only when a later disconnect happens to expire it."""
@@ -302,7 +306,7 @@ class ModelStore:
         )
         # key -> (when, reason, signature of the local directory or None for a hub id)
         self._failures: dict[str, tuple[float, str, tuple | None]] = {}
-        self._key_locks: dict[str, threading.Lock] = {}
+        self._key_locks: dict[str, list] = {}  # key -> [its load lock, sessions holding or waiting for it]
         # key -> the signature of its local directory when it was read, and how many times it has been read:
         # a directory rewritten while serving is read again, and its results are cached under a new key.
         self._read_as: dict[str, tuple | None] = {}
@@ -362,6 +366,10 @@ class ModelStore:
         crowded = self._room_for(key)
         if not crowded:
             self._loading.add(key)
+            # Names are kept for the models in memory only (every name typed would stay otherwise).
+            in_memory = set(self._in_memory(""))
+            for gone in [k for k in self._sources if k not in in_memory]:
+                del self._sources[gone]
             self._sources.setdefault(key, source.strip())
         return crowded
 
@@ -455,9 +463,7 @@ class ModelStore:
         answer, _ = self._settled(key, cache_key, held)
         if answer is not None:
             return answer
-        with self._lock:
-            key_lock = self._key_locks.setdefault(cache_key, threading.Lock())
-        with key_lock:  # two sessions asking for the same model wait for one load
+        with self._only_load_of(cache_key):  # two sessions asking for the same model wait for one load
             # Again: the read this session waited for may have loaded the model, or failed (its verdict then
             # holds for these files too, rather than each waiting session reading them again).
             answer, model = self._settled(key, cache_key, held)
@@ -486,6 +492,32 @@ class ModelStore:
             finally:
                 with self._lock:
                     self._loading.discard(cache_key)
+                    if cache_key not in self._in_memory(""):  # a failed read
+                        self._sources.pop(cache_key, None)
+
+    @contextlib.contextmanager
+    def _only_load_of(self, cache_key: str) -> Iterator[None]:
+        """Held while `cache_key` is loaded. Its lock leaves the table once nobody holds or waits for it, or
+        every name a student ever typed would keep one."""
+        with self._lock:
+            entry = self._key_locks.setdefault(cache_key, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._lock:
+                entry[1] -= 1
+                if not entry[1]:
+                    del self._key_locks[cache_key]
+
+    def _remember_failure(self, key: str, failure: tuple[float, str, tuple | None]) -> None:
+        # caller holds self._lock. The oldest are forgotten past MAX_FAILURES (names typed by a room of
+        # students); a forgotten one costs one more read when asked for again.
+        self._failures.pop(key, None)
+        self._failures[key] = failure
+        while len(self._failures) > MAX_FAILURES:
+            del self._failures[next(iter(self._failures))]
 
     def _settled(
         self, key: str, cache_key: str, held: bert_core.BertScopeModel | None
@@ -524,7 +556,7 @@ class ModelStore:
             if stale is not None:
                 reason = f"its files changed on disk while the server ran and no longer load: {reason}"
             with self._lock:
-                self._failures[key] = (time.monotonic(), reason, signature)
+                self._remember_failure(key, (time.monotonic(), reason, signature))
             if stale is not None and held is stale:
                 return held
             raise bert_core.ModelLoadError(reason) from exc

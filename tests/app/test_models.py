@@ -179,6 +179,26 @@ def test_the_store_lets_go_of_the_hold_of_a_closed_tab_only(tmp_path, load_calls
     assert store.load(str(b)).info.num_layers == 2 and len(load_calls) == 2
 
 
+def test_names_typed_by_a_room_leave_nothing_behind_but_a_bounded_list_of_failures(tmp_path, monkeypatch):
+    """Every distinct name a student types goes through the store; what it keeps per name must not grow
+    without end on a server that runs all term."""
+    monkeypatch.setattr(models, "MAX_FAILURES", 5)
+    store = models.ModelStore(capacity=2)
+    model = make_checkpoint(tmp_path / "real", "model")
+    store.load(str(model))
+    for n in range(8):
+        broken = tmp_path / f"typo{n}"
+        broken.mkdir()
+        (broken / "config.json").write_text("{")
+        with pytest.raises(bert_core.ModelLoadError):
+            store.load(str(broken))
+    assert len(store._failures) == 5 and str(tmp_path / "typo7") in store._failures  # the latest kept
+    assert store._key_locks == {}  # no lock left behind once nobody waits
+    assert list(store._sources) == [models.loaded_key(str(model))]  # named only while in memory
+    with pytest.raises(bert_core.ModelLoadError):  # a remembered failure is still told without a read
+        store.load(str(tmp_path / "typo7"))
+
+
 def test_a_full_store_is_a_message_with_the_models_in_use_as_alternatives(make_app, tmp_path, monkeypatch):
     import streamlit as st
 
