@@ -413,6 +413,10 @@ class Collector:
     rate-limited, so a burst of runs pays for one. Not while another page runs: its namespace would be frozen
     with the rest and never freed, analysis and all, once that run ended. On a server that is never idle the
     heap stays unfrozen and each collection costs the full scan, still at most one every `every_s`.
+
+    A run that ends too soon after a collection leaves its namespace for a catch-up collection `every_s` after
+    that one (a timer), so the end of a burst is not kept until some later page run: those namespaces may hold
+    analyses the cache has already let go of, memory past its budget.
     """
 
     def __init__(self, every_s: float = 2.0) -> None:
@@ -421,6 +425,8 @@ class Collector:
         self._last = -float("inf")
         self._frozen = False
         self._running = 0  # page runs between before_run and after_run
+        self._garbage = False  # a run ended since the last collection without one
+        self._catch_up: threading.Timer | None = None  # the catch-up collection, while one is pending
 
     def before_run(self) -> None:
         with self._lock:
@@ -433,8 +439,11 @@ class Collector:
             self._running = max(0, self._running - 1)
             now = time.monotonic()
             if now - self._last < self.every_s:
+                self._garbage = True
+                if self._catch_up is None:
+                    self._later(now)
                 return False
-            self._last = now
+            self._last, self._garbage = now, False
             gc.collect()
             # Nor while this run is ending with an exception (st.stop, st.rerun, st.switch_page raise one):
             # its traceback still holds the page's frame and namespace, which would be frozen with the rest.
@@ -442,6 +451,26 @@ class Collector:
                 gc.freeze()
                 self._frozen = True
             return True
+
+    def _later(self, now: float) -> None:
+        # caller holds self._lock
+        self._catch_up = threading.Timer(self._last + self.every_s - now, self._collect_late)
+        self._catch_up.daemon = True
+        self._catch_up.start()
+
+    def _collect_late(self) -> None:
+        """The catch-up collection, on the timer's thread (never a freeze, which only a run's end decides):
+        unless a run has collected since, with no run left uncollected after it; again later if too soon."""
+        with self._lock:
+            self._catch_up = None
+            now = time.monotonic()
+            if not self._garbage:
+                return
+            if now - self._last < self.every_s:
+                self._later(now)
+                return
+            self._last, self._garbage = now, False
+            gc.collect()
 
 
 @st.cache_resource(show_spinner=False)

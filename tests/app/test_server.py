@@ -787,6 +787,52 @@ def test_the_collector_frees_a_pages_namespace_cycle_and_runs_at_most_every_few_
         gc.unfreeze()
 
 
+def test_the_end_of_a_burst_is_collected_without_waiting_for_another_page_run():
+    """The last runs of a burst come too soon after a collection to make one; a catch-up collection frees
+    their namespaces `every_s` later, once, and not at all when a run has collected everything since."""
+    import gc
+    import weakref
+
+    gc.unfreeze()
+    collector = server.Collector(every_s=0.3)
+    full = []
+
+    def count(phase, info):
+        if phase == "start" and info["generation"] == 2:
+            full.append(time.monotonic())
+
+    class Namespace(dict):
+        pass
+
+    def a_page_run():
+        collector.before_run()
+        namespace = Namespace(result=np.zeros(1000))
+        namespace["self"] = namespace
+        ref = weakref.ref(namespace)
+        del namespace
+        return ref, collector.after_run()
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.callbacks.append(count)
+    try:
+        assert a_page_run()[1] is True
+        last, collected = a_page_run()  # the burst's last run: too soon to collect
+        assert collected is False and last() is not None and len(full) == 1
+        wait_until(lambda: last() is None, timeout=5)
+        assert len(full) == 2 and full[1] - full[0] >= 0.3  # one catch-up, no sooner than every_s
+        time.sleep(0.35)
+        assert a_page_run()[1] is True and len(full) == 3  # a run in its own time collects for itself
+        collector._collect_late()  # a catch-up that lost the race to that run's collection
+        time.sleep(0.5)
+        assert len(full) == 3, "a catch-up ran with nothing left to collect"
+    finally:
+        gc.callbacks.remove(count)
+        if was_enabled:
+            gc.enable()
+        gc.unfreeze()
+
+
 def test_the_collector_does_not_freeze_a_page_still_running_in_another_session():
     """Frozen objects are never collected: a page that is still running at the first collection (a room opening
     the link at once) must not be frozen, or its namespace and analysis would outlive its run for good."""
