@@ -186,17 +186,27 @@ def sidebar() -> None:
 
 
 def main() -> None:
-    # No page_icon: a Material icon as favicon is fetched from fonts.gstatic.com; the default is served locally.
-    st.set_page_config(page_title="BERTScope", layout="wide")
-    ui.still_placeholders()  # first, so it is in place before the placeholders of what follows
-    pages = [
-        st.Page(p.file, title=p.title, url_path=p.url_path, default=i == 0)
-        for i, p in enumerate(s for s in PAGES if (APP_DIR / s.file).is_file())
-    ]
-    page = st.navigation(pages)
-    sidebar()
-    ui.large_text_style()
-    server.collector().before_run()
+    # Counted as running from the start, sidebar included: the collector freezes the heap only while no run is
+    # under way, and a run's objects frozen then would never be freed.
+    collector = server.collector()
+    collector.before_run()
+    try:
+        # No page_icon: a Material icon as favicon is fetched from fonts.gstatic.com; the default is local.
+        st.set_page_config(page_title="BERTScope", layout="wide")
+        ui.still_placeholders()  # first, so it is in place before the placeholders of what follows
+        pages = [
+            st.Page(p.file, title=p.title, url_path=p.url_path, default=i == 0)
+            for i, p in enumerate(s for s in PAGES if (APP_DIR / s.file).is_file())
+        ]
+        page = st.navigation(pages)
+        sidebar()
+        ui.large_text_style()
+        run_page(page)
+    finally:  # st.stop() included: the page's namespace, and its analysis, are garbage from here on
+        collector.after_run()
+
+
+def run_page(page) -> None:
     try:
         page.run()
     except bert_core.BertScopeError as exc:
@@ -209,8 +219,6 @@ def main() -> None:
         import logging
 
         logging.getLogger("bertscope").exception("page failed")
-    finally:  # st.stop() included: the page's namespace, and its analysis, are garbage from here on
-        server.collector().after_run()
 
 
 main()

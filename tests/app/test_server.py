@@ -833,6 +833,25 @@ def test_the_end_of_a_burst_is_collected_without_waiting_for_another_page_run():
         gc.unfreeze()
 
 
+def test_a_run_counts_as_running_for_the_collector_from_its_start_sidebar_included(make_app, monkeypatch):
+    """The heap is frozen only while no run is under way: a session still in its sidebar (loading a model)
+    is under way, or what it holds then would be frozen for good by another session's collection."""
+    from app import models
+
+    seen = []
+    session_hold = models.session_hold
+
+    def watched():
+        seen.append(server.collector()._running)
+        return session_hold()
+
+    monkeypatch.setattr(models, "session_hold", watched)
+    st.cache_resource.clear()
+    make_app()
+    assert seen == [1] and server.collector()._running == 0
+    st.cache_resource.clear()
+
+
 def test_the_collector_does_not_freeze_a_page_still_running_in_another_session():
     """Frozen objects are never collected: a page that is still running at the first collection (a room opening
     the link at once) must not be frozen, or its namespace and analysis would outlive its run for good."""
