@@ -469,6 +469,8 @@ class ModelStore:
             answer, model = self._settled(key, cache_key, held)
             if answer is not None:
                 return answer
+            if model is None:
+                self._no_checkpoint_there(source, key)
             with self._lock:
                 crowded = self._claim(cache_key, source)
             if crowded and time.monotonic() - self._collected > self.collect_every_s:
@@ -518,6 +520,25 @@ class ModelStore:
         self._failures[key] = failure
         while len(self._failures) > MAX_FAILURES:
             del self._failures[next(iter(self._failures))]
+
+    def _no_checkpoint_there(self, source: str, key: str) -> None:
+        """Raise (and remember, as a read would) when `source` names no checkpoint directory at all: told
+        before room is made, or every mistyped path would let go of an unused cached model first. Hub ids and
+        everything else are judged by the read itself."""
+        path = source_path(source)
+        if bert_core.checkpoints.looks_like_hub_id(path) and _directory(path) is None:
+            return
+        signature = directory_signature(key)
+        try:
+            directory = bert_core.checkpoints.resolve_source(path, local_files_only=True)
+            if not (directory / "config.json").is_file():  # the loader's first check, its words
+                raise bert_core.ModelLoadError(
+                    f"no config.json in {directory}: is this a checkpoint directory?"
+                )
+        except bert_core.ModelLoadError as exc:
+            with self._lock:
+                self._remember_failure(key, (time.monotonic(), str(exc), signature))
+            raise
 
     def _settled(
         self, key: str, cache_key: str, held: bert_core.BertScopeModel | None

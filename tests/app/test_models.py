@@ -199,6 +199,23 @@ def test_names_typed_by_a_room_leave_nothing_behind_but_a_bounded_list_of_failur
         store.load(str(tmp_path / "typo7"))
 
 
+def test_a_mistyped_path_does_not_push_a_cached_model_out(tmp_path, load_calls):
+    """Room for a new model is made before it is read; a path with no checkpoint at all is told before that,
+    so a student's typo does not cost the next user of an unused cached model a fresh read."""
+    a = make_checkpoint(tmp_path / "a", "model")
+    (tmp_path / "notes").mkdir()
+    store = models.ModelStore(capacity=1)
+    store.load(str(a))  # cached, held by no page
+    for typo in (tmp_path / "nosuch", tmp_path / "notes", tmp_path / "a" / "config.json"):
+        with pytest.raises(bert_core.ModelLoadError) as told:
+            store.load(str(typo))
+        # remembered, as a read's failure is
+        assert store.recent_failure(models.model_key(str(typo))) == str(told.value)
+    assert "no such directory" in store.recent_failure(models.model_key(str(tmp_path / "nosuch")))
+    assert "no config.json" in store.recent_failure(models.model_key(str(tmp_path / "notes")))
+    assert store.loaded(models.loaded_key(str(a))) is not None and len(load_calls) == 1
+
+
 def test_a_full_store_is_a_message_with_the_models_in_use_as_alternatives(make_app, tmp_path, monkeypatch):
     import streamlit as st
 
