@@ -264,10 +264,10 @@ def session_open(session_id: str) -> bool:
 
 class Hold:
     """One session's hold on the model its pages use: `active` is the ActiveModel the sidebar loaded (None
-    before, or once let go of). Kept in session state and, while the tab is connected, known to the store,
-    which lets go of it when the tab closes (`ModelStore.take_hold`)."""
+    before, or once let go of). Kept in session state and known to the store, which lets go of it once the
+    tab has been closed for a while (`ModelStore.take_hold`)."""
 
-    __slots__ = ("active",)
+    __slots__ = ("active", "__weakref__")
 
     def __init__(self) -> None:
         self.active: ActiveModel | None = None
@@ -293,6 +293,7 @@ class ModelStore:
         failure_ttl_s: float = 120.0,
         retry_held_s: float = 15.0,
         is_open: Callable[[str], bool] = session_open,
+        closed_grace_s: float = 10.0,
     ) -> None:
         self.capacity = capacity
         self.failure_ttl_s = failure_ttl_s
@@ -327,21 +328,34 @@ class ModelStore:
         self._collected = -float("inf")
         self._sources: dict[str, str] = {}  # key -> the source a session asked for it by ("@demo", a hub id)
         self._is_open = is_open
-        self._holds: dict[str, Hold] = {}  # session id -> its hold, for sessions seen connected
+        self.closed_grace_s = closed_grace_s
+        # session id -> its hold, for sessions seen connected, until Streamlit lets go of the session's state
+        self._holds: weakref.WeakValueDictionary[str, Hold] = weakref.WeakValueDictionary()
+        self._closed_since: dict[str, float] = {}  # session id -> when its tab was first seen closed
 
     def take_hold(self, session_id: str | None, hold: Hold) -> None:
-        """Register a session's hold (each run); the holds of sessions whose tab has closed since are let go of.
+        """Register a session's hold (each run), and let go of the holds of sessions whose tab has been closed
+        for `closed_grace_s` or more.
 
         Why: a closed tab's session lives on in Streamlit for minutes (or until another tab disconnects), and
         so would its model, counted as in use by an open page against `capacity`, or pinned for good should the
-        session's objects have been frozen by the collector (app.server.Collector). A session reconnecting
-        after a blip just asks the store again. Holds of sessions never seen connected (a test's AppTest) are
-        not registered, so never let go of."""
+        session's objects have been frozen by the collector (app.server.Collector). The grace is for a tab that
+        reconnects after a blip of its network: it keeps its copy (which matters when the directory has been
+        deleted or rewritten since). A hold let go of is still watched, so a closed session's run that ends
+        after that and sets it again is let go of again; the store forgets it with the session's state. Holds
+        of sessions never seen connected (a test's AppTest) are never let go of."""
         with self._lock:
-            for other in [s for s in self._holds if not self._is_open(s)]:
-                self._holds.pop(other).active = None
             if session_id is not None and self._is_open(session_id):
                 self._holds[session_id] = hold
+            now = time.monotonic()
+            closed = {}
+            for other, its_hold in list(self._holds.items()):
+                if self._is_open(other):
+                    continue
+                since = closed[other] = self._closed_since.get(other, now)
+                if now - since >= self.closed_grace_s:
+                    its_hold.active = None
+            self._closed_since = closed
 
     def _in_memory(self, besides: str) -> list[str]:
         # caller holds self._lock

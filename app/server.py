@@ -427,6 +427,7 @@ class Collector:
         self._running = 0  # page runs between before_run and after_run
         self._garbage = False  # a run ended since the last collection without one
         self._catch_up: threading.Timer | None = None  # the catch-up collection, while one is pending
+        self.collections = 0  # full collections made (the log's and the tests' count)
 
     def before_run(self) -> None:
         with self._lock:
@@ -443,8 +444,7 @@ class Collector:
                 if self._catch_up is None:
                     self._later(now)
                 return False
-            self._last, self._garbage = now, False
-            gc.collect()
+            self._collect(now)
             # Nor while this run is ending with an exception (st.stop, st.rerun, st.switch_page raise one):
             # its traceback still holds the page's frame and namespace, which would be frozen with the rest.
             if not self._frozen and self._running == 0 and sys.exc_info()[1] is None:
@@ -469,11 +469,24 @@ class Collector:
             if now - self._last < self.every_s:
                 self._later(now)
                 return
-            self._last, self._garbage = now, False
-            gc.collect()
+            self._collect(now)
+
+    def _collect(self, now: float) -> None:
+        # caller holds self._lock
+        self._last, self._garbage = now, False
+        self.collections += 1
+        gc.collect()
+
+    def close(self) -> None:
+        """No catch-up collection from here on (the collector is being replaced)."""
+        with self._lock:
+            if self._catch_up is not None:
+                self._catch_up.cancel()
+                self._catch_up = None
+            self._garbage = False
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, on_release=Collector.close)
 def collector() -> Collector:
     return Collector()
 

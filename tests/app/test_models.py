@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -153,23 +154,33 @@ def test_max_models_bounds_the_models_in_memory_including_those_pages_hold(tmp_p
     assert store.in_use() == [str(b)]
 
 
-def test_the_store_lets_go_of_the_hold_of_a_closed_tab_only(tmp_path, load_calls):
-    """A closed tab's session lives on in Streamlit for minutes; its hold on a model is let go of at the next
-    session's run, while open tabs, and sessions never seen connected (AppTest's), keep theirs."""
+def test_the_store_lets_go_of_the_hold_of_a_tab_closed_for_a_while_only(tmp_path, load_calls):
+    """A closed tab's session lives on in Streamlit for minutes; its hold on a model is let go of once it has
+    been closed for the grace period, while open tabs, tabs back from a blip, and sessions never seen
+    connected (AppTest's) keep theirs."""
     import gc
     import weakref
 
     a, b = make_checkpoint(tmp_path / "a", "model"), make_checkpoint(tmp_path / "b", "model")
     connected = {"student", "lecturer"}
-    store = models.ModelStore(capacity=1, is_open=lambda sid: sid in connected)
+    store = models.ModelStore(capacity=1, is_open=lambda sid: sid in connected, closed_grace_s=0.2)
     student, test_session = models.Hold(), models.Hold()
     store.take_hold("student", student)
-    store.take_hold("a test's session", test_session)  # never connected: not registered
+    store.take_hold("a test's session", test_session)  # never connected
     student.active = models.ActiveModel(store.load(str(a)), str(a), "a")
     test_session.active = student.active
     with pytest.raises(models.StoreFull):
         store.load(str(b))
+    connected.discard("student")  # a blip of the student's network ...
+    store.take_hold("lecturer", models.Hold())
+    connected.add("student")  # ... and back within the grace: the page keeps its copy
+    time.sleep(0.25)
+    store.take_hold("lecturer", models.Hold())
+    assert student.active is not None
     connected.discard("student")  # the tab closes
+    store.take_hold("lecturer", models.Hold())
+    assert student.active is not None  # not yet: it may be a blip
+    time.sleep(0.25)
     store.take_hold("lecturer", models.Hold())
     assert student.active is None and test_session.active is not None
     gone = weakref.ref(test_session.active.model)
@@ -177,6 +188,14 @@ def test_the_store_lets_go_of_the_hold_of_a_closed_tab_only(tmp_path, load_calls
     gc.collect()
     assert gone() is None  # nothing else kept the closed tab's model alive
     assert store.load(str(b)).info.num_layers == 2 and len(load_calls) == 2
+    # A closed session's run that ends after its hold was let go of and sets it again is let go of again.
+    student.active = models.ActiveModel(store.loaded(models.loaded_key(str(b))), str(b), "b")
+    store.take_hold("lecturer", models.Hold())
+    assert student.active is None
+    del student
+    gc.collect()
+    store.take_hold("lecturer", models.Hold())
+    assert "student" not in store._holds and "student" not in store._closed_since  # forgotten with its state
 
 
 def test_names_typed_by_a_room_leave_nothing_behind_but_a_bounded_list_of_failures(tmp_path, monkeypatch):

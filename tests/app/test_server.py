@@ -789,17 +789,12 @@ def test_the_collector_frees_a_pages_namespace_cycle_and_runs_at_most_every_few_
 
 def test_the_end_of_a_burst_is_collected_without_waiting_for_another_page_run():
     """The last runs of a burst come too soon after a collection to make one; a catch-up collection frees
-    their namespaces `every_s` later, once, and not at all when a run has collected everything since."""
+    their namespaces `every_s` later, once, and not at all when a run has collected everything since, nor
+    once the collector is closed."""
     import gc
     import weakref
 
-    gc.unfreeze()
-    collector = server.Collector(every_s=0.3)
-    full = []
-
-    def count(phase, info):
-        if phase == "start" and info["generation"] == 2:
-            full.append(time.monotonic())
+    collector = server.Collector(every_s=1.0)
 
     class Namespace(dict):
         pass
@@ -814,20 +809,25 @@ def test_the_end_of_a_burst_is_collected_without_waiting_for_another_page_run():
 
     was_enabled = gc.isenabled()
     gc.disable()
-    gc.callbacks.append(count)
+    gc.freeze()  # collections scan only this test's objects: quick, well within every_s on a slow machine
     try:
+        start = time.monotonic()
         assert a_page_run()[1] is True
         last, collected = a_page_run()  # the burst's last run: too soon to collect
-        assert collected is False and last() is not None and len(full) == 1
-        wait_until(lambda: last() is None, timeout=5)
-        assert len(full) == 2 and full[1] - full[0] >= 0.3  # one catch-up, no sooner than every_s
-        time.sleep(0.35)
-        assert a_page_run()[1] is True and len(full) == 3  # a run in its own time collects for itself
+        assert collected is False and last() is not None and collector.collections == 1
+        wait_until(lambda: last() is None, timeout=10)
+        assert collector.collections == 2 and time.monotonic() - start >= 1.0  # one catch-up, not sooner
+        time.sleep(1.05)
+        assert a_page_run()[1] is True and collector.collections == 3  # a run in its own time collects itself
         collector._collect_late()  # a catch-up that lost the race to that run's collection
-        time.sleep(0.5)
-        assert len(full) == 3, "a catch-up ran with nothing left to collect"
+        assert collector.collections == 3, "a catch-up ran with nothing left to collect"
+        left, collected = a_page_run()
+        assert collected is False
+        collector.close()  # the server's collector is replaced (st.cache_resource cleared)
+        time.sleep(1.2)
+        assert collector.collections == 3 and left() is not None
     finally:
-        gc.callbacks.remove(count)
+        collector.close()
         if was_enabled:
             gc.enable()
         gc.unfreeze()

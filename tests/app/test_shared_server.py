@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import time
 import urllib.parse
 import urllib.request
 
@@ -57,7 +58,7 @@ def test_a_shared_server_answers_on_loopback_only_and_keeps_xsrf_protection(tiny
 def test_a_closed_tab_does_not_keep_its_model_in_memory_on_a_server_that_keeps_one(tmp_path, monkeypatch):
     """BERTSCOPE_MAX_MODELS counts the models open pages hold. A closed tab's session lives on in Streamlit
     (server.disconnectedSessionTTL, 2 minutes) with its state, so without the store letting go of its hold,
-    the model a student opened and left would refuse every other model until then."""
+    the model a student opened and left would refuse every other model until then, or longer."""
     lecturers = make_checkpoint(tmp_path / "models" / "lecturer")
     students = make_checkpoint(tmp_path / "models" / "student")
     monkeypatch.setenv("BERTSCOPE_MAX_MODELS", "1")
@@ -70,8 +71,13 @@ def test_a_closed_tab_does_not_keep_its_model_in_memory_on_a_server_that_keeps_o
             async with tab(url) as lecturer:  # the student's tab is open: its model is in use
                 refused = " ".join(await lecturer.show(sentence, "attention"))
                 assert "at most 1 model in memory" in refused and str(students) in refused
-        async with tab(url) as lecturer:  # the student's tab has closed
-            assert await lecturer.show(sentence, "attention") == []
+        # The student's tab has closed: after a grace for a tab that reconnects (10 s), its model is let go
+        # of, long before Streamlit forgets the session (2 minutes, and only when another tab disconnects).
+        async with tab(url, timeout_s=90) as lecturer:
+            deadline = time.monotonic() + 40
+            while refused := await lecturer.show(sentence, "attention"):
+                assert time.monotonic() < deadline, refused
+                await asyncio.sleep(1)
 
     with serve_app(lecturers, tmp_path / "log", shared=True) as url:
         asyncio.run(lecture(url))
