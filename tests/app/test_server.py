@@ -270,9 +270,10 @@ def test_nbytes_counts_the_arrays_of_an_analysis(tiny_model):
     assert server.nbytes(analysis) >= analysis.attentions.nbytes + analysis.hidden_states.nbytes > 0
 
 
-def test_many_sessions_asking_at_once_for_one_input_compute_it_once():
+def test_many_sessions_asking_at_once_for_one_input_compute_it_once(monkeypatch):
+    monkeypatch.setattr(server, "WAIT_POLL_S", 0.01)
     results = server.ResultCache(budget_bytes=1 << 30)
-    calls, got = [], []
+    calls, got, waiting = [], [], set()
     started, finish = threading.Event(), threading.Event()
 
     def compute():
@@ -281,9 +282,12 @@ def test_many_sessions_asking_at_once_for_one_input_compute_it_once():
         finish.wait(10)
         return np.arange(3)
 
-    threads = run_threads([lambda: got.append(results.get("k", compute)) for _ in range(8)])
+    def ask():
+        got.append(results.get("k", compute, waiting=lambda since: waiting.add(threading.get_ident())))
+
+    threads = run_threads([ask for _ in range(8)])
     started.wait(10)
-    time.sleep(0.1)  # the others are waiting on the one computation now
+    wait_until(lambda: len(waiting) == 7)  # the others are waiting on the one computation now
     finish.set()
     for t in threads:
         t.join(10)
@@ -310,10 +314,15 @@ def test_a_session_stopped_while_queued_leaves_its_computation_to_those_waiting_
         except StopException:
             stopped.append(True)
 
+    second_waits = threading.Event()
+
     def second():  # waits for the first one's result
         got.append(
             results.get(
-                "k", lambda: calls.append("second") or 2, admitted=lambda since: gate.slot(None, since)
+                "k",
+                lambda: calls.append("second") or 2,
+                admitted=lambda since: gate.slot(None, since),
+                waiting=lambda since: second_waits.set(),
             )
         )
 
@@ -321,7 +330,7 @@ def test_a_session_stopped_while_queued_leaves_its_computation_to_those_waiting_
     threads += run_threads([first])
     wait_until(lambda: gate.queued == 1)
     threads += run_threads([second])
-    time.sleep(0.1)  # the second is waiting for the first one's pass now
+    assert second_waits.wait(10)  # the second is waiting for the first one's pass now
     closed.set()
     wait_until(lambda: stopped == [True])
     wait_until(lambda: gate.queued == 1)  # the second took the computation over, and queued for it
@@ -448,8 +457,18 @@ def test_a_session_taking_over_a_computation_keeps_the_stopped_sessions_place_in
     wait_until(lambda: gate.queued == 1)
     threads += run_threads([lambda: results.get("x", lambda: ran.append("x"), admitted=admitted())])
     wait_until(lambda: gate.queued == 2)  # another input, asked for after "k"
-    threads += run_threads([lambda: results.get("k", lambda: ran.append("k by second"), admitted=admitted())])
-    time.sleep(0.1)  # the second waits on the first one's pass now
+    second_waits = threading.Event()
+    threads += run_threads(
+        [
+            lambda: results.get(
+                "k",
+                lambda: ran.append("k by second"),
+                admitted=admitted(),
+                waiting=lambda since: second_waits.set(),
+            )
+        ]
+    )
+    assert second_waits.wait(10)  # the second waits on the first one's pass now
     closed.set()
     wait_until(lambda: stopped == [True])
     wait_until(lambda: gate.queued == 2)  # the second queued for "k" in the first one's place
@@ -526,10 +545,11 @@ def test_a_session_stopped_mid_pass_leaves_the_result_to_the_others_and_the_slot
     assert server.results().computed == 1
 
 
-def test_an_error_reaches_every_waiter_and_is_not_cached():
+def test_an_error_reaches_every_waiter_and_is_not_cached(monkeypatch):
+    monkeypatch.setattr(server, "WAIT_POLL_S", 0.01)
     results = server.ResultCache(budget_bytes=1 << 30)
     started, finish = threading.Event(), threading.Event()
-    errors = []
+    errors, waiting = [], set()
 
     def failing():
         started.set()
@@ -538,14 +558,14 @@ def test_an_error_reaches_every_waiter_and_is_not_cached():
 
     def ask():
         try:
-            results.get("k", failing)
+            results.get("k", failing, waiting=lambda since: waiting.add(threading.get_ident()))
         except bert_core.InputError as exc:
             errors.append(exc)
 
     threads = run_threads([ask])
     started.wait(10)
     threads += run_threads([ask, ask])
-    time.sleep(0.1)
+    wait_until(lambda: len(waiting) == 2)  # both wait on the failing computation
     finish.set()
     for t in threads:
         t.join(10)
