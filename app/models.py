@@ -259,7 +259,10 @@ def session_open(session_id: str) -> bool:
     for `server.disconnectedSessionTTL` and drops it only when a later disconnect happens to expire it."""
     from streamlit import runtime
 
-    return runtime.exists() and runtime.get_instance().is_active_session(session_id)
+    try:
+        return runtime.exists() and runtime.get_instance().is_active_session(session_id)
+    except AttributeError:  # not public API: without it, no session is seen connected (nothing let go of)
+        return False
 
 
 class Hold:
@@ -748,13 +751,16 @@ def loadable_alternatives(failed: str) -> list[str]:
 
 def session_hold() -> Hold:
     """This session's hold on its model, made on its first run and registered with the store on each."""
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
     hold = st.session_state.get(KEY_HOLD)
     if hold is None:
         hold = st.session_state[KEY_HOLD] = Hold()
-    ctx = get_script_run_ctx()
-    model_store().take_hold(ctx.session_id if ctx is not None else None, hold)
+    try:  # not public API either: without it, holds are kept as before (never let go of)
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+    except ImportError:
+        ctx = None
+    model_store().take_hold(getattr(ctx, "session_id", None), hold)
     return hold
 
 

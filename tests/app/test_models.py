@@ -198,6 +198,16 @@ def test_the_store_lets_go_of_the_hold_of_a_tab_closed_for_a_while_only(tmp_path
     assert "student" not in store._holds and "student" not in store._closed_since  # forgotten with its state
 
 
+def test_a_streamlit_that_cannot_tell_connected_sessions_lets_go_of_no_hold(monkeypatch):
+    """Whether a tab is connected comes from Streamlit's runtime, which is not public API: if it can't be
+    asked, no session counts as connected, so holds are kept as they were before tabs were watched."""
+    from streamlit import runtime
+
+    monkeypatch.setattr(runtime, "exists", lambda: True)
+    monkeypatch.setattr(runtime, "get_instance", lambda: object())
+    assert models.session_open("a session") is False
+
+
 def test_names_typed_by_a_room_leave_nothing_behind_but_a_bounded_list_of_failures(tmp_path, monkeypatch):
     """Every distinct name a student types goes through the store; what it keeps per name must not grow
     without end on a server that runs all term."""
