@@ -280,9 +280,9 @@ class ModelStore:
     """Loaded models shared by every session of this process, at most `capacity` of them in memory.
 
     A model pushed out of the cache stays in memory while an open page still holds it (a session keeps its
-    model across reruns), so those count too, but not the pages of closed tabs (see `take_hold`): a new model is loaded only when fewer than `capacity` models are
-    in memory, in use or loading, after the least recently used ones no page holds are let go; otherwise
-    `StoreFull` names the ones in use. (An older copy of a rewritten directory that a page still holds is the
+    model across reruns), so those count too, but not the pages of tabs closed for a while (`take_hold`): a new
+    model is loaded only when fewer than `capacity` models are in memory, in use or loading, after the least
+    recently used ones no page holds are let go; otherwise `StoreFull` names the ones in use. (An older copy of a rewritten directory that a page still holds is the
     exception: it is not counted, so that page keeps working while the new files load.)
 
     Hub failures are remembered for a short while so that an offline machine doesn't retry the network on
@@ -383,12 +383,15 @@ class ModelStore:
         crowded = self._room_for(key)
         if not crowded:
             self._loading.add(key)
-            # Names are kept for the models in memory only (every name typed would stay otherwise).
-            in_memory = set(self._in_memory(""))
-            for gone in [k for k in self._sources if k not in in_memory]:
-                del self._sources[gone]
+            self._forget_names()
             self._sources.setdefault(key, source.strip())
         return crowded
+
+    def _forget_names(self) -> None:
+        # caller holds self._lock. Names are kept for the models in memory only, or every name typed would stay.
+        in_memory = set(self._in_memory(""))
+        for gone in [k for k in self._sources if k not in in_memory]:
+            del self._sources[gone]
 
     def in_use(self) -> list[str]:
         """The models in memory, as sessions asked for them, most recently used first."""
@@ -511,8 +514,7 @@ class ModelStore:
             finally:
                 with self._lock:
                     self._loading.discard(cache_key)
-                    if cache_key not in self._in_memory(""):  # a failed read
-                        self._sources.pop(cache_key, None)
+                    self._forget_names()  # a failed read's
 
     @contextlib.contextmanager
     def _only_load_of(self, cache_key: str) -> Iterator[None]:
@@ -547,11 +549,9 @@ class ModelStore:
             return
         signature = directory_signature(key)
         try:
-            directory = bert_core.checkpoints.resolve_source(path, local_files_only=True)
-            if not (directory / "config.json").is_file():  # the loader's first check, its words
-                raise bert_core.ModelLoadError(
-                    f"no config.json in {directory}: is this a checkpoint directory?"
-                )
+            bert_core.checkpoints.config_file(
+                bert_core.checkpoints.resolve_source(path, local_files_only=True)
+            )
         except bert_core.ModelLoadError as exc:
             with self._lock:
                 self._remember_failure(key, (time.monotonic(), str(exc), signature))

@@ -2,10 +2,11 @@
 `load_pretrained` (load.py)."""
 
 from .files import looks_like_hub_id, read_safetensors, read_state_dict, resolve_source
-from .load import ARCHITECTURES, load_pretrained
+from .load import ARCHITECTURES, config_file, load_pretrained
 
 __all__ = [
     "ARCHITECTURES",
+    "config_file",
     "load_pretrained",
     "looks_like_hub_id",
     "read_safetensors",

@@ -130,12 +130,17 @@ def build_network(
     return network.eval()
 
 
+def config_file(directory: Path) -> Path:
+    """The checkpoint's config.json; ModelLoadError when `directory` has none (no checkpoint directory)."""
+    path = directory / CONFIG_FILE
+    if not path.is_file():
+        raise ModelLoadError(f"no {CONFIG_FILE} in {directory}: is this a checkpoint directory?")
+    return path
+
+
 def read_config(directory: Path) -> tuple[Architecture, BertConfig, bool]:
     """The architecture, its config and whether the MLM decoder is tied to the word embeddings."""
-    config_path = directory / CONFIG_FILE
-    if not config_path.is_file():
-        raise ModelLoadError(f"no {CONFIG_FILE} in {directory}: is this a checkpoint directory?")
-    raw = read_json(config_path)
+    raw = read_json(config_file(directory))
     if not isinstance(raw, dict):
         raise ModelLoadError(f"config must be a JSON object, got {type(raw).__name__}")
     model_type = raw.get("model_type") or "bert"
