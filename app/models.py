@@ -334,11 +334,11 @@ class ModelStore:
         self.closed_grace_s = closed_grace_s
         # session id -> its hold, for sessions seen connected, until Streamlit lets go of the session's state
         self._holds: weakref.WeakValueDictionary[str, Hold] = weakref.WeakValueDictionary()
-        self._closed_since: dict[str, float] = {}  # session id -> when its tab was first seen closed
+        self._seen_open: dict[str, float] = {}  # session id -> when its tab was last seen connected
 
     def take_hold(self, session_id: str | None, hold: Hold) -> None:
         """Register a session's hold (each run), and let go of the holds of sessions whose tab has been closed
-        for `closed_grace_s` or more.
+        for `closed_grace_s` or more (as far as the runs of the sessions tell: since it was last seen open).
 
         Why: a closed tab's session lives on in Streamlit for minutes (or until another tab disconnects), and
         so would its model, counted as in use by an open page against `capacity`, or pinned for good should the
@@ -351,14 +351,13 @@ class ModelStore:
             if session_id is not None and self._is_open(session_id):
                 self._holds[session_id] = hold
             now = time.monotonic()
-            closed = {}
+            seen = {}
             for other, its_hold in list(self._holds.items()):
-                if self._is_open(other):
-                    continue
-                since = closed[other] = self._closed_since.get(other, now)
-                if now - since >= self.closed_grace_s:
+                # When the tab closed is not told; it was open when last seen so (any session's run looks).
+                last = seen[other] = now if self._is_open(other) else self._seen_open.get(other, now)
+                if now - last >= self.closed_grace_s:
                     its_hold.active = None
-            self._closed_since = closed
+            self._seen_open = seen
 
     def _in_memory(self, besides: str) -> list[str]:
         # caller holds self._lock
