@@ -335,10 +335,12 @@ class ModelStore:
         # session id -> its hold, for sessions seen connected, until Streamlit lets go of the session's state
         self._holds: weakref.WeakValueDictionary[str, Hold] = weakref.WeakValueDictionary()
         self._seen_open: dict[str, float] = {}  # session id -> when its tab was last seen connected
+        self.sweep_every_s = 2.0
+        self._watching = False  # a sweep timer is pending
 
     def take_hold(self, session_id: str | None, hold: Hold) -> None:
-        """Register a session's hold (each run), and let go of the holds of sessions whose tab has been closed
-        for `closed_grace_s` or more (as far as the runs of the sessions tell: since it was last seen open).
+        """Register a session's hold (each run); the holds of sessions whose tab has been closed for
+        `closed_grace_s` or more are let go of.
 
         Why: a closed tab's session lives on in Streamlit for minutes (or until another tab disconnects), and
         so would its model, counted as in use by an open page against `capacity`, or pinned for good should the
@@ -350,14 +352,33 @@ class ModelStore:
         with self._lock:
             if session_id is not None and self._is_open(session_id):
                 self._holds[session_id] = hold
-            now = time.monotonic()
-            seen = {}
-            for other, its_hold in list(self._holds.items()):
-                # When the tab closed is not told; it was open when last seen so (any session's run looks).
-                last = seen[other] = now if self._is_open(other) else self._seen_open.get(other, now)
-                if now - last >= self.closed_grace_s:
-                    its_hold.active = None
-            self._seen_open = seen
+            self._sweep()
+
+    def _sweep(self) -> None:
+        """Note which registered tabs are connected, and let go of those closed for the grace. Streamlit does not
+        tell when a tab closed, so a timer looks every `sweep_every_s` while any hold is registered (runs look
+        too): a tab's close is known to within that. Caller holds self._lock."""
+        now = time.monotonic()
+        seen = {}
+        for other, its_hold in list(self._holds.items()):
+            last = seen[other] = now if self._is_open(other) else self._seen_open.get(other, now)
+            if now - last >= self.closed_grace_s:
+                its_hold.active = None
+        self._seen_open = seen
+        if seen and not self._watching:
+            self._watching = True
+            # A weak reference: a store replaced (its cache cleared) is not kept alive by its timer.
+            timer = threading.Timer(self.sweep_every_s, ModelStore._watch, args=(weakref.ref(self),))
+            timer.daemon = True
+            timer.start()
+
+    @staticmethod
+    def _watch(store_ref: weakref.ref[ModelStore]) -> None:
+        store = store_ref()
+        if store is not None:
+            with store._lock:
+                store._watching = False
+                store._sweep()
 
     def _in_memory(self, besides: str) -> list[str]:
         # caller holds self._lock

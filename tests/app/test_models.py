@@ -26,6 +26,13 @@ def load_calls(monkeypatch):
     return calls
 
 
+def wait_until(condition, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
 def test_broken_directory_is_not_reread_until_it_changes(tmp_path, load_calls):
     calls = load_calls
     broken = tmp_path / "broken"
@@ -198,6 +205,23 @@ def test_the_store_lets_go_of_the_hold_of_a_tab_closed_for_a_while_only(tmp_path
     gc.collect()
     store.take_hold("lecturer", models.Hold())
     assert "student" not in store._holds and "student" not in store._seen_open  # forgotten with its state
+
+
+def test_a_tabs_close_is_timed_from_when_it_closed_even_on_a_quiet_server(tmp_path):
+    """Streamlit does not say when a tab closed: the store looks every `sweep_every_s` while it knows a hold.
+    A blip after a quiet spell (no page runs for longer than the grace) keeps its copy, and a closed tab is let
+    go of after the grace even if no page runs at all."""
+    connected = {"student"}
+    store = models.ModelStore(is_open=lambda sid: sid in connected, closed_grace_s=0.5)
+    store.sweep_every_s = 0.05
+    student = models.Hold()
+    store.take_hold("student", student)
+    student.active = models.ActiveModel(store.load(str(make_checkpoint(tmp_path / "a", "model"))), "a", "a")
+    time.sleep(0.8)  # the class reads the page: no runs
+    connected.discard("student")  # a blip, just as ...
+    store.take_hold("lecturer", models.Hold())  # ... the lecturer's page runs
+    assert student.active is not None
+    wait_until(lambda: student.active is None, timeout=5)  # the tab stayed closed: let go of, with no run
 
 
 def test_a_streamlit_that_cannot_tell_connected_sessions_lets_go_of_no_hold(monkeypatch):
