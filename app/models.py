@@ -526,7 +526,7 @@ class ModelStore:
                     f"this server keeps at most {self.capacity} "
                     f"{'model' if self.capacity == 1 else 'models'} in memory ({ENV_MAX_MODELS}), and open pages "
                     f"are using {', '.join(names)}; pick {'it' if len(names) == 1 else 'one of them'}, or try "
-                    f"again when fewer pages are open (a closed tab's model is let go of {self.closed_grace_s:g} s "
+                    f"again when fewer pages are open (a closed tab's model is let go of about {self.closed_grace_s:g} s "
                     "after it closes)",
                     names,
                 )
