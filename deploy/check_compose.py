@@ -4,7 +4,8 @@
     python deploy/check_compose.py [--url http://127.0.0.1:8080] [--compose "docker compose"]
 
 What it checks, printing one line each and exiting non-zero at the first that fails:
-  1. every replica answers Docker's health check (`healthy`), and the proxy answers /_stcore/health;
+  1. every replica answers Docker's health check (`healthy`), the proxy answers /_stcore/health, and it
+     compresses the page's scripts;
   2. new clients are spread over every replica (Caddy's cookie names the replica: HMAC-SHA256, empty key, of
      its address, so the script can tell which one served without changing the Caddyfile);
   3. a client with the cookie keeps reaching its replica (no new cookie in 10 requests);
@@ -26,6 +27,7 @@ import argparse
 import hashlib
 import hmac
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -107,6 +109,20 @@ def get(url: str, cookie: str | None = None) -> tuple[int, str | None]:
     return status, None
 
 
+def compressed_script(url: str) -> str | None:
+    """The Content-Encoding of the page's entry script fetched as Chromium asks for it (Streamlit sends it
+    uncompressed; the Caddyfile's `encode` compresses it)."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        found = re.search(r'src="\./(static/js/[^"]+\.js)"', response.read().decode())
+    if found is None:
+        return None
+    request = urllib.request.Request(
+        f"{url}/{found.group(1)}", headers={"Accept-Encoding": "gzip, deflate, br, zstd"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.headers.get("Content-Encoding")
+
+
 def spread(url: str, clients: int = 20) -> set[str]:
     return {get(f"{url}/_stcore/health")[1] for _ in range(clients)} - {None}
 
@@ -146,6 +162,8 @@ def main() -> int:
         cpus = {stack.inspect(c)["HostConfig"].get("NanoCpus", 0) / 1e9 for c in replicas.values()}
         check(all(n > 0 for n in cpus), f"every replica is held to a CPU limit ({sorted(cpus)} CPUs)")
         check(get(f"{url}/_stcore/health")[0] == 200, "the proxy answers /_stcore/health")
+        encoding = compressed_script(url)
+        check(encoding in ("zstd", "gzip"), f"the proxy compresses the page's scripts ({encoding})")
         seen = spread(url)
         check(seen == set(replicas), f"20 new clients spread over {len(seen)} of {len(replicas)} replicas")
         home = next(iter(replicas))

@@ -1,6 +1,6 @@
-"""deploy/Caddyfile in front of two real `bertscope --shared` replicas: a browser's session works through the
-proxy (websocket included), each browser keeps reaching one replica, and one whose replica stops is sent to
-the other.
+"""deploy/Caddyfile in front of real `bertscope --shared` replicas: a browser's session works through the
+proxy (websocket included), each browser keeps reaching one replica, one whose replica stops is sent to the
+other, and what a first visit downloads is compressed.
 
 The Caddyfile is the deployed one with two test-only changes: its upstreams are the two replicas on 127.0.0.1
 (Docker's DNS, which `dynamic a` asks for the replicas, is not here), and each response names the replica that
@@ -10,6 +10,7 @@ served it. Needs the `caddy` binary (CI installs it: apt-get install caddy); BER
 from __future__ import annotations
 
 import contextlib
+import gzip
 import importlib.util
 import os
 import re
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import time
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -145,3 +147,32 @@ def test_two_replicas_behind_the_caddyfile_keep_each_browser_on_its_replica(tiny
         response = context.request.get(f"{url}/_stcore/health")
         assert response.status == 200
         assert response.headers["x-replica"] == next(u for u in upstreams if u != home)
+
+
+def test_the_caddyfile_compresses_the_pages_scripts(tiny_checkpoint, tmp_path):
+    """Streamlit sends its scripts uncompressed and leaves that to a proxy; on a room's one Wi-Fi a first visit
+    is ~9 MB as served (bench/first_visit.py). Through the Caddyfile they come compressed, and unchanged."""
+    port, proxy_port = free_port(), free_port()
+    with (
+        serve_app(tiny_checkpoint, tmp_path / "app.log", shared=True, port=port) as app,
+        proxy(proxy_config(proxy_port, [f"127.0.0.1:{port}"]), tmp_path),
+    ):
+        wait_for_port(proxy_port)
+        page = urllib.request.urlopen(app, timeout=30).read().decode()
+        script = re.search(r'src="\./(static/js/[^"]+\.js)"', page).group(1)  # the entry bundle, ~0.5 MB
+        served = urllib.request.urlopen(f"{app}/{script}", timeout=30).read()
+
+        def through_proxy(accept: str | None):
+            headers = {"Accept-Encoding": accept} if accept else {}
+            request = urllib.request.Request(f"http://127.0.0.1:{proxy_port}/{script}", headers=headers)
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.headers.get("Content-Encoding"), response.read()
+
+        encoding, body = through_proxy("gzip")
+        assert encoding == "gzip"
+        assert len(body) < len(served) / 2
+        assert gzip.decompress(body) == served
+        # Chromium accepts zstd too, which the Caddyfile prefers (less CPU for the same size).
+        assert through_proxy("gzip, deflate, br, zstd")[0] == "zstd"
+        # A client that asks for nothing gets the script as it was.
+        assert through_proxy(None) == (None, served)
