@@ -172,7 +172,7 @@ def test_the_caddyfile_compresses_the_pages_scripts(tiny_checkpoint, tmp_path):
         assert encoding == "gzip"
         assert len(body) < len(served) / 2
         assert gzip.decompress(body) == served
-        # Chromium accepts zstd too, which the Caddyfile prefers (less CPU for the same size).
+        # Chromium accepts zstd too, which the Caddyfile names first.
         assert through_proxy("gzip, deflate, br, zstd")[0] == "zstd"
         # A client that asks for nothing gets the script as it was.
         assert through_proxy(None) == (None, served)
