@@ -9,10 +9,24 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from pathlib import Path
 
 APP_ENTRY = Path(__file__).with_name("streamlit_app.py")
+EVERY_ADDRESS = {"0.0.0.0", "::", ""}
+
+
+def network_address() -> str:
+    """The address other machines reach this one by: the one on its route out, found without sending
+    anything (connecting a UDP socket only picks the route), else the machine's name."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            found = probe.getsockname()[0]
+        except OSError:
+            found = ""
+    return found if found and not found.startswith(("127.", "0.")) else socket.gethostname()
 
 
 def run_app(argv: list[str]) -> int:
@@ -84,6 +98,13 @@ def run_app(argv: list[str]) -> int:
     ]
     if args.port:
         flags += ["--server.port", str(args.port)]
+    if args.address in EVERY_ADDRESS:
+        # Listening on every address, a headless Streamlit asks checkip.amazonaws.com for this machine's public
+        # address to print at start (a request to the internet each start, 2 s of timeouts offline). Named
+        # here, nobody is asked, and the banner shows the link the room's machines can open (in a container,
+        # the container's: the room then opens the proxy's). A --browser.serverAddress among the extra flags
+        # comes later and wins.
+        flags += ["--browser.serverAddress", network_address()]
     # Streamlit's XSRF protection is on by default; a shared server keeps it on even if a flag or a config
     # file says otherwise (these come last, so they win), and the session cookie it relies on needs CORS on.
     # So does the address: a --server.address among the extra flags would otherwise override --address.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -143,3 +144,85 @@ def test_shared_listens_where_address_says_whatever_else_is_passed(monkeypatch):
     argv = seen["argv"]
     last = len(argv) - 1 - argv[::-1].index("--server.address")
     assert argv[last + 1] == "0.0.0.0"
+
+
+BANNER = """
+import sys
+from streamlit import config
+from streamlit.web import bootstrap
+for option, value in [("server.address", "0.0.0.0"), ("server.headless", True), ("server.port", 8600)]:
+    config.set_option(option, value, "command-line")
+if len(sys.argv) > 1:
+    config.set_option("browser.serverAddress", sys.argv[1], "command-line")
+bootstrap._print_url(False)
+"""
+
+
+def _banner(named: str | None = None) -> tuple[str, list[bytes]]:
+    """Streamlit's start-up banner for a headless server on every address (configured, nothing bound), printed
+    with every HTTP(S) request sent to a local proxy that records what it is asked and answers nothing."""
+    import socket
+    import subprocess
+    import threading
+
+    asked: list[bytes] = []
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def record() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    asked.append(conn.recv(200))
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=record, daemon=True)
+    thread.start()
+    proxy = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    env = {**os.environ, "HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy}
+    env.pop("NO_PROXY", None), env.pop("no_proxy", None)
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", BANNER, *([named] if named else [])],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout, asked
+
+
+def test_on_every_address_the_banner_names_the_rooms_link_and_asks_the_internet_nothing(monkeypatch):
+    """`--address 0.0.0.0` (the documented way for a room, and the image's) made a headless Streamlit ask
+    checkip.amazonaws.com for the machine's public address at every start. bertscope names the address the
+    room opens instead, which Streamlit prints without asking anyone."""
+    from streamlit.web import cli as stcli
+
+    seen = {}
+    monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
+    _restored_after(monkeypatch)
+    cli.main(["--shared", "--address", "0.0.0.0", "--port", "8600"])
+    argv = seen["argv"]
+    named = argv[argv.index("--browser.serverAddress") + 1]
+    assert named and named not in cli.EVERY_ADDRESS and not named.startswith("127.")
+    seen.clear()
+    cli.main(["--shared"])  # on 127.0.0.1 Streamlit's banner names that address, and asks nothing
+    assert "--browser.serverAddress" not in seen["argv"]
+
+    out, asked = _banner(named)
+    assert asked == []
+    assert f"http://{named}:8600" in out
+    # Without the name, Streamlit asks (the reason for the flag): the recorded request is for checkip.
+    out, asked = _banner()
+    assert asked and any(b"checkip.amazonaws.com" in request for request in asked)
