@@ -160,45 +160,18 @@ bootstrap._print_url(False)
 
 def _banner(named: str | None = None) -> tuple[str, list[bytes]]:
     """Streamlit's start-up banner for a headless server on every address (configured, nothing bound), printed
-    with every HTTP(S) request sent to a local proxy that records what it is asked and answers nothing."""
-    import socket
+    with every web request sent to a local proxy that records it."""
     import subprocess
-    import threading
 
-    asked: list[bytes] = []
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    listener.settimeout(0.2)
-    stop = threading.Event()
+    from tests.app.serve import recording_proxy
 
-    def record() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(2)
-                try:
-                    asked.append(conn.recv(200))
-                except OSError:
-                    pass
-
-    thread = threading.Thread(target=record, daemon=True)
-    thread.start()
-    proxy = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    env = {**os.environ, "HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy}
-    env.pop("NO_PROXY", None), env.pop("no_proxy", None)
-    try:
+    with recording_proxy() as (proxy_env, asked):
+        env = {**os.environ, **proxy_env}
+        env.pop("NO_PROXY", None), env.pop("no_proxy", None)
         run = subprocess.run(
             [sys.executable, "-c", BANNER, *([named] if named else [])],
             env=env, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
-    finally:
-        stop.set()
-        thread.join(5)
-        listener.close()
     assert run.returncode == 0, run.stderr[-2000:]
     return run.stdout, asked
 

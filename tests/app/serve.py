@@ -50,11 +50,14 @@ def serve_app(
     *,
     shared: bool = False,
     port: int | None = None,
+    hub_offline: bool = True,
 ) -> Iterator[Served]:
     """Run `streamlit run app/streamlit_app.py` (or `bertscope --shared`, with `model`'s directory as the one
     model root) on 127.0.0.1 with `model` as default; yield its base URL."""
     port = port or free_port()
     env = dict(os.environ, BERTSCOPE_MODEL=str(model), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    if not hub_offline:  # started as a lecturer would, with nothing but bertscope's own settings
+        env.pop("HF_HUB_OFFLINE", None)
     if shared:
         root = str(Path(model).resolve().parent)
         start = [sys.executable, "-m", "app.cli", "--shared", "--model-roots", root]
@@ -97,6 +100,43 @@ def serve_app(
             proc.wait(timeout=STOP_TIMEOUT_S)
         if log_path:
             log.close()
+
+
+@contextlib.contextmanager
+def recording_proxy() -> Iterator[tuple[dict[str, str], list[bytes]]]:
+    """A web proxy on 127.0.0.1 that records the start of every request sent to it and answers none: a
+    process given its environment (HTTP_PROXY, HTTPS_PROXY) shows every web request it tries to make.
+    Yields that environment and the list of requests."""
+    import threading
+
+    asked: list[bytes] = []
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def record() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                with contextlib.suppress(OSError):
+                    asked.append(conn.recv(200))
+
+    thread = threading.Thread(target=record, daemon=True)
+    thread.start()
+    proxy = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    env = {name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
+    try:
+        yield env, asked
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
 
 
 def check_chromium() -> None:

@@ -1,5 +1,6 @@
-"""A real `bertscope --shared` server: it listens on the chosen address only, keeps XSRF protection on, and a
-shared link reproduces the view after the server restarts (the browser part is marked)."""
+"""A real `bertscope --shared` server: it listens on the chosen address only, keeps XSRF protection on, asks
+the network for nothing, and a shared link reproduces the view after the server restarts (the browser part is
+marked)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import urllib.request
 
 import pytest
 
-from tests.app.serve import browser, free_port, next_layer, serve_app, tab, wait_for_app
+from app.registry import PAGES
+from tests.app.serve import browser, free_port, next_layer, recording_proxy, serve_app, tab, wait_for_app
 from tests.conftest import make_checkpoint
 
 pytestmark = pytest.mark.slow
@@ -52,6 +54,38 @@ def test_a_shared_server_answers_on_loopback_only_and_keeps_xsrf_protection(tiny
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(upload, timeout=5)
         assert refused.value.code == 403
+
+
+def test_a_shared_server_asks_the_network_for_nothing_while_a_room_uses_it(
+    tiny_checkpoint, tmp_path, monkeypatch
+):
+    """Started with --shared alone (no HF_HUB_OFFLINE), every page is opened with a pair of sentences, and
+    students type a hub id, a URL and a path outside the roots into the model box: every web request the server
+    tries goes to a recording proxy, which must see none."""
+    link = {"a": "the river [MASK] flooded the bank .", "b": "she went home ."}
+    typed = ["bert-base-cased", "https://example.com/some-model", "/etc"]
+
+    async def room(url: str) -> list[list[str]]:
+        told = []
+        async with tab(url, timeout_s=180) as student:
+            for page in PAGES:
+                assert await student.show(urllib.parse.urlencode(link), page.url_path) == [], page.title
+            for model in typed:
+                told.append(await student.show(urllib.parse.urlencode({**link, "model": model}), "attention"))
+        return told
+
+    with recording_proxy() as (proxy_env, asked):
+        for name, value in proxy_env.items():
+            monkeypatch.setenv(name, value)
+        for name in ("NO_PROXY", "no_proxy"):  # this machine itself is not the network (the test's own requests)
+            monkeypatch.setenv(name, "127.0.0.1,localhost")
+        with serve_app(tiny_checkpoint, tmp_path / "log", shared=True, hub_offline=False) as url:
+            told = asyncio.run(room(url))
+    assert asked == []
+    hub, web, outside = (" ".join(errors) for errors in told)
+    assert "hub is switched off" in hub
+    assert web and "can't be loaded" in web
+    assert "only under" in outside
 
 
 def test_a_closed_tab_does_not_keep_its_model_in_memory_on_a_server_that_keeps_one(tmp_path, monkeypatch):
