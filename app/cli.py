@@ -22,11 +22,32 @@ def network_address() -> str:
     anything (connecting a UDP socket only picks the route), else the machine's name."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         try:
-            probe.connect(("10.255.255.255", 1))
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: never a LAN's own, so it takes the default route
             found = probe.getsockname()[0]
         except OSError:
             found = ""
     return found if found and not found.startswith(("127.", "0.")) else socket.gethostname()
+
+
+def server_address_named() -> bool:
+    """Whether the lecturer named the address the room opens (browser.serverAddress) in a Streamlit config
+    file or its environment variable, which bertscope's flag would otherwise override."""
+    if os.environ.get("STREAMLIT_BROWSER_SERVER_ADDRESS"):
+        return True
+    import tomllib
+
+    from streamlit import config
+
+    # Read here rather than through Streamlit's config parser: a parse before `streamlit run`'s own makes it
+    # warn that the [server] options changed.
+    for path in config.get_config_files("config.toml"):  # the files `streamlit run` reads, from here
+        try:
+            with open(path, "rb") as file:
+                if tomllib.load(file).get("browser", {}).get("serverAddress"):
+                    return True
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+    return False
 
 
 def run_app(argv: list[str]) -> int:
@@ -98,12 +119,12 @@ def run_app(argv: list[str]) -> int:
     ]
     if args.port:
         flags += ["--server.port", str(args.port)]
-    if args.address in EVERY_ADDRESS:
+    if args.address in EVERY_ADDRESS and not server_address_named():
         # Listening on every address, a headless Streamlit asks checkip.amazonaws.com for this machine's public
-        # address to print at start (a request to the internet each start, 2 s of timeouts offline). Named
-        # here, nobody is asked, and the banner shows the link the room's machines can open (in a container,
-        # the container's: the room then opens the proxy's). A --browser.serverAddress among the extra flags
-        # comes later and wins.
+        # address to print at start (a request to the internet at each start; up to 2 s where packets are
+        # dropped). Named here, nobody is asked, and the banner shows the link the room's machines can open
+        # (in a container, the container's: the room then opens the proxy's); a Streamlit with a display
+        # opens that link too. A --browser.serverAddress among the extra flags comes later and wins.
         flags += ["--browser.serverAddress", network_address()]
     # Streamlit's XSRF protection is on by default; a shared server keeps it on even if a flag or a config
     # file says otherwise (these come last, so they win), and the session cookie it relies on needs CORS on.

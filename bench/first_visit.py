@@ -106,42 +106,57 @@ def report(label: str, firsts: list[Visit], again: Visit, caddy_cpu_s: float | N
     return wire + ws
 
 
+def measure(
+    stack: contextlib.ExitStack, logs: Path, app: list[str], model: Path, visits: int
+) -> dict[str, float]:
+    """Every route's report; the bytes of a first visit (with its websocket messages) by route."""
+    server = start([*app, "--address", "127.0.0.1"], logs / "app.log", model)
+    stack.callback(server.stop)
+    chromium = stack.enter_context(browser())
+    route(chromium, server.url, 1)  # the model is loaded and the analyses cached before anything is counted
+    sizes = {
+        "straight from the app": report(
+            "straight from the app", *route(chromium, server.url, visits)[:2], None
+        )
+    }
+    port = free_port()  # each Caddy in turn, the first stopped before the next starts
+    deployed = proxy_config(port, [server.url.removeprefix("http://")])
+    plain = deployed.replace("\tencode zstd gzip\n", "")
+    assert plain != deployed, "deploy/Caddyfile no longer has its encode line"
+    for n, (label, config) in enumerate([("Caddy, no encode", plain), ("through the Caddyfile", deployed)]):
+        (logs / f"caddy{n}").mkdir()
+        with proxy(config, logs / f"caddy{n}") as caddy:
+            wait_for_port(port)
+            firsts, again, spent = route(
+                chromium, f"http://127.0.0.1:{port}", visits, lambda: cpu_s(caddy.pid)
+            )
+        sizes[label] = report(label, firsts, again, spent)
+    return sizes
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--visits", type=int, default=5, help="first visits per route (fresh contexts)")
     p.add_argument(
-        "--model", default=str(c.bert_base_checkpoint()), help="default: bert-base-size random weights"
+        "--model", help="a checkpoint directory (default: bert-base-size random weights, built once)"
     )
     args = p.parse_args()
     visits = max(1, min(args.visits, 20))
-    model = Path(args.model).resolve()
+    # Built only when no model is given: the tests run these scripts on the small demo model.
+    model = Path(args.model or c.bert_base_checkpoint()).resolve()
     print(f"{c.machine()}; {c.load_average()}", flush=True)
     app = [sys.executable, "-m", "app.cli", "--shared", "--model-roots", str(model.parent)]
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
-        server = start([*app, "--address", "127.0.0.1"], Path(tmp) / "app.log", model)
-        stack.callback(server.stop)
-        upstream = server.url.removeprefix("http://")
-        chromium = stack.enter_context(browser())
-        route(
-            chromium, server.url, 1
-        )  # the model is loaded and the analyses cached before anything is counted
-        direct = report("straight from the app", *route(chromium, server.url, visits)[:2], None)
-        port = free_port()  # each Caddy in turn, the first stopped before the next starts
-        deployed = proxy_config(port, [upstream])
-        plain = deployed.replace("\tencode zstd gzip\n", "")
-        assert plain != deployed, "deploy/Caddyfile no longer has its encode line"
-        sizes = {}
-        for n, (label, config) in enumerate(
-            [("Caddy, no encode", plain), ("through the Caddyfile", deployed)]
-        ):
-            (Path(tmp) / f"caddy{n}").mkdir()
-            with proxy(config, Path(tmp) / f"caddy{n}") as caddy:
-                wait_for_port(port)
-                firsts, again, spent = route(
-                    chromium, f"http://127.0.0.1:{port}", visits, lambda: cpu_s(caddy.pid)
-                )
-            sizes[label] = report(label, firsts, again, spent)
-        proxied = sizes["through the Caddyfile"]
+        logs = Path(tmp)
+        try:
+            sizes = measure(stack, logs, app, model, visits)
+        except Exception:
+            # A page that never drew: what the server and Caddy said is the first thing to read.
+            for log in sorted(logs.rglob("*.log")):
+                tail = log.read_text(errors="replace")[-3000:]
+                print(f"--- {log.relative_to(logs)} (last 3000 characters)\n{tail}", file=sys.stderr)
+            raise
+    direct, proxied = sizes["straight from the app"], sizes["through the Caddyfile"]
     print(
         f"through the Caddyfile / straight: {proxied / direct:.2f}; a room of 30 first visits: {mb(30 * direct)} "
         f"straight, {mb(30 * proxied)} through the Caddyfile"

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
 from app import cli
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_model_flag_sets_env_and_serves_on_loopback(monkeypatch):
@@ -166,11 +169,9 @@ def _banner(named: str | None = None) -> tuple[str, list[bytes]]:
     from tests.app.serve import recording_proxy
 
     with recording_proxy() as (proxy_env, asked):
-        env = {**os.environ, **proxy_env}
-        env.pop("NO_PROXY", None), env.pop("no_proxy", None)
         run = subprocess.run(
             [sys.executable, "-c", BANNER, *([named] if named else [])],
-            env=env, capture_output=True, text=True, timeout=60,
+            env={**os.environ, **proxy_env}, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     return run.stdout, asked
@@ -199,3 +200,30 @@ def test_on_every_address_the_banner_names_the_rooms_link_and_asks_the_internet_
     # Without the name, Streamlit asks (the reason for the flag): the recorded request is for checkip.
     out, asked = _banner()
     assert asked and any(b"checkip.amazonaws.com" in request for request in asked)
+
+
+def test_an_address_the_lecturer_named_for_streamlit_is_kept(monkeypatch, tmp_path):
+    """A public name set in Streamlit's own config file or environment variable (say, behind a proxy that
+    rewrites Host) is what the websocket origin check compares with: bertscope's flag must not override it."""
+    from streamlit.web import cli as stcli
+
+    seen = {}
+    monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
+    _restored_after(monkeypatch)
+    monkeypatch.delenv("STREAMLIT_BROWSER_SERVER_ADDRESS", raising=False)
+
+    monkeypatch.setenv("STREAMLIT_BROWSER_SERVER_ADDRESS", "lecture.example.edu")
+    cli.main(["--shared", "--address", "0.0.0.0"])
+    assert "--browser.serverAddress" not in seen["argv"]
+    monkeypatch.delenv("STREAMLIT_BROWSER_SERVER_ADDRESS")
+
+    (tmp_path / ".streamlit").mkdir()
+    (tmp_path / ".streamlit" / "config.toml").write_text('[browser]\nserverAddress = "lecture.example.edu"\n')
+    monkeypatch.chdir(tmp_path)  # a project's own .streamlit/config.toml
+    seen.clear()
+    cli.main(["--shared", "--address", "0.0.0.0"])
+    assert "--browser.serverAddress" not in seen["argv"]
+    monkeypatch.chdir(REPO)
+    seen.clear()
+    cli.main(["--shared", "--address", "0.0.0.0"])  # named nowhere: bertscope names it
+    assert "--browser.serverAddress" in seen["argv"]

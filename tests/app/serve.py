@@ -51,13 +51,17 @@ def serve_app(
     shared: bool = False,
     port: int | None = None,
     hub_offline: bool = True,
+    env: dict[str, str] | None = None,
 ) -> Iterator[Served]:
     """Run `streamlit run app/streamlit_app.py` (or `bertscope --shared`, with `model`'s directory as the one
-    model root) on 127.0.0.1 with `model` as default; yield its base URL."""
+    model root) on 127.0.0.1 with `model` as default; yield its base URL. `env` is added to the server's
+    environment only (not this process's)."""
     port = port or free_port()
+    given = env or {}
     env = dict(os.environ, BERTSCOPE_MODEL=str(model), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     if not hub_offline:  # started as a lecturer would, with nothing but bertscope's own settings
         env.pop("HF_HUB_OFFLINE", None)
+    env.update(given)
     if shared:
         root = str(Path(model).resolve().parent)
         start = [sys.executable, "-m", "app.cli", "--shared", "--model-roots", root]
@@ -105,37 +109,45 @@ def serve_app(
 @contextlib.contextmanager
 def recording_proxy() -> Iterator[tuple[dict[str, str], list[bytes]]]:
     """A web proxy on 127.0.0.1 that records the start of every request sent to it and answers none: a
-    process given its environment (HTTP_PROXY, HTTPS_PROXY) shows every web request it tries to make.
-    Yields that environment and the list of requests."""
+    process given its environment (HTTP_PROXY, HTTPS_PROXY; this machine's own addresses left out) shows
+    every web request it tries to make. Yields that environment, for a child process only (urllib reads the
+    proxy settings of this process once, for good), and the list of requests, complete once the block ends."""
     import threading
 
     asked: list[bytes] = []
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
-    listener.settimeout(0.2)
     stop = threading.Event()
 
+    def take(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(2)
+            with contextlib.suppress(OSError):
+                asked.append(conn.recv(200))
+
     def record() -> None:
+        listener.settimeout(0.2)
         while not stop.is_set():
+            with contextlib.suppress(OSError):
+                take(listener.accept()[0])
+        listener.setblocking(False)  # what is still queued is recorded too
+        while True:
             try:
-                conn, _ = listener.accept()
+                take(listener.accept()[0])
             except OSError:
-                continue
-            with conn:
-                conn.settimeout(2)
-                with contextlib.suppress(OSError):
-                    asked.append(conn.recv(200))
+                return
 
     thread = threading.Thread(target=record, daemon=True)
     thread.start()
     proxy = f"http://127.0.0.1:{listener.getsockname()[1]}"
     env = {name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
+    env |= {name: "127.0.0.1,localhost" for name in ("NO_PROXY", "no_proxy")}
     try:
         yield env, asked
     finally:
         stop.set()
-        thread.join(5)
+        thread.join(10)
         listener.close()
 
 

@@ -56,36 +56,38 @@ def test_a_shared_server_answers_on_loopback_only_and_keeps_xsrf_protection(tiny
         assert refused.value.code == 403
 
 
-def test_a_shared_server_asks_the_network_for_nothing_while_a_room_uses_it(
-    tiny_checkpoint, tmp_path, monkeypatch
-):
+def test_a_shared_server_asks_the_network_for_nothing_while_a_room_uses_it(tiny_checkpoint, tmp_path):
     """Started with --shared alone (no HF_HUB_OFFLINE), every page is opened with a pair of sentences, and
     students type a hub id, a URL and a path outside the roots into the model box: every web request the server
-    tries goes to a recording proxy, which must see none."""
+    tries goes to a recording proxy, which must see none. The same hub id on a server without --shared is
+    seen, so the proxy does see what the server asks."""
     link = {"a": "the river [MASK] flooded the bank .", "b": "she went home ."}
     typed = ["bert-base-cased", "https://example.com/some-model", "/etc"]
 
-    async def room(url: str) -> list[list[str]]:
+    async def room(url: str, pages: list[str], models: list[str]) -> list[list[str]]:
         told = []
         async with tab(url, timeout_s=180) as student:
-            for page in PAGES:
-                assert await student.show(urllib.parse.urlencode(link), page.url_path) == [], page.title
-            for model in typed:
+            for page in pages:
+                assert await student.show(urllib.parse.urlencode(link), page) == [], page
+            for model in models:
                 told.append(await student.show(urllib.parse.urlencode({**link, "model": model}), "attention"))
         return told
 
     with recording_proxy() as (proxy_env, asked):
-        for name, value in proxy_env.items():
-            monkeypatch.setenv(name, value)
-        for name in ("NO_PROXY", "no_proxy"):  # this machine itself is not the network (the test's own requests)
-            monkeypatch.setenv(name, "127.0.0.1,localhost")
-        with serve_app(tiny_checkpoint, tmp_path / "log", shared=True, hub_offline=False) as url:
-            told = asyncio.run(room(url))
+        with serve_app(
+            tiny_checkpoint, tmp_path / "log", shared=True, hub_offline=False, env=proxy_env
+        ) as url:
+            told = asyncio.run(room(url, [p.url_path for p in PAGES], typed))
     assert asked == []
     hub, web, outside = (" ".join(errors) for errors in told)
     assert "hub is switched off" in hub
     assert web and "can't be loaded" in web
     assert "only under" in outside
+
+    with recording_proxy() as (proxy_env, asked):
+        with serve_app(tiny_checkpoint, tmp_path / "open.log", hub_offline=False, env=proxy_env) as url:
+            asyncio.run(room(url, [], ["bert-base-cased"]))
+    assert any(b"huggingface.co" in request for request in asked)
 
 
 def test_a_closed_tab_does_not_keep_its_model_in_memory_on_a_server_that_keeps_one(tmp_path, monkeypatch):
