@@ -50,6 +50,19 @@ def server_address_named() -> bool:
     return False
 
 
+def keep_public_address_unasked() -> None:
+    """Streamlit checks a websocket from another site's page against this machine's public address, which it
+    asks checkip.amazonaws.com for, again at every such attempt until one answers, with its event loop held
+    meanwhile: any page a student has open could make a shared server ask the internet, and stall every
+    session where name lookups time out. A shared server's own pages are same-origin and never need that
+    address, so Streamlit is given one it already allows (its cache of the answer is not public API; if it
+    moves, Streamlit asks as before)."""
+    from streamlit import net_util
+
+    if hasattr(net_util, "_external_ip"):
+        net_util._external_ip = "127.0.0.1"
+
+
 def run_app(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="bertscope", description="Start the BERTScope app in the browser.")
     parser.add_argument("--model", help="default model: a local directory or a hub id (env: BERTSCOPE_MODEL)")
@@ -141,6 +154,8 @@ def run_app(argv: list[str]) -> int:
         if args.shared
         else []
     )
+    if args.shared:
+        keep_public_address_unasked()
     sys.argv = ["streamlit", "run", str(APP_ENTRY), *flags, *extra, *forced]
     return stcli.main()
 

@@ -11,6 +11,7 @@ import urllib.parse
 import urllib.request
 
 import pytest
+import websockets
 
 from app.registry import PAGES
 from tests.app.serve import browser, free_port, next_layer, recording_proxy, serve_app, tab, wait_for_app
@@ -58,9 +59,11 @@ def test_a_shared_server_answers_on_loopback_only_and_keeps_xsrf_protection(tiny
 
 def test_a_shared_server_asks_the_network_for_nothing_while_a_room_uses_it(tiny_checkpoint, tmp_path):
     """Started with --shared alone (no HF_HUB_OFFLINE), every page is opened with a pair of sentences, and
-    students type a hub id, a URL and a path outside the roots into the model box: every web request the server
-    tries goes to a recording proxy, which must see none. The same hub id on a server without --shared is
-    seen, so the proxy does see what the server asks."""
+    students type a hub id, a URL and a path outside the roots into the model box, and another site's page
+    tries the server's websocket (Streamlit refuses it after comparing the site with this machine's public
+    address, which it would ask the internet for): every web request the server tries goes to a recording
+    proxy, which must see none. On a server without --shared both the hub id and that public address are
+    asked for, so the proxy does see what a server asks."""
     link = {"a": "the river [MASK] flooded the bank .", "b": "she went home ."}
     typed = ["bert-base-cased", "https://example.com/some-model", "/etc"]
 
@@ -71,6 +74,17 @@ def test_a_shared_server_asks_the_network_for_nothing_while_a_room_uses_it(tiny_
                 assert await student.show(urllib.parse.urlencode(link), page) == [], page
             for model in models:
                 told.append(await student.show(urllib.parse.urlencode({**link, "model": model}), "attention"))
+        for _ in range(
+            2
+        ):  # again: Streamlit keeps only an answer, so an unanswered lookup is tried each time
+            with pytest.raises(websockets.exceptions.InvalidStatus) as refused:
+                async with websockets.connect(
+                    url.replace("http://", "ws://", 1) + "/_stcore/stream",
+                    subprotocols=["streamlit"],
+                    origin="http://another-site.example",
+                ):
+                    pass
+            assert refused.value.response.status_code == 403
         return told
 
     with recording_proxy() as (proxy_env, asked):
@@ -88,6 +102,7 @@ def test_a_shared_server_asks_the_network_for_nothing_while_a_room_uses_it(tiny_
         with serve_app(tiny_checkpoint, tmp_path / "open.log", hub_offline=False, env=proxy_env) as url:
             asyncio.run(room(url, [], ["bert-base-cased"]))
     assert any(b"huggingface.co" in request for request in asked)
+    assert any(b"checkip.amazonaws.com" in request for request in asked)
 
 
 def test_a_closed_tab_does_not_keep_its_model_in_memory_on_a_server_that_keeps_one(tmp_path, monkeypatch):
