@@ -36,11 +36,14 @@ def server_address_named() -> bool:
         return True
     import tomllib
 
-    from streamlit import config
+    from streamlit import config, file_util
 
     # Read here rather than through Streamlit's config parser: a parse before `streamlit run`'s own makes it
-    # warn that the [server] options changed.
-    for path in config.get_config_files("config.toml"):  # the files `streamlit run` reads, from here
+    # warn that the [server] options changed. The files it reads: the user's, this directory's, and (once it
+    # knows the script, which is later) the one beside the app's entry.
+    files = [*config.get_config_files("config.toml")]
+    files.append(file_util.get_main_script_streamlit_file_path(str(APP_ENTRY), "config.toml"))
+    for path in files:
         try:
             with open(path, "rb") as file:
                 if tomllib.load(file).get("browser", {}).get("serverAddress"):

@@ -152,7 +152,7 @@ def main() -> None:
             sizes = measure(stack, logs, app, model, visits)
         except Exception:
             # A page that never drew: what the server and Caddy said is the first thing to read.
-            for log in sorted(logs.rglob("*.log")):
+            for log in sorted(logs.rglob("*.log"), key=lambda log: log.name == "app.log"):  # the app's last
                 tail = log.read_text(errors="replace")[-3000:]
                 print(f"--- {log.relative_to(logs)} (last 3000 characters)\n{tail}", file=sys.stderr)
             raise

@@ -108,10 +108,15 @@ SHARED_SETTINGS = (
 
 
 def _restored_after(monkeypatch) -> None:
-    """`bertscope --shared` writes its settings into os.environ: each is put back as it was after the test."""
+    """`bertscope --shared` writes its settings into os.environ, the command line into sys.argv and an address
+    into Streamlit's net_util: each is put back as it was after the test."""
+    from streamlit import net_util
+
     for name in SHARED_SETTINGS:
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(net_util, "_external_ip", net_util._external_ip)
 
 
 @pytest.mark.parametrize("given", [["--model-roots", ""], ["--model-roots", ":"], []])
@@ -177,7 +182,9 @@ def _banner(named: str | None = None) -> tuple[str, list[bytes]]:
     return run.stdout, asked
 
 
-def test_on_every_address_the_banner_names_the_rooms_link_and_asks_the_internet_nothing(monkeypatch):
+def test_on_every_address_the_banner_names_the_rooms_link_and_asks_the_internet_nothing(
+    monkeypatch, tmp_path
+):
     """`--address 0.0.0.0` (the documented way for a room, and the image's) made a headless Streamlit ask
     checkip.amazonaws.com for the machine's public address at every start. bertscope names the address the
     room opens instead, which Streamlit prints without asking anyone."""
@@ -186,6 +193,7 @@ def test_on_every_address_the_banner_names_the_rooms_link_and_asks_the_internet_
     seen = {}
     monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
     _restored_after(monkeypatch)
+    _nothing_named(monkeypatch, tmp_path)
     cli.main(["--shared", "--address", "0.0.0.0", "--port", "8600"])
     argv = seen["argv"]
     named = argv[argv.index("--browser.serverAddress") + 1]
@@ -202,28 +210,47 @@ def test_on_every_address_the_banner_names_the_rooms_link_and_asks_the_internet_
     assert asked and any(b"checkip.amazonaws.com" in request for request in asked)
 
 
+def _nothing_named(monkeypatch, home) -> None:
+    """No serverAddress from the developer's own Streamlit settings: an empty home, no variable, the repo."""
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("STREAMLIT_BROWSER_SERVER_ADDRESS", raising=False)
+    monkeypatch.chdir(REPO)
+
+
 def test_an_address_the_lecturer_named_for_streamlit_is_kept(monkeypatch, tmp_path):
-    """A public name set in Streamlit's own config file or environment variable (say, behind a proxy that
+    """A public name set in Streamlit's own config files or environment variable (say, behind a proxy that
     rewrites Host) is what the websocket origin check compares with: bertscope's flag must not override it."""
     from streamlit.web import cli as stcli
 
     seen = {}
     monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
     _restored_after(monkeypatch)
-    monkeypatch.delenv("STREAMLIT_BROWSER_SERVER_ADDRESS", raising=False)
+    home, project = tmp_path / "home", tmp_path / "project"
+    _nothing_named(monkeypatch, home)
 
+    def named() -> bool:
+        seen.clear()
+        cli.main(["--shared", "--address", "0.0.0.0"])
+        return "--browser.serverAddress" not in seen["argv"]
+
+    assert not named()  # named nowhere: bertscope names it
     monkeypatch.setenv("STREAMLIT_BROWSER_SERVER_ADDRESS", "lecture.example.edu")
-    cli.main(["--shared", "--address", "0.0.0.0"])
-    assert "--browser.serverAddress" not in seen["argv"]
+    assert named()
     monkeypatch.delenv("STREAMLIT_BROWSER_SERVER_ADDRESS")
-
-    (tmp_path / ".streamlit").mkdir()
-    (tmp_path / ".streamlit" / "config.toml").write_text('[browser]\nserverAddress = "lecture.example.edu"\n')
-    monkeypatch.chdir(tmp_path)  # a project's own .streamlit/config.toml
-    seen.clear()
-    cli.main(["--shared", "--address", "0.0.0.0"])
-    assert "--browser.serverAddress" not in seen["argv"]
+    setting = '[browser]\nserverAddress = "lecture.example.edu"\n'
+    for folder in (home, project):  # the user's own settings, then a project's run from its directory
+        (folder / ".streamlit").mkdir(parents=True)
+        (folder / ".streamlit" / "config.toml").write_text(setting)
+        monkeypatch.chdir(project if folder == project else REPO)
+        assert named(), folder
+        (folder / ".streamlit" / "config.toml").unlink()
     monkeypatch.chdir(REPO)
-    seen.clear()
-    cli.main(["--shared", "--address", "0.0.0.0"])  # named nowhere: bertscope names it
-    assert "--browser.serverAddress" in seen["argv"]
+    # And one beside the app's entry script, which Streamlit reads once it knows the script.
+    entry = tmp_path / "entry" / "streamlit_app.py"
+    (entry.parent / ".streamlit").mkdir(parents=True)
+    (entry.parent / ".streamlit" / "config.toml").write_text(setting)
+    real_entry = cli.APP_ENTRY
+    monkeypatch.setattr(cli, "APP_ENTRY", entry)
+    assert named()
+    monkeypatch.setattr(cli, "APP_ENTRY", real_entry)
+    assert not named()
