@@ -74,9 +74,8 @@ def test_a_shared_server_asks_the_network_for_nothing_while_a_room_uses_it(tiny_
                 assert await student.show(urllib.parse.urlencode(link), page) == [], page
             for model in models:
                 told.append(await student.show(urllib.parse.urlencode({**link, "model": model}), "attention"))
-        for _ in range(
-            2
-        ):  # again: Streamlit keeps only an answer, so an unanswered lookup is tried each time
+        # Twice: Streamlit keeps only an answer, so a lookup that went unanswered is tried at each attempt.
+        for _ in range(2):
             with pytest.raises(websockets.exceptions.InvalidStatus) as refused:
                 async with websockets.connect(
                     url.replace("http://", "ws://", 1) + "/_stcore/stream",
