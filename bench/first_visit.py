@@ -25,12 +25,11 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-import _common as c
-from sessions import CHART, LECTURE, REPO, cpu_s, start
+import _common as c  # puts the repository on sys.path, so `tests` imports below
+from sessions import CHART, LECTURE, cpu_s, start
 
-sys.path.insert(0, str(REPO))
-from tests.app.serve import browser, free_port, wait_for_app  # noqa: E402
-from tests.deploy.test_proxy import proxy, proxy_config, wait_for_port  # noqa: E402
+from tests.app.serve import browser, free_port, wait_for_app
+from tests.deploy.test_proxy import proxy, proxy_config, wait_for_port
 
 
 @dataclass
