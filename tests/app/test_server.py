@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 import streamlit as st
+import torch
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 import bert_core
@@ -186,6 +187,34 @@ def test_a_failed_or_abandoned_request_gives_its_slot_back_and_out_of_memory_is_
         with gate.slot():
             raise RuntimeError("shape mismatch")
     assert gate.running == 0 and gate.ahead() == 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_pass_out_of_gpu_memory_is_a_message_and_leaves_the_gpus_memory_as_it_found_it(tmp_path):
+    """The GPU replica (`--device cuda`): a real CUDA out-of-memory error, raised by torch's allocator."""
+    from tests.conftest import make_checkpoint
+
+    sizes = dict(hidden_size=256, num_hidden_layers=4, intermediate_size=512, max_position_embeddings=512)
+    model = bert_core.load_pretrained(make_checkpoint(tmp_path / "m", "mlm", **sizes), device="cuda")
+    text = " ".join(["the bank of the river"] * 90)  # 452 pieces: 16 MB of attention maps alone
+    gate = server.Admission(1)
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    held = torch.cuda.memory_allocated()
+    total = torch.cuda.get_device_properties(0).total_memory
+    # The allocator refuses anything past what the model already holds plus 4 MB.
+    torch.cuda.set_per_process_memory_fraction((torch.cuda.memory_reserved() + 4 * 2**20) / total)
+    try:
+        with pytest.raises(bert_core.InputError, match="out of memory"):
+            with gate.slot():
+                model.analyze(text)
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0)
+    # Nothing of the failed pass is kept alive (the message carries no traceback into its frames).
+    assert torch.cuda.memory_allocated() == held
+    with gate.slot():  # the slot came back, and the same input runs once memory allows
+        assert model.analyze(text).attentions.shape == (4, 4, 452, 452)
+    assert gate.running == 0
 
 
 def test_the_default_limit_is_one_pass_per_two_cores_and_the_env_var_sets_it(fresh, monkeypatch):
