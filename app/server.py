@@ -194,6 +194,10 @@ class Admission:
             if not is_out_of_memory(exc):
                 raise
             out_of_memory = True
+            # The error is dropped here, but contextlib's __exit__ still holds it, and from Python 3.12 this
+            # generator's finished frame points back at that __exit__ (f_back): through the error's traceback
+            # a cycle that keeps the failed pass's frames and tensors (GPU memory too) until a full collection.
+            exc.__traceback__ = None
         finally:  # an exception, a stopped script or a dropped session all give the slot back
             with self._cond:
                 if lane == "express":

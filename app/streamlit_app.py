@@ -105,18 +105,21 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
     heads = " · ".join(
         [*(f"{name.upper()} ✓" for name in info.heads), pooler] if info.heads else ["none", pooler]
     )
-    arithmetic = (
-        "fast (pre-packed weights, within 1e-5 of transformers)"
-        if info.packed_weights
-        else "exact (bit-identical to transformers on CPU)"
-    )
+    if not info.device.startswith("cpu"):
+        # Neither packed nor bit-identical there: the sums run in another order (tests/bert_core/test_cuda.py).
+        arithmetic = f"float32 on the GPU ({info.device}), within 1e-4 (relative) of the CPU's"
+    elif info.packed_weights:
+        arithmetic = "fast (pre-packed weights, within 1e-5 of transformers)"
+    else:
+        arithmetic = "exact (bit-identical to transformers on CPU)"
     embedding = f" · embeddings {info.embedding_size}" if info.embedding_size is not None else ""
     lacks = f"  \nno {ui.md_escape(', no '.join(info.lacks))}" if info.lacks else ""
     st.caption(
         f"{ui.md_escape(info.architecture_name)} · {info.num_layers} layers · hidden {info.hidden_size}{embedding} · "
         f"{info.num_heads} heads · {_count(info.num_parameters)} parameters  \nprediction heads: {heads}{lacks}  \n"
         f"arithmetic: {arithmetic}",
-        help="Set BERTSCOPE_EXACT=1 (or start with `bertscope --exact`) for the reference's own arithmetic.",
+        help="On the CPU, set BERTSCOPE_EXACT=1 (or start with `bertscope --exact`) for the reference's own "
+        "arithmetic.",
     )
     return active
 

@@ -6,6 +6,7 @@ import os
 import time
 
 import pytest
+import torch
 
 import bert_core
 from app import models
@@ -112,6 +113,7 @@ def test_model_roots_restrict_local_directories(make_app, monkeypatch, tmp_path)
 
 @pytest.mark.parametrize("exact", [False, True])
 def test_sidebar_says_which_arithmetic_and_exact_mode_loads_unpacked(make_app, app_env, monkeypatch, exact):
+    monkeypatch.delenv("BERTSCOPE_DEVICE", raising=False)  # packing is the CPU's
     if exact:
         monkeypatch.setenv("BERTSCOPE_EXACT", "1")
     else:
@@ -308,7 +310,16 @@ def test_a_lone_page_switches_models_on_a_server_that_keeps_one(make_app, tmp_pa
     st.cache_resource.clear()
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_the_sidebar_says_a_model_on_the_gpu_is_not_the_cpus_exact_arithmetic(make_app, monkeypatch):
+    monkeypatch.setenv("BERTSCOPE_DEVICE", "cuda")
+    monkeypatch.setenv("BERTSCOPE_EXACT", "1")  # the CPU's setting: on the GPU nothing is bit-identical
+    captions = " ".join(c.value for c in make_app().sidebar.caption)
+    assert "arithmetic: float32 on the GPU (cuda" in captions and "bit-identical" not in captions
+
+
 def test_exact_mode_is_part_of_the_cache_key(tiny_checkpoint, monkeypatch):
+    monkeypatch.delenv("BERTSCOPE_DEVICE", raising=False)  # packing is the CPU's
     store = models.ModelStore()
     monkeypatch.setenv("BERTSCOPE_EXACT", "1")
     exact = store.load(str(tiny_checkpoint))
