@@ -76,7 +76,8 @@ def run_app(argv: list[str]) -> int:
     parser.add_argument(
         "--exact",
         action="store_true",
-        help="compute with the reference's own matmuls: bit-identical to transformers, slower (env: BERTSCOPE_EXACT=1)",
+        help="on the CPU, compute with the reference's own matmuls: bit-identical to transformers, slower "
+        "(env: BERTSCOPE_EXACT=1)",
     )
     parser.add_argument(
         "--device", help="where the models run: cpu (default) or cuda (env: BERTSCOPE_DEVICE)"

@@ -32,7 +32,7 @@ DEFAULT_HUB_MODEL = "bert-base-uncased"
 ENV_MODEL = "BERTSCOPE_MODEL"
 # Settings for a shared server (read on every use, so a test or a restart can change them):
 ENV_ALLOW_HUB = "BERTSCOPE_ALLOW_HUB"  # "0" = no hub downloads; models already in the HF cache still load
-ENV_EXACT = "BERTSCOPE_EXACT"  # "1" = the reference's own matmuls: bit-identical to transformers, slower
+ENV_EXACT = "BERTSCOPE_EXACT"  # "1" = on the CPU, the reference's own matmuls: bit-identical to transformers
 ENV_MODEL_ROOTS = "BERTSCOPE_MODEL_ROOTS"  # "/a:/b" = open local checkpoints only under these directories
 KEY_HOLD = "_model_hold"  # session state: this session's Hold (the ActiveModel the sidebar loaded)
 

@@ -25,6 +25,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
@@ -194,9 +195,12 @@ class Admission:
             if not is_out_of_memory(exc):
                 raise
             out_of_memory = True
-            # The error is dropped here, but contextlib's __exit__ still holds it, and from Python 3.12 this
-            # generator's finished frame points back at that __exit__ (f_back): through the error's traceback
-            # a cycle that keeps the failed pass's frames and tensors (GPU memory too) until a full collection.
+            # The failed pass's finished frames hold its tensors (GPU memory too), and the message raised
+            # below would keep them: contextlib's __exit__ holds the error and its `traceback` argument, and
+            # the message's traceback holds __exit__'s frame. From Python 3.12 this generator's frame also
+            # points back at __exit__ (f_back), a cycle that outlives the message until a full collection.
+            # Clearing the finished frames' locals frees the tensors now, while the page shows the message.
+            traceback.clear_frames(exc.__traceback__)
             exc.__traceback__ = None
         finally:  # an exception, a stopped script or a dropped session all give the slot back
             with self._cond:

@@ -60,9 +60,9 @@ def holding(gate: server.Admission) -> tuple[list[threading.Thread], threading.E
 
 
 def nothing_frozen() -> int:
-    """Unfreeze the heap and return what the permanent generation holds with nothing frozen: 0 before Python
-    3.12; from 3.12 each collection also moves the immortal objects there, so `gc.get_freeze_count()` is
-    compared with this, not with 0."""
+    """Unfreeze the heap and return what the permanent generation holds with nothing frozen: 0 on Python 3.11
+    and 3.13, but on 3.12 a full collection moves the interpreter's immortal objects there (a few hundred), so
+    `gc.get_freeze_count()` is compared with this, not with 0."""
     import gc
 
     gc.unfreeze()
@@ -203,27 +203,31 @@ def test_a_failed_or_abandoned_request_gives_its_slot_back_and_out_of_memory_is_
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_a_pass_out_of_gpu_memory_is_a_message_and_leaves_the_gpus_memory_as_it_found_it(tmp_path):
     """The GPU replica (`--device cuda`): a real CUDA out-of-memory error, raised by torch's allocator."""
+    import gc
+
     from tests.conftest import make_checkpoint
 
     sizes = dict(hidden_size=256, num_hidden_layers=4, intermediate_size=512, max_position_embeddings=512)
     model = bert_core.load_pretrained(make_checkpoint(tmp_path / "m", "mlm", **sizes), device="cuda")
-    text = " ".join(["the bank of the river"] * 90)  # 452 pieces: 16 MB of attention maps alone
+    text = " ".join(["the bank of the river"] * 90)  # 452 pieces: 13 MB of attention maps alone
     gate = server.Admission(1)
     model.analyze("the bank")  # CUDA's lazy set-up (cuBLAS's workspace) is allocated once, at the first pass
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     held = torch.cuda.memory_allocated()
     total = torch.cuda.get_device_properties(0).total_memory
+    gc.disable()  # freed at once, not by a collection that happens to run
     # The allocator refuses anything past what the model already holds plus 4 MB.
     torch.cuda.set_per_process_memory_fraction((torch.cuda.memory_reserved() + 4 * 2**20) / total)
     try:
-        with pytest.raises(bert_core.InputError, match="out of memory"):
+        with pytest.raises(bert_core.InputError, match="out of memory") as message:
             with gate.slot():
                 model.analyze(text)
+        # While the page still shows the message, nothing of the failed pass is kept on the GPU.
+        assert message.value is not None and torch.cuda.memory_allocated() == held
     finally:
         torch.cuda.set_per_process_memory_fraction(1.0)
-    # Nothing of the failed pass is kept alive (the message carries no traceback into its frames).
-    assert torch.cuda.memory_allocated() == held
+        gc.enable()
     with gate.slot():  # the slot came back, and the same input runs once memory allows
         assert model.analyze(text).attentions.shape == (4, 4, 452, 452)
     assert gate.running == 0
@@ -642,6 +646,8 @@ def test_a_failed_pass_leaves_nothing_for_the_garbage_collector_to_free(monkeypa
                 results.get(kind.__name__, failing(kind), admitted=lambda since: gate.slot(None, since))
             except caught as exc:
                 assert exc.__context__ is None or caught is ValueError
+                if caught is not ValueError:  # the page shows the message: the failed pass is not kept by it
+                    assert alive[-1]() is None, "the out-of-memory message keeps the failed pass's frame"
             assert alive[-1]() is None, f"a {kind.__name__} pass's frame is still alive"
     finally:
         gc.enable()
@@ -835,7 +841,7 @@ def test_the_collector_frees_a_pages_namespace_cycle_and_runs_at_most_every_few_
         first = a_page_run()
         assert first() is not None  # garbage, but in a cycle: still there
         assert collector.after_run() is True and first() is None
-        assert gc.get_freeze_count() > unfrozen  # what was alive then is out of later collections' way
+        assert gc.get_freeze_count() > unfrozen + 1000  # what was alive then is out of later collections' way
         collector.before_run()
         second = a_page_run()
         assert collector.after_run() is False and second() is not None  # within every_s: no second collection
@@ -937,7 +943,7 @@ def test_the_collector_does_not_freeze_a_page_still_running_in_another_session()
         ended = weakref.ref(running)
         del running  # session 1's page ends: its namespace is garbage now
         assert collector.after_run() is True and ended() is None
-        assert gc.get_freeze_count() > unfrozen  # no page running any more: the heap is frozen now
+        assert gc.get_freeze_count() > unfrozen + 1000  # no page running any more: the heap is frozen now
     finally:
         if was_enabled:
             gc.enable()
@@ -971,7 +977,7 @@ def test_the_collector_does_not_freeze_a_page_ending_with_st_stop():
         assert gc.get_freeze_count() == unfrozen
         collector.before_run()
         assert collector.after_run() is True  # the next quiet moment
-        assert gc.get_freeze_count() > unfrozen
+        assert gc.get_freeze_count() > unfrozen + 1000
         # the stopped page's namespace was collected, not frozen (get_objects counts frozen objects too)
         assert not [o for o in gc.get_objects() if type(o) is Namespace]
     finally:
