@@ -29,6 +29,7 @@ page, and every server stops at the end. Everything listens on and talks to 127.
 
     .venv/bin/python bench/sessions.py --sessions 30 --scenario a b c
     .venv/bin/python bench/sessions.py --sessions 30 --scenario a --rounds 3
+    .venv/bin/python bench/sessions.py --sessions 30 --scenario a --rounds 2 --one-page
     .venv/bin/python bench/sessions.py --client ws --sessions 100 --scenario a b c
 """
 
@@ -377,6 +378,12 @@ def main() -> None:
         help="also run each scenario on the app as of git revision REV (a temporary worktree), and print the "
         "ratios of this tree's p95 and server CPU to that one's, measured in this one run",
     )
+    p.add_argument(
+        "--one-page",
+        action="store_true",
+        help="the lecture sessions of (a) and (c) open the Attention link only, without Masked words after it: "
+        "how much of (a)'s wait the early sessions' second page makes",
+    )
     args = p.parse_args()
     # Bounded: browsers share this machine with the server; bare clients cost it next to nothing.
     n = max(3, min(args.sessions, 64 if args.client == "browser" else 200))
@@ -400,7 +407,7 @@ def main() -> None:
         return urllib.parse.urlencode({"a": text})
 
     def lecture(count: int) -> list[list[str]]:
-        return [[f"attention?{q(LECTURE)}", "Masked words"]] * count
+        return [[f"attention?{q(LECTURE)}", *([] if args.one_page else ["Masked words"])]] * count
 
     def own(count: int, tokens: int) -> list[list[str]]:
         return [[f"attention?{q(c.text_of_tokens(tokens, seed=i + 1))}"] for i in range(count)]

@@ -35,3 +35,16 @@ def test_two_rounds_of_scenario_a_report_each_ratio_and_their_median():
     assert final, out
     first, second, median = map(float, final.groups())
     assert median == pytest.approx((first + second) / 2, abs=0.006)  # the median of two is their mean
+
+
+@pytest.mark.slow
+def test_one_page_leaves_masked_words_out_of_scenario_a():
+    run = subprocess.run(
+        [sys.executable, "bench/sessions.py", "--client", "ws", "--sessions", "3", "--scenario", "a",
+         "--one-page", "--timeout", "120", "--model", str(DEMO_MODEL_DIR)],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("scenario a ")]
+    # Only the Attention analysis runs: nobody asks for the Masked words predictions.
+    assert "errors 0" in line and "forward passes 1;" in line, line
