@@ -133,6 +133,9 @@ def run_app(argv: list[str]) -> int:
         # session's page and websocket waiting on it. Python's own collector still runs as it allocates.
         "--runner.postScriptGC",
         "false",
+        # ui.start sets a kept value that no longer fits back to the widget's own default on purpose.
+        "--global.disableWidgetStateDuplicationWarning",
+        "true",
     ]
     if args.port:
         flags += ["--server.port", str(args.port)]

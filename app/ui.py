@@ -65,9 +65,15 @@ def start(key: str, value: T, valid: Callable[[object], bool] | None = None) -> 
     widget's own default, so that default must be the page's starting value; a start set through session
     state, with the widget's default left at its minimum, made a link to layer 1 (or 0, or top-1) open on
     the starting value instead. Page widgets keep their values across page visits with
-    persist_state="session" (a lecturer's prepared sentences must survive a trip to the Attention page)."""
+    persist_state="session" (a lecturer's prepared sentences must survive a trip to the Attention page).
+
+    A kept value that no longer fits is replaced by the start, not deleted: Streamlit sends a widget's value to
+    the browser only when session state set it, so a deleted one started over on the server while the browser
+    went on showing the old choice (the word of the older text in the box, the new text's first word
+    explained below it). Setting it makes Streamlit log, once, that the widget has a default as well
+    (`global.disableWidgetStateDuplicationWarning` in app/cli.py: here both say the same)."""
     if key in st.session_state and valid is not None and not valid(st.session_state[key]):
-        del st.session_state[key]
+        st.session_state[key] = value
     return value
 
 

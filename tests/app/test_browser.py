@@ -182,6 +182,52 @@ def test_a_page_keeps_its_choices_across_a_visit_to_another_page(app_url, page):
     assert "[CLS]" not in tick_texts(page)
 
 
+def open_list(page, label: str):
+    page.locator(f'input[aria-label="{label}"]').click()
+    page.keyboard.press("ArrowDown")  # a click alone leaves a box low on the page focused but closed
+    return page.get_by_role("option")
+
+
+def pick(page, label: str, option: str) -> None:
+    open_list(page, label).filter(has_text=option).first.click()
+    page.wait_for_timeout(500)
+    wait_for_app(page)
+
+
+def options(page, label: str) -> list[str]:
+    listed = open_list(page, label)
+    listed.first.wait_for(timeout=10_000)
+    found = listed.all_inner_texts()
+    page.keyboard.press("Escape")
+    return found
+
+
+def test_a_choice_the_new_text_lacks_starts_over_in_the_box_as_on_the_page(app_url, page):
+    """A kept choice the new text no longer has (a word, a token position) starts over, and the box shows the
+    choice the page explains: it once went on showing the old word above the new text's first word."""
+    page.goto(f"{app_url}/?a=the+dogs+sat+by+the+river")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    pick(page, "Word", "dogs")
+    assert page.get_by_text("Pieces:").text_content() == "Pieces: dog ##s"
+    type_sentence(page, "the cat sat")
+    shown = page.locator('input[aria-label="Word"]').input_value()
+    assert shown in ("the", "cat", "sat")
+    explained = page.get_by_text("Pieces:").text_content().removeprefix("Pieces: ").replace(" ##", "")
+    assert explained == shown
+
+    page.get_by_text("Inside the model", exact=True).first.click()
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    type_sentence(page, "the dogs sat by the river")
+    last = options(page, "Query token")[-1]
+    pick(page, "Query token", last)
+    assert page.locator('input[aria-label="Query token"]').input_value() == last
+    type_sentence(page, "the cat")
+    assert page.locator('input[aria-label="Query token"]').input_value() in options(page, "Query token")
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
 @pytest.mark.parametrize("path", ["", "embeddings", "attention", "masked", "senses", "sentence"])
 def test_every_page_renders_with_no_network(app_url, page, path):
     page.goto(f"{app_url}/{path}?a=the+cat+sat+on+the+bank&b=the+river")
