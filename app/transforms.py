@@ -151,6 +151,11 @@ def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
     return (unit @ unit.T).astype(np.float32)
 
 
+def _rank_tolerance(singular: np.ndarray, shape: tuple[int, ...]) -> float:
+    """Singular values at or below this are rounding, not variance (numpy.linalg.matrix_rank's default)."""
+    return float(singular.max(initial=0.0)) * max(shape) * np.finfo(np.float64).eps
+
+
 def pca_2d(vectors: np.ndarray) -> np.ndarray:
     """(P, H) -> (P, 2) projection on the first two principal components (zeros where undefined)."""
     v = np.asarray(vectors, dtype=np.float64)
@@ -159,9 +164,12 @@ def pca_2d(vectors: np.ndarray) -> np.ndarray:
     centered = v - v.mean(axis=0, keepdims=True)
     if v.shape[0] < 2 or not np.any(centered):
         return np.zeros((v.shape[0], 2), dtype=np.float32)
-    _, _, vt = np.linalg.svd(centered, full_matrices=False)
+    _, sv, vt = np.linalg.svd(centered, full_matrices=False)
     comps = vt[:2]
     out = centered @ comps.T
+    # A component past the points' rank (two points span a line) carries rounding noise alone, ~1e-16, which
+    # plotly would stretch over the whole axis as if the points spread along it: it is zero instead.
+    out[:, sv[: out.shape[1]] <= _rank_tolerance(sv, centered.shape)] = 0.0
     if out.shape[1] < 2:
         out = np.pad(out, ((0, 0), (0, 2 - out.shape[1])))
     # Fix each component's sign (largest |loading| positive) so the plot doesn't flip between layers.
@@ -180,6 +188,7 @@ def pca_variance_share(vectors: np.ndarray) -> np.ndarray:
         return out
     centered = v - v.mean(axis=0, keepdims=True)
     s = np.linalg.svd(centered, compute_uv=False)
+    s = np.where(s <= _rank_tolerance(s, centered.shape), 0.0, s)
     total = float((s**2).sum())
     if total > 0:
         share = s[:2] ** 2 / total

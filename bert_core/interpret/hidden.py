@@ -76,7 +76,10 @@ def token_pca(analysis: Analysis | Vectors, layer: int, *, include_special: bool
     u, singular, vt = np.linalg.svd(
         x, full_matrices=False
     )  # u (P, K), singular (K,), vt (K, H); K = min(P, H)
-    k = min(2, len(singular))
+    # Components past the points' rank (two tokens span a line) hold rounding noise alone, ~1e-16: they stay
+    # zero (numpy.linalg.matrix_rank's tolerance).
+    tolerance = singular.max(initial=0.0) * max(x.shape) * np.finfo(np.float64).eps
+    k = min(2, int((singular > tolerance).sum()))
     coordinates = np.zeros((len(positions), 2))
     components = np.zeros((2, h.shape[-1]))
     coordinates[:, :k] = u[:, :k] * singular[:k]

@@ -42,6 +42,18 @@ def test_pca_variance_share():
     np.testing.assert_array_equal(transforms.pca_variance_share(np.ones((3, 4))), [0.0, 0.0])
 
 
+def test_pca_of_points_on_a_line_has_no_second_axis_of_rounding_noise():
+    """Two occurrences of a word (or three where two coincide) span a line: the second component is exactly
+    zero, not ~1e-16 noise that a chart's autoscaled axis would spread out like a real second dimension."""
+    rng = np.random.default_rng(1)
+    two = rng.normal(size=(2, 192)).astype(np.float32)
+    for points in (two, two[[0, 1, 0]], np.outer(rng.normal(size=4), rng.normal(size=64))):
+        projected = transforms.pca_2d(points)
+        assert np.all(projected[:, 1] == 0.0)
+        assert np.all(np.abs(projected[:, 0]) > 0.1)
+        np.testing.assert_array_equal(transforms.pca_variance_share(points), [1.0, 0.0])
+
+
 def test_fill_mask_text_joins_a_continuation_piece(tiny_model):
     enc = tiny_model.encode("the [MASK] sat", "on [MASK] here")
     first, second = [i for i, t in enumerate(enc.tokens) if t == "[MASK]"]
