@@ -651,6 +651,16 @@ def lines(
     return _layout(fig, title, 420, font_size)
 
 
+def rank_axis(fig: go.Figure, top_rank: float) -> go.Figure:
+    """A y axis for ranks (1 = the top prediction) up to `top_rank`: whole numbers from 1, never 0 or 0.5;
+    on a log axis once ranks run past 20, so a logit lens's climb from rank 3,000 to 1 keeps the last layers'
+    1, 2 and 5 apart instead of flattening them onto the floor of a linear axis."""
+    top = max(1.0, float(top_rank))
+    if top > 20:
+        return fig.update_yaxes(type="log", range=[np.log10(0.8), np.log10(top * 1.3)], dtick=1)
+    return fig.update_yaxes(tick0=1, dtick=max(1, int(np.ceil(top / 8))), range=[0.5, top + 0.5])
+
+
 def scatter_2d(
     points: np.ndarray,
     groups: Sequence[int],

@@ -394,10 +394,7 @@ elif view == "lens":
         value_name="rank",
         font_size=fs,
     )
-    # Ranks are whole numbers from 1: no 0.5 or 1.5 ticks when every layer ranks it in the top few.
-    rank_fig.update_yaxes(
-        tick0=1, dtick=max(1, int(np.ceil(float(np.max(lens.final_token_rank)) / 8))), rangemode="tozero"
-    )
+    charts.rank_axis(rank_fig, float(np.max(lens.final_token_rank)))
     ui.show_figure(
         rank_fig,
         key="lens_rank",
