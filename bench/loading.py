@@ -6,16 +6,39 @@ peak RSS: a fresh process that loads bert-base, then analyze() at 512 tokens, an
       64-token texts, predict_masks(); the peak resident set (VmHWM) of that process. The reference process does the same work
       with transformers (a padded batch of six with every attention and hidden state, MLM logits at the
       [MASK]), so every column is like for like.
+first load: the same two calls in a fresh process each time (after the imports), what a server's first
+      student or a `bertscope` command waits for; --against REV also runs ours as of git revision REV (a
+      temporary worktree), so a change is measured against its base in one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import _common as c
+
+FIRST = r"""
+import json, sys, time
+sys.path[:0] = [{root!r}]
+import torch
+torch.set_num_threads(2)
+if {ours!r}:
+    import bert_core
+    t = time.perf_counter()
+    bert_core.load_pretrained({path!r})
+else:
+    import transformers
+    t = time.perf_counter()
+    transformers.BertTokenizer.from_pretrained({path!r})
+    transformers.BertForPreTraining.from_pretrained({path!r}, attn_implementation="eager")
+print(json.dumps(time.perf_counter() - t))
+"""
 
 SERVE = r"""
 import json, resource, sys
@@ -72,10 +95,41 @@ def serve_rss(ours: bool, path: str) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def first_load(ours: bool, path: str, root: Path) -> float:
+    """Seconds the first load takes in a fresh process whose code is the tree at `root`."""
+    code = FIRST.format(root=str(root), ours=ours, path=path)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def first_loads(path: str, repeats: int, against: str | None) -> dict[str, list[float]]:
+    """Fresh processes in turn, the order rotating each round: {"ours", "ref"[, "base"]} -> seconds."""
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = {"ours": (True, c.ROOT), "ref": (False, c.ROOT)}
+        if against:
+            base = Path(tmp) / "base"
+            subprocess.run(["git", "-C", str(c.ROOT), "worktree", "add", "--detach", "-q", str(base), against],
+                           check=True)  # fmt: skip
+            runs["base"] = (True, base)
+        try:
+            times: dict[str, list[float]] = {k: [] for k in runs}
+            names = list(runs)
+            for r in range(repeats):
+                for k in names[r % len(names) :] + names[: r % len(names)]:
+                    times[k].append(first_load(runs[k][0], path, runs[k][1]))
+        finally:
+            if against:
+                subprocess.run(
+                    ["git", "-C", str(c.ROOT), "worktree", "remove", "--force", str(base)], check=False
+                )
+    return times
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeats", type=int, default=10)  # the median of >= 10, as for every timing here
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--against", metavar="REV", help="also time the first load of ours as of git revision REV")
     args = p.parse_args()
     repeats = 3 if args.quick else args.repeats
     c.set_threads(2)
@@ -106,6 +160,7 @@ def main() -> None:
     first = c.alternate(
         {"ours": lambda: bert_core.load_pretrained(path).analyze(text), "ref": ref_first}, repeats, warmup=1
     )
+    fresh = first_loads(str(path), repeats, args.against)
     ours_rss, ref_rss = serve_rss(True, str(path)), serve_rss(False, str(path))
     print()
     print("load_pretrained vs from_pretrained (bert-base, 440 MB safetensors, warm page cache)")
@@ -120,10 +175,20 @@ def main() -> None:
                     c.median(x["ref"]) * 1e3,
                     c.paired_ratio(x["ours"], x["ref"]),
                 ]
-                for name, x in (("load", t), ("load + first analyze (8 tokens)", first))
+                for name, x in (
+                    ("load", t),
+                    ("load + first analyze (8 tokens)", first),
+                    ("first load in a fresh process", fresh),
+                )
             ],
         )
     )
+    if args.against:
+        ratios = [a / b for a, b in zip(fresh["ours"], fresh["base"], strict=True)]
+        print(
+            f"first load in a fresh process, this tree / {args.against}: {statistics.median(ratios):.2f} "
+            f"({c.median(fresh['ours']) * 1e3:.0f} against {c.median(fresh['base']) * 1e3:.0f} ms)"
+        )
     print()
     print("peak resident memory of a fresh process, MB (goal for ours: <= 1200 MB)")
     keys = ["import", "loaded", "analyze 512", "batch of 6", "peak"]
