@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..config import BertConfig, read_json
 from ..errors import ModelLoadError
@@ -70,6 +71,19 @@ def _summarise(keys: list[str], limit: int = 8) -> str:
     return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
 
 
+class _NoNormalInit(TorchFunctionMode):
+    """Skips `torch.nn.init.normal_` (nn.Embedding's initialisation) while the network is built on the meta
+    device: its values are never read, and the meta version of normal_ is Python code that imports
+    torch._dynamo on first use, about 1 s of a process's first load (bench/loading.py, first load in a fresh
+    process). A mode, unlike a patched function, acts on this thread only."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.nn.init.normal_:
+            return args[0] if args else kwargs["tensor"]
+        return func(*args, **kwargs)
+
+
 def build_network(
     arch: Architecture, config: BertConfig, state: StateDict, *, tie_word_embeddings: bool = True
 ) -> Network:
@@ -86,7 +100,7 @@ def build_network(
             f"the checkpoint has no {arch.model_type} embeddings: is this a {arch.model_type} checkpoint?"
         )
     # Built on the meta device: no memory is allocated until the checkpoint's own tensors are assigned.
-    with torch.device("meta"):
+    with torch.device("meta"), _NoNormalInit():
         network = Network(
             config,
             heads,

@@ -8,6 +8,8 @@ import os
 import pickle
 import shutil
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -678,3 +680,15 @@ def _edit_config(directory, **changes) -> None:
     config = json.loads(path.read_text())
     config.update(changes)
     path.write_text(json.dumps(config))
+
+
+def test_loading_in_a_fresh_process_does_not_import_torch_dynamo(tiny_checkpoint):
+    """nn.Embedding's normal_ on the meta device imports torch._dynamo, about 1 s of a process's first load;
+    the network is built without it, and its weights are still the checkpoint's (the parity tests)."""
+    code = (
+        "import sys, bert_core; bert_core.load_pretrained(sys.argv[1]).analyze('the cat'); "
+        "print('torch._dynamo' in sys.modules)"
+    )
+    run = subprocess.run([sys.executable, "-c", code, str(tiny_checkpoint)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == "False"
