@@ -121,6 +121,9 @@ def _unsafe_source(source: str) -> str | None:
     if re.search(r"%[0-9a-fA-F]{2}", source):
         # The URL was decoded once already; a second layer (%2e%2e/) is a trick, never a directory's name.
         return "a model name can't contain URL-encoded characters (%xx)"
+    if source.startswith("@"):  # the bundled models' own names; no hub id or sensible path starts so
+        bundled = [o for o in model_options() if o.startswith("@")]
+        return f"{source[:60]} is not one of the bundled models ({', '.join(bundled) or 'none here'})"
     return None
 
 
@@ -166,12 +169,13 @@ def refusal(source: str) -> str | None:
         return (
             "this server opens local model directories only under "
             + ", ".join(str(r) for r in roots)
-            + f" (set by {ENV_MODEL_ROOTS})"
+            + f" (bertscope --model-roots, or {ENV_MODEL_ROOTS}; --shared alone: the bundled models)"
         )
     if hub_downloads_allowed() or is_in_hub_cache(source):
         return None
     return (
-        f"downloading models from the hub is switched off on this server ({ENV_ALLOW_HUB}=0) and {source} "
+        f"downloading models from the hub is switched off on this server (bertscope --shared, or "
+        f"{ENV_ALLOW_HUB}=0) and {source} "
         "is not in the local cache; pick a cached model or a local directory"
     )
 

@@ -25,8 +25,14 @@ st.caption(
 )
 left, _ = ui.page_model()
 current = st.session_state.get(KEY_SECOND) or st.query_params.get(KEY_SECOND)
-# Models that load here (on disk or cached) first, so the page opens on a pair that works offline.
-listed = [*models.loadable_alternatives(left.source), *models.model_options(current)]
+# Models that load here (on disk or cached, the bundled ones included) first, so the page opens on a pair
+# that works offline: the default hub model, when it can't be had, would fall back to the sidebar's demo model.
+everything = models.model_options(current)
+listed = [
+    *models.loadable_alternatives(left.source),
+    *(o for o in everything if o.startswith("@")),
+    *everything,
+]
 options = [o for o in dict.fromkeys(listed) if o != left.source] or [left.source]
 second = st.selectbox(
     "Second model",
@@ -41,6 +47,10 @@ try:
 except models.ModelUnavailable as exc:
     st.error("The second model can't be loaded: " + ui.md_escape(exc.reason))
     st.stop()
+if right.notice:
+    st.warning(ui.md_escape(right.notice))
+if models.loaded_key(right.source) == models.loaded_key(left.source):
+    st.info("Both sides run the same model, so they agree everywhere: pick another second model above.")
 sides = [("left", left), ("right", right)]
 # Each side reads a typed [MASK] as its own mask token (BERT's [MASK], RoBERTa's <mask>).
 typed = inputs.current_inputs()

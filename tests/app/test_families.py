@@ -228,3 +228,26 @@ def test_factorised_embeddings_show_the_projected_vector(family_dirs, monkeypatc
     assert shown.shape == r.hidden_states[0].shape == (len(r.tokens), model.info.hidden_size)
     assert abs(shown - r.hidden_states[0]).max() < 1e-5
     assert "hidden_states[0]" in _texts(at) and "E → H" in _texts(at)
+
+
+def test_compare_with_the_demo_fallback_opens_on_another_model_and_says_so_when_both_are_one(
+    tmp_path, monkeypatch
+):
+    """Offline with the default hub model, the sidebar runs the demo model: the second model must not default
+    to that same hub id (it would fall back to the demo model too, and both sides would agree everywhere)."""
+    monkeypatch.delenv("BERTSCOPE_MODEL", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["a"] = "the bank of the river ."
+    at.run()
+    at.switch_page("views/compare.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    second = at.selectbox(key="model2").value
+    assert second != "bert-base-uncased" and second.startswith("@demo-")
+    assert not any("same model" in i.value for i in at.info)
+    at.selectbox(key="model2").set_value("bert-base-uncased").run()
+    said = _texts(at)
+    assert "Showing the bundled demo model instead" in said and "Both sides run the same model" in said

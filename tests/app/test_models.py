@@ -357,6 +357,20 @@ def test_a_shared_server_never_opens_a_directory_outside_its_roots(tmp_path, mon
     assert models.refusal(str(root / "ok")) is None
 
 
+@pytest.mark.parametrize("roots", ["", "{tmp}"])
+def test_a_mistyped_bundled_name_is_called_so_and_the_bundled_ones_are_listed(tmp_path, monkeypatch, roots):
+    """`@nope` (or a link's `model2=@demo-x`) is no path and no hub id: the message names the bundled models,
+    on a shared server (roots set) and a personal one, instead of the roots or "no such directory"."""
+    from app import models
+
+    monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", roots.format(tmp=tmp_path))
+    monkeypatch.setenv("BERTSCOPE_MODEL", "")
+    reason = models.refusal("@nope")
+    assert reason is not None and "not one of the bundled models" in reason and "@demo" in reason
+    assert "only under" not in reason
+    assert models.refusal("@demo") is None
+
+
 def test_a_file_in_an_allowed_directory_that_links_out_of_the_roots_is_refused(tmp_path, monkeypatch):
     """The directory is inside the roots, but its vocab.txt is a link to a file outside them: the loader
     would read it (and a message could echo it), so the directory is refused; links within the roots (the
