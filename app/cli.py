@@ -66,6 +66,17 @@ def keep_public_address_unasked() -> None:
         net_util._external_ip = "127.0.0.1"
 
 
+def default_model_cached() -> bool:
+    """Whether the app's default model, bert-base-uncased, is in the local Hugging Face cache (read from disk,
+    nothing asked of the network)."""
+    try:
+        import huggingface_hub
+
+        return isinstance(huggingface_hub.try_to_load_from_cache("bert-base-uncased", "config.json"), str)
+    except Exception:  # noqa: BLE001 - a broken cache is no cached model
+        return False
+
+
 def run_app(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="bertscope", description="Start the BERTScope app in the browser.")
     parser.add_argument("--model", help="default model: a local directory or a hub id (env: BERTSCOPE_MODEL)")
@@ -85,8 +96,9 @@ def run_app(argv: list[str]) -> int:
     parser.add_argument(
         "--shared",
         action="store_true",
-        help="settings for a server a class shares: no hub downloads, local models only under --model-roots "
-        "(default: the bundled models), sentences cut at --max-chars, at most --max-models in memory",
+        help="settings for a server a class shares: no hub downloads (so the bundled demo model is the default "
+        "where bert-base-uncased is not cached), local models only under --model-roots (default: the bundled "
+        "models), sentences cut at --max-chars, at most --max-models in memory",
     )
     parser.add_argument("--model-roots", help="directories local models may be opened from, ':'-separated")
     parser.add_argument("--max-chars", type=int, help="characters of a sentence analysed (--shared: 2000)")
@@ -116,6 +128,17 @@ def run_app(argv: list[str]) -> int:
         os.environ["OMP_NUM_THREADS"] = str(cores())
     if args.model:
         os.environ["BERTSCOPE_MODEL"] = args.model
+    elif args.shared and not os.environ.get("BERTSCOPE_MODEL", "").strip() and not default_model_cached():
+        # A shared server never downloads. Left at bert-base-uncased, every student's sidebar would name a model
+        # that can't be had, above a notice that the demo model runs instead: the room opens on the demo model.
+        demo = Path(__file__).resolve().parents[1] / "assets" / "demo-model"
+        if (demo / "config.json").is_file():
+            os.environ["BERTSCOPE_MODEL"] = "@demo"
+            print(
+                "bertscope: bert-base-uncased is not in this machine's Hugging Face cache and --shared does not "
+                "download, so the room opens on the bundled demo model (--model SOURCE names another).",
+                file=sys.stderr,
+            )
     if args.exact:
         os.environ["BERTSCOPE_EXACT"] = "1"
     from streamlit.web import cli as stcli

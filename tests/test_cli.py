@@ -81,6 +81,7 @@ def test_shared_flag_sets_a_classroom_servers_limits_in_one_place(monkeypatch):
         "BERTSCOPE_MODEL_ROOTS",
         "BERTSCOPE_MAX_CHARS",
         "BERTSCOPE_MAX_MODELS",
+        "BERTSCOPE_MODEL",
     ):
         monkeypatch.setenv(name, "")  # restored after the test
         monkeypatch.delenv(name)
@@ -99,6 +100,7 @@ def test_shared_flag_sets_a_classroom_servers_limits_in_one_place(monkeypatch):
 
 
 SHARED_SETTINGS = (
+    "BERTSCOPE_MODEL",
     "BERTSCOPE_ALLOW_HUB",
     "BERTSCOPE_MODEL_ROOTS",
     "BERTSCOPE_MAX_CHARS",
@@ -117,6 +119,49 @@ def _restored_after(monkeypatch) -> None:
         monkeypatch.delenv(name)
     monkeypatch.setattr(sys, "argv", list(sys.argv))
     monkeypatch.setattr(net_util, "_external_ip", net_util._external_ip)
+
+
+def test_shared_opens_on_the_demo_model_where_the_default_hub_model_is_not_cached(
+    monkeypatch, tmp_path, capsys
+):
+    """A shared server never downloads: without a cached bert-base-uncased the room's default is the bundled
+    demo model (said once on the console), so no sidebar names a model that can't be had. A cached one, or a
+    model the lecturer names, stays the default."""
+    import os
+
+    from streamlit.web import cli as stcli
+
+    monkeypatch.setattr(stcli, "main", lambda: 0)
+    _restored_after(monkeypatch)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(cli, "default_model_cached", lambda: False)
+    cli.main(["--shared"])
+    assert os.environ["BERTSCOPE_MODEL"] == "@demo"
+    assert "opens on the bundled demo model" in capsys.readouterr().err
+    monkeypatch.delenv("BERTSCOPE_MODEL")
+    cli.main(["--shared", "--model", "/models/mine"])
+    assert os.environ["BERTSCOPE_MODEL"] == "/models/mine"
+    monkeypatch.delenv("BERTSCOPE_MODEL")
+    cli.main([])  # a personal server may download it
+    assert "BERTSCOPE_MODEL" not in os.environ
+    monkeypatch.setattr(cli, "default_model_cached", lambda: True)
+    cli.main(["--shared"])
+    assert "BERTSCOPE_MODEL" not in os.environ
+
+
+def test_the_default_model_counts_as_cached_when_its_config_is_in_the_hub_cache(monkeypatch, tmp_path):
+    cache = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    assert not cli.default_model_cached()
+    repo = cache / "models--bert-base-uncased"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    (repo / "snapshots" / ("0" * 40) / "config.json").write_text("{}")
+    assert cli.default_model_cached()
 
 
 @pytest.mark.parametrize("given", [["--model-roots", ""], ["--model-roots", ":"], []])
