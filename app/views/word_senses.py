@@ -221,7 +221,9 @@ stretch = st.toggle(
 )
 off_diagonal = ~np.eye(sims.shape[-1], dtype=bool)
 low = float(sims[:, off_diagonal].min()) if off_diagonal.any() else -1.0
-m1, m2 = st.columns(2)
+# Large text (a projector) stacks the two charts: side by side on a 1280 px screen, the matrix shrank to
+# ~200 px with its cell numbers running into each other.
+m1, m2 = (st.container(), st.container()) if large else st.columns(2)
 with m1:
     fig = charts.heatmap(
         sims[layer],

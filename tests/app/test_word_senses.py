@@ -184,3 +184,13 @@ def test_colours_can_be_stretched_to_the_cosines_shown(make_app):
     off = z[~np.eye(len(z), dtype=bool)]
     assert -1.0 < trace["zmin"] <= off.min() + 1e-6 and trace["zmax"] == 1.0
     assert any("stretched" in c.value for c in at.caption)
+
+
+def test_large_text_stacks_the_matrix_and_the_pca_at_full_width(make_app):
+    """Side by side on a projector's 1280 px, the matrix shrank to ~200 px and its cell numbers ran together."""
+    normal = make_app(PAGE)
+    large = make_app(PAGE, large="true")
+    assert not large.exception
+    for at in (normal, large):
+        assert figure(at, "senses_matrix") and figure(at, "senses_pca")
+    assert len(large.columns) == len(normal.columns) - 2
