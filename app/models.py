@@ -122,8 +122,9 @@ def _unsafe_source(source: str) -> str | None:
         # The URL was decoded once already; a second layer (%2e%2e/) is a trick, never a directory's name.
         return "a model name can't contain URL-encoded characters (%xx)"
     if source.startswith("@"):  # the bundled models' own names; no hub id or sensible path starts so
-        bundled = [o for o in model_options() if o.startswith("@")]
-        return f"{source[:60]} is not one of the bundled models ({', '.join(bundled) or 'none here'})"
+        return (
+            f"{source[:60]} is not one of the bundled models ({', '.join(bundled_models()) or 'none here'})"
+        )
     return None
 
 
@@ -228,15 +229,17 @@ def cached_hub_models() -> list[str]:
     return sorted(names)
 
 
+def bundled_models() -> list[str]:
+    """The picker names of the models shipped in assets/ that are there: the demo model, its fine-tuned heads."""
+    names = [DEMO_SOURCE] if demo_model_available() else []
+    return names + [
+        n for n, folder in DEMO_TASKS.items() if (DEMO_TASKS_DIR / folder / "config.json").is_file()
+    ]
+
+
 def model_options(current: str | None = None) -> list[str]:
     """The picker's list: the default source first, then the demo model, cached hub models, the current one."""
-    options = [default_model_source()]
-    if demo_model_available():
-        options.append(DEMO_SOURCE)
-    options += [
-        name for name, folder in DEMO_TASKS.items() if (DEMO_TASKS_DIR / folder / "config.json").is_file()
-    ]
-    options += cached_hub_models()
+    options = [default_model_source(), *bundled_models(), *cached_hub_models()]
     if current:
         options.append(current)
     return list(dict.fromkeys(o for o in options if o))

@@ -27,11 +27,10 @@ left, _ = ui.page_model()
 current = st.session_state.get(KEY_SECOND) or st.query_params.get(KEY_SECOND)
 # Models that load here (on disk or cached, the bundled ones included) first, so the page opens on a pair
 # that works offline: the default hub model, when it can't be had, would fall back to the sidebar's demo model.
-everything = models.model_options(current)
 listed = [
     *models.loadable_alternatives(left.source),
-    *(o for o in everything if o.startswith("@")),
-    *everything,
+    *models.bundled_models(),
+    *models.model_options(current),
 ]
 options = [o for o in dict.fromkeys(listed) if o != left.source] or [left.source]
 second = st.selectbox(
