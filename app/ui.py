@@ -77,15 +77,20 @@ def start(key: str, value: T, valid: Callable[[object], bool] | None = None) -> 
     return value
 
 
-# Large text beyond the charts: captions, explanations, warnings and widget labels in the main area, for the
-# back of a lecture hall. A fixed stylesheet (no user text is ever put into it).
+# Large text beyond the charts: captions, explanations, warnings, widget labels and the choices in their boxes
+# in the main area, for the back of a lecture hall; a label too long for its column wraps instead of ending in
+# "…" ("Merge sub-words into …"). A fixed stylesheet (no user text is ever put into it).
 _LARGE_TEXT_CSS = """<style>
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
 [data-testid="stMain"] [data-testid="stCaptionContainer"],
 [data-testid="stMain"] [data-testid="stWidgetLabel"] p,
 [data-testid="stMain"] [data-testid="stAlertContentInfo"] p,
 [data-testid="stMain"] [data-testid="stAlertContentWarning"] p,
-[data-testid="stMain"] [data-testid="stText"] { font-size: 1.35rem !important; }
+[data-testid="stMain"] [data-testid="stText"],
+[data-testid="stMain"] [data-testid="stSelectbox"] input,
+[data-testid="stMain"] [data-testid="stMultiSelect"] input { font-size: 1.35rem !important; }
+[data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
+[data-testid="stMain"] [data-testid="stWidgetLabel"] p { white-space: normal !important; overflow: visible !important; }
 </style>"""
 
 

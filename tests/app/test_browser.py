@@ -228,6 +228,24 @@ def test_a_choice_the_new_text_lacks_starts_over_in_the_box_as_on_the_page(app_u
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
+def test_large_text_wraps_long_labels_and_enlarges_the_choices_on_a_laptop_screen(app_url, page):
+    """At 1280 px with Large text on, "Merge sub-words into words" ended in "…" and the Head box's "mean" kept
+    its small size."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{app_url}/attention?a=the+bank+of+the+river&large=true")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    clipped = page.evaluate(
+        """() => [...document.querySelectorAll(
+                '[data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"]')]
+              .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
+    )
+    assert clipped == []
+    assert page.get_by_text("Merge sub-words into words").is_visible()
+    head = page.locator('input[aria-label="Head"]').evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+    assert head >= 20
+
+
 @pytest.mark.parametrize("path", ["", "embeddings", "attention", "masked", "senses", "sentence"])
 def test_every_page_renders_with_no_network(app_url, page, path):
     page.goto(f"{app_url}/{path}?a=the+cat+sat+on+the+bank&b=the+river")
