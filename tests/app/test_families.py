@@ -17,7 +17,11 @@ from tests.app.conftest import APP, FAMILIES, TIMEOUT, decode, figure, table_wit
 
 
 def _app(monkeypatch, directory, page: str | None = None, **query) -> AppTest:
-    monkeypatch.setenv("BERTSCOPE_MODEL", str(directory))
+    """The app on `page` with `directory` as its default model (None: the app's own default, bert-base-uncased)."""
+    if directory is None:
+        monkeypatch.delenv("BERTSCOPE_MODEL", raising=False)
+    else:
+        monkeypatch.setenv("BERTSCOPE_MODEL", str(directory))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     st.cache_resource.clear()
     st.cache_data.clear()
@@ -235,15 +239,8 @@ def test_compare_with_the_demo_fallback_opens_on_another_model_and_says_so_when_
 ):
     """Offline with the default hub model, the sidebar runs the demo model: the second model must not default
     to that same hub id (it would fall back to the demo model too, and both sides would agree everywhere)."""
-    monkeypatch.delenv("BERTSCOPE_MODEL", raising=False)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    at.query_params["a"] = "the bank of the river ."
-    at.run()
-    at.switch_page("views/compare.py").run()
+    at = _app(monkeypatch, None, "views/compare.py")
     assert not at.exception, [e.value for e in at.exception]
     second = at.selectbox(key="model2").value
     assert second != "bert-base-uncased" and second.startswith("@demo-")
