@@ -208,6 +208,7 @@ def heatmap(
     title: str | None = None,
     zmin: float | None = None,
     zmax: float | None = None,
+    zmid: float | None = None,
     colorscale: str = "Blues",
     hover_cells: bool = True,
     value_name: str = "value",
@@ -220,7 +221,8 @@ def heatmap(
     `numbered`: the labels already say where they are (a list page's "1. text"), so no position is added to
     them; labels numbered as ui.token_labels does ("3: bank") are recognised without it.
     `width_px`: about how wide the chart is drawn (a half-width column: ~450), so column labels are thinned to
-    as many as fit.
+    as many as fit. `zmid`: the value a diverging scale puts at its middle colour (0 for signed values, so
+    white means none and not the data's midpoint).
 
     hover_cells=False drops the per-cell "row → column" hover labels (R*C strings) for large matrices; the
     hover then shows indices and the value.
@@ -234,6 +236,7 @@ def heatmap(
         y=np.arange(r),
         zmin=zmin,
         zmax=zmax,
+        zmid=zmid,
         colorscale=colorscale,
         colorbar={"thickness": 12},
     )

@@ -78,8 +78,9 @@ def start(key: str, value: T, valid: Callable[[object], bool] | None = None) -> 
 
 
 # Large text beyond the charts: captions, explanations, warnings, widget labels and the choices in their boxes
-# in the main area, for the back of a lecture hall; a label too long for its column wraps instead of ending in
-# "…" ("Merge sub-words into …"). A fixed stylesheet (no user text is ever put into it).
+# in the main area, for the back of a lecture hall; a metric's value stays larger than its label (the rule for
+# text would shrink it), and a label too long for its column wraps instead of ending in "…" ("Merge sub-words
+# into …"). A fixed stylesheet (no user text is ever put into it).
 _LARGE_TEXT_CSS = """<style>
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
 [data-testid="stMain"] [data-testid="stCaptionContainer"],
@@ -88,7 +89,10 @@ _LARGE_TEXT_CSS = """<style>
 [data-testid="stMain"] [data-testid="stAlertContentWarning"] p,
 [data-testid="stMain"] [data-testid="stText"],
 [data-testid="stMain"] [data-testid="stSelectbox"] input,
-[data-testid="stMain"] [data-testid="stMultiSelect"] input { font-size: 1.35rem !important; }
+[data-testid="stMain"] [data-testid="stMultiSelect"] input,
+[data-testid="stMain"] textarea,
+[data-testid="stMain"] [data-testid="stCode"] code { font-size: 1.35rem !important; }
+[data-testid="stMain"] [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p { font-size: 3rem !important; }
 [data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
 [data-testid="stMain"] [data-testid="stWidgetLabel"] p { white-space: normal !important; overflow: visible !important; }
 </style>"""

@@ -109,11 +109,13 @@ if view == "qk":
     q, k = d.queries[head, token], d.keys[head]  # (D,), (S, D)
     products = k * q[None, :]  # (S, D): each key's elementwise product with the query
     dims = [f"d{i}" for i in range(q.shape[0])]
+    qk_rows = np.vstack([q[None, :], k, products])  # (1 + 2S, D)
     fig = charts.heatmap(
-        np.vstack([q[None, :], k, products]),
+        qk_rows,
         [f"query {labels[token]}"] + [f"key {t}" for t in labels] + [f"q×k {t}" for t in labels],
         dims,
         title="Query, keys, and their elementwise products",
+        zmid=0.0,
         colorscale="RdBu",
         value_name="value",
         font_size=fs,
@@ -121,7 +123,10 @@ if view == "qk":
     ui.show_figure(
         fig,
         key="qk_vectors",
-        data=pd.DataFrame(np.vstack([q[None, :], k]), columns=dims).assign(row=["query", *result.tokens]),
+        data=pd.DataFrame(qk_rows, columns=dims).assign(
+            row=["query", *("key" for _ in labels), *("q×k" for _ in labels)],
+            token=[result.tokens[token], *result.tokens, *result.tokens],
+        ),
         filename="query_keys",
     )
     scores, probs = d.scores[head, token], d.probabilities[head, token]
@@ -351,7 +356,7 @@ elif view == "ablation":
             fig = charts.heatmap(
                 imp.drop, [f"layer {i + 1}" for i in range(n_layers)], [f"head {h + 1}" for h in range(n_heads)],
                 title=f"Drop in log P({style.display(imp.token)}) at piece {imp.position} with that head off",
-                colorscale="RdBu", value_name="drop (nats)", font_size=fs,
+                zmid=0.0, colorscale="RdBu", value_name="drop (nats)", font_size=fs,
             )  # fmt: skip
             frame = pd.DataFrame(imp.drop, columns=[f"head {h + 1}" for h in range(n_heads)])
             ui.show_figure(fig, key="ablation_importance_map", data=frame.assign(layer=range(1, n_layers + 1)),

@@ -228,9 +228,9 @@ def test_a_choice_the_new_text_lacks_starts_over_in_the_box_as_on_the_page(app_u
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
-def test_large_text_wraps_long_labels_and_enlarges_the_choices_on_a_laptop_screen(app_url, page):
-    """At 1280 px with Large text on, "Merge sub-words into words" ended in "…" and the Head box's "mean" kept
-    its small size."""
+def test_large_text_on_a_laptop_screen_wraps_labels_enlarges_choices_and_keeps_metrics_large(app_url, page):
+    """At 1280 px with Large text on, "Merge sub-words into words" ended in "…", the Head box's "mean" kept its
+    small size, and metric values shrank to their labels' size."""
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{app_url}/attention?a=the+bank+of+the+river&large=true")
     page.wait_for_selector(CHART, timeout=60_000)
@@ -244,6 +244,15 @@ def test_large_text_wraps_long_labels_and_enlarges_the_choices_on_a_laptop_scree
     assert page.get_by_text("Merge sub-words into words").is_visible()
     head = page.locator('input[aria-label="Head"]').evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
     assert head >= 20
+    # A metric's value (P(IsNext) here) stays larger than its label: the text rule once shrank it to their size.
+    page.goto(f"{app_url}/sentence?a=the+bank+of+the+river&b=we+sat+there&large=true")
+    page.wait_for_selector('[data-testid="stMetricValue"]', timeout=60_000)
+    wait_for_app(page)
+    sizes = page.evaluate(
+        """() => ['stMetricValue', 'stMetricLabel'].map(id => parseFloat(getComputedStyle(
+              document.querySelector(`[data-testid="${id}"] p`)).fontSize))"""
+    )
+    assert sizes[0] >= 1.8 * sizes[1] and sizes[1] >= 20
 
 
 @pytest.mark.parametrize("path", ["", "embeddings", "attention", "masked", "senses", "sentence"])

@@ -34,6 +34,8 @@ def test_query_key_view_draws_the_layers_own_scores_and_a_head_change_runs_nothi
     if scores.dtype.kind not in "fi":  # horizontal bars: values on y
         scores = decode(figure(at, "qk_scores")["data"][0]["y"])
     np.testing.assert_allclose(np.asarray(scores, dtype=np.float64), details.scores[0, 0], atol=1e-5)
+    # Signed values on a diverging scale: white is 0 (none), not the midpoint of whatever range they span.
+    assert figure(at, "qk_vectors")["data"][0]["zmid"] == 0
     before = at.session_state[cache.FORWARD_PASSES]
     at.selectbox(key="qk_head").set_value(2).run()
     assert not at.exception and at.session_state[cache.FORWARD_PASSES] == before
@@ -190,3 +192,13 @@ def test_ablation_says_why_a_typed_mask_has_no_guesses_instead_of_asking_for_one
         assert ui.user_message(exc).replace("\\", "")[:40] in captions
     else:
         pytest.fail("the core was expected to refuse a mask past the positions")
+
+
+def test_head_importance_map_is_white_at_no_change(make_app, tiny_model):
+    text = "the cat sat on the [MASK] ."
+    at = open_view(make_app, "ablation", text)
+    at.toggle(key="ablation_importance").set_value(True).run()
+    assert not at.exception
+    trace = figure(at, "ablation_importance_map")["data"][0]
+    assert trace["zmid"] == 0  # a drop of 0 is white; help is blue, harm red
+    np.testing.assert_allclose(decode(trace["z"]), tiny_model.head_importance(text).drop, atol=1e-5)
