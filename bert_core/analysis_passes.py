@@ -179,11 +179,13 @@ class AnalysisPasses:
         self, text: str, text_pair: str | None = None, *, max_batch_tokens: int = 2048
     ) -> PseudoLogLikelihood:
         """Mask each non-special piece in turn and score it with the MLM head (natural log); the rows go through
-        the encoder in batches of at most `max_batch_tokens` (B x S) tokens."""
+        the encoder in batches of at most `max_batch_tokens` (B x S) tokens. A mask token typed into the text is
+        not a piece of the sentence: it is left masked and not scored (its 'probability' would be the model's
+        guess that a mask stands there, which the sentence's score must not include)."""
         self.network.head("mlm")
         mask_id = self._mask_id()
         enc = self.encode(text, text_pair)
-        positions = np.flatnonzero(~enc.special_tokens_mask)  # (R,)
+        positions = np.flatnonzero(~enc.special_tokens_mask & (enc.input_ids != mask_id))  # (R,)
         masked = np.repeat(enc.input_ids[None], len(positions), axis=0)  # (S,) -> (R, S)
         masked[np.arange(len(positions)), positions] = mask_id
         rows = max(1, max_batch_tokens // len(enc.tokens))

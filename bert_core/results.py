@@ -200,7 +200,8 @@ class HeadImportance(_ReadsEncoding):
 
 
 class PseudoLogLikelihood(NamedTuple):
-    """Salazar et al. (2020): each non-special piece masked in turn and scored by the MLM head, natural log.
+    """Salazar et al. (2020): each non-special piece masked in turn and scored by the MLM head, natural log
+    (a mask token typed into the text is no piece of the sentence, and is not scored).
 
     Unpacks as `(total, pieces)`.
     """

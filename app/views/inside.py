@@ -449,7 +449,19 @@ elif view == "pll":
         st.error(ui.user_message(exc))
         st.stop()
     st.metric("PLL of sentence A (nats)", f"{total:.2f}")
-    names = [f"{i}: {style.display(p)}" for i, (p, _) in enumerate(pieces)]
+    # Numbered by position in the token sequence, as on every other view ("5: bank"): sentence A's pieces sit
+    # where the analysis above has them, a typed mask left out as the score leaves it out.
+    scored = [
+        i
+        for i, (seq, special, token) in enumerate(
+            zip(result.sequence_ids, result.special_tokens_mask, result.tokens, strict=True)
+        )
+        if seq == 0 and not special and token != mask
+    ]
+    if [result.tokens[i] for i in scored] == [p for p, _ in pieces]:
+        names = [labels[i] for i in scored]
+    else:  # a tokenizer that splits A differently beside B: plain order
+        names = [f"{n + 1}. {style.display(p)}" for n, (p, _) in enumerate(pieces)]
     logps = [lp for _, lp in pieces]
     ui.show_figure(
         charts.bars(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pytest
 
@@ -45,6 +47,12 @@ def test_pll_and_logit_lens_equal_the_core(make_app, tiny_model):
     at = open_view(make_app, "pll", "the cat sat on the bank .")
     total, pieces = tiny_model.pseudo_log_likelihood("the cat sat on the bank .")
     assert float(at.metric[0].value) == pytest.approx(total, abs=0.01)
+    # Pieces are numbered by their position in the token sequence, as every other view numbers them.
+    ticks = [html.unescape(t) for t in figure(at, "pll_strip")["layout"]["yaxis"]["ticktext"]]
+    assert ticks == [f"{i + 1}: {p}" for i, (p, _) in enumerate(pieces)]
+    at = open_view(make_app, "pll", "the cat sat on the [MASK] .")
+    ticks = [html.unescape(t) for t in figure(at, "pll_strip")["layout"]["yaxis"]["ticktext"]]
+    assert ticks == ["1: the", "2: cat", "3: sat", "4: on", "5: the", "7: ."]  # the typed mask is not scored
     ranked = [t for t in at.dataframe if "PLL (nats)" in t.value.columns][0].value
     assert list(ranked["PLL (nats)"]) == sorted(ranked["PLL (nats)"], reverse=True)
     at = open_view(make_app, "lens", TEXT)
