@@ -418,7 +418,8 @@ elif view == "hidden":
                     horizontal=True, persist_state="session", bind="query-params")  # fmt: skip
     values = {"norm": traj.norms, "cosine to previous layer": traj.cosine_to_previous,
               "cosine to last layer": traj.cosine_to_last}[pick]  # fmt: skip
-    matrix_figure(np.nan_to_num(values), f"{pick} per token and layer", "hidden_trajectory", pick,
+    # Left undefined where it is (layer 0 has no previous layer): a blank cell, not a cosine of 0.
+    matrix_figure(values, f"{pick} per token and layer", "hidden_trajectory", pick,
                   rows=layer_names, zmin=None)  # fmt: skip
     start = ui.start("hidden_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
     layer = st.slider(

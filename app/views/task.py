@@ -106,7 +106,8 @@ elif info.task == "tag":
     for sentence, typed in ((0, text), (1, pair)):
         if typed is None:
             continue
-        spans = [(e.start, e.end, e.label) for e in entities if e.sentence == sentence]
+        own = [e for e in entities if e.sentence == sentence]
+        spans = [(e.start, e.end, e.label) for e in own]
         ui.show_figure(
             charts.span_chips(
                 transforms.labelled_fragments(typed, spans),
@@ -114,8 +115,8 @@ elif info.task == "tag":
                 font_size=fs,
             ),  # fmt: skip
             key=f"task_entities_{'ab'[sentence]}",
-            data=pd.DataFrame([e.__dict__ for e in entities]),
-            filename="entities",
+            data=pd.DataFrame([e.__dict__ for e in own]),  # this chart's sentence, as its title says
+            filename=f"entities_sentence_{'AB'[sentence]}",
         )
     tag_table = pd.DataFrame(tags, columns=["token", "label", "probability"])
     tag_table.insert(1, "shown as", [style.display(t) for t in tag_table["token"]])

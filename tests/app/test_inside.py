@@ -210,3 +210,14 @@ def test_head_importance_map_is_white_at_no_change(make_app, tiny_model):
     trace = figure(at, "ablation_importance_map")["data"][0]
     assert trace["zmid"] == 0  # a drop of 0 is white; help is blue, harm red
     np.testing.assert_allclose(decode(trace["z"]), tiny_model.head_importance(text).drop, atol=1e-5)
+
+
+def test_hidden_states_leave_layer_0s_cosine_to_the_previous_layer_blank(make_app, tiny_model):
+    """Layer 0 has no previous layer: its row is undefined (a blank cell), not a cosine of 0."""
+    at = open_view(make_app, "hidden", TEXT)
+    at.radio(key="hidden_measure").set_value("cosine to previous layer").run()
+    assert not at.exception, [e.value for e in at.exception]
+    z = np.asarray(decode(figure(at, "hidden_trajectory")["data"][0]["z"]), dtype=np.float64)
+    expected = bert_core.layer_trajectory(tiny_model.analyze(TEXT)).cosine_to_previous
+    assert np.isnan(z[0]).all() and np.isnan(expected[0]).all()
+    np.testing.assert_allclose(z[1:], expected[1:], atol=1e-5)
