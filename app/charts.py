@@ -825,6 +825,7 @@ def span_chips(
                 text=[label(pieces[i][0]) for i in idx],
                 textposition="inside",
                 insidetextanchor="middle",
+                textangle=0,  # plotly turns a short chip's text 90° to fit it (a one-word answer in large text)
                 marker_color="#e8e8e8" if kind is None else colours[kind],
                 hovertemplate="%{text}<extra>" + label(kind or "") + "</extra>",
             )

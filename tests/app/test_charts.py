@@ -238,3 +238,8 @@ def test_rank_axis_starts_at_rank_one_and_goes_log_for_long_climbs():
     many = charts.rank_axis(charts.lines([0, 1, 2], {"rank": [3000, 40, 1]}), 3000).layout.yaxis
     assert many.type == "log" and many.dtick == 1
     assert 10 ** many.range[0] < 1 < 3000 < 10 ** many.range[1]
+
+
+def test_span_chips_never_turn_their_text():
+    fig = charts.span_chips([("Anna", "answer"), (" fished at the lake.", None)], title="t", font_size=22)
+    assert all(trace.textangle == 0 for trace in fig.data)
