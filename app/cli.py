@@ -66,13 +66,18 @@ def keep_public_address_unasked() -> None:
         net_util._external_ip = "127.0.0.1"
 
 
+# app.models.DEFAULT_HUB_MODEL, written out (tests/test_cli.py checks they agree): the command reads this
+# before Streamlit starts, and app.models would bring Streamlit's caches and torch in with it.
+DEFAULT_MODEL = "bert-base-uncased"
+
+
 def default_model_cached() -> bool:
-    """Whether the app's default model, bert-base-uncased, is in the local Hugging Face cache (read from disk,
-    nothing asked of the network)."""
+    """Whether the app's default model is in the local Hugging Face cache (read from disk, nothing asked of the
+    network)."""
     try:
         import huggingface_hub
 
-        return isinstance(huggingface_hub.try_to_load_from_cache("bert-base-uncased", "config.json"), str)
+        return isinstance(huggingface_hub.try_to_load_from_cache(DEFAULT_MODEL, "config.json"), str)
     except Exception:  # noqa: BLE001 - a broken cache is no cached model
         return False
 

@@ -60,8 +60,8 @@ def start_value(key: str, value: object, valid: Callable[[object], bool] | None 
 
 def start(key: str, value: T, valid: Callable[[object], bool] | None = None) -> T:
     """The starting value for a widget bound to the URL, to pass as its own value= (index=, default=), and a
-    kept value that no longer fits (a layer of another model, a word of an older text) dropped, so the widget
-    starts over. Why not session state: Streamlit leaves a bound value out of the link when it equals the
+    kept value that no longer fits (a layer of another model, a word of an older text) set back to it, so the
+    widget starts over. Why not session state: Streamlit leaves a bound value out of the link when it equals the
     widget's own default, so that default must be the page's starting value; a start set through session
     state, with the widget's default left at its minimum, made a link to layer 1 (or 0, or top-1) open on
     the starting value instead. Page widgets keep their values across page visits with
@@ -71,7 +71,8 @@ def start(key: str, value: T, valid: Callable[[object], bool] | None = None) -> 
     the browser only when session state set it, so a deleted one started over on the server while the browser
     went on showing the old choice (the word of the older text in the box, the new text's first word
     explained below it). Setting it makes Streamlit log, once, that the widget has a default as well
-    (`global.disableWidgetStateDuplicationWarning` in app/cli.py: here both say the same)."""
+    (`global.disableWidgetStateDuplicationWarning` in app/cli.py: here both say the same; the setting is
+    Streamlit-wide, so a widget given both by mistake would not be logged either)."""
     if key in st.session_state and valid is not None and not valid(st.session_state[key]):
         st.session_state[key] = value
     return value

@@ -205,7 +205,13 @@ class AnalysisPasses:
 
     def rank_minimal_pairs(self, texts: Sequence[str]) -> list[tuple[str, PseudoLogLikelihood]]:
         """Sentences that differ in one place (a minimal pair, or more), most likely first by pseudo-log-
-        likelihood. The totals are sums, so a sentence with more pieces pays for each of them."""
+        likelihood. The totals are sums, so a sentence with more pieces pays for each of them; a text with a
+        typed mask token is refused (InputError): its hole would be one negative term fewer, a free pass up
+        the ranking."""
+        mask_id = self._mask_id()
+        for text in texts:
+            if mask_id in self.encode(text).input_ids:
+                raise InputError(f"{text[:60]!r} has a mask token: rank whole sentences, without a hole")
         scored = [(text, self.pseudo_log_likelihood(text)) for text in texts]
         return sorted(scored, key=lambda item: -item[1].total)
 

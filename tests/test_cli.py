@@ -133,7 +133,6 @@ def test_shared_opens_on_the_demo_model_where_the_default_hub_model_is_not_cache
 
     monkeypatch.setattr(stcli, "main", lambda: 0)
     _restored_after(monkeypatch)
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     monkeypatch.setattr(cli, "default_model_cached", lambda: False)
     cli.main(["--shared"])
     assert os.environ["BERTSCOPE_MODEL"] == "@demo"
@@ -150,6 +149,9 @@ def test_shared_opens_on_the_demo_model_where_the_default_hub_model_is_not_cache
 
 
 def test_the_default_model_counts_as_cached_when_its_config_is_in_the_hub_cache(monkeypatch, tmp_path):
+    from app import models
+
+    assert cli.DEFAULT_MODEL == models.DEFAULT_HUB_MODEL
     cache = tmp_path / "hub"
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     import huggingface_hub.constants

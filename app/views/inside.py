@@ -450,6 +450,14 @@ elif view == "pll":
         st.error(ui.user_message(exc))
         st.stop()
     st.metric("PLL of sentence A (nats)", f"{total:.2f}")
+    typed_masks = inputs_module.TYPED_MASK in inputs.text_a or mask in inputs.text_a
+    if typed_masks:
+        st.caption(
+            ui.md_escape(
+                f"Sentence A has a typed {mask}: it stands for no word, so it is left masked and out of the score, "
+                "and this total can't be compared with a whole sentence's."
+            )
+        )
     # Numbered by position in the token sequence, as on every other view ("5: bank"): sentence A's pieces sit
     # where the analysis above has them, a typed mask left out as the score leaves it out.
     scored = [
@@ -464,14 +472,17 @@ elif view == "pll":
     else:  # a tokenizer that splits A differently beside B: plain order
         names = [f"{n + 1}. {style.display(p)}" for n, (p, _) in enumerate(pieces)]
     logps = [lp for _, lp in pieces]
-    ui.show_figure(
-        charts.bars(
-            names, logps, title="log P(piece | the rest)", value_name="log-probability", font_size=fs
-        ),
-        key="pll_strip",
-        data=pd.DataFrame({"piece": [p for p, _ in pieces], "log_probability": logps}),
-        filename="pseudo_log_likelihood",
-    )
+    if pieces:
+        ui.show_figure(
+            charts.bars(
+                names, logps, title="log P(piece | the rest)", value_name="log-probability", font_size=fs
+            ),
+            key="pll_strip",
+            data=pd.DataFrame({"shown as": names, "piece": [p for p, _ in pieces], "log_probability": logps}),
+            filename="pseudo_log_likelihood",
+        )
+    else:
+        st.info(ui.md_escape(f"Nothing in sentence A to score but {mask}: type a whole sentence."))
     st.subheader("Minimal pairs")
     preset = st.selectbox("Preset", list(MINIMAL_PAIRS), key="pll_preset", persist_state="session")
     # One box per preset, each keeping what was typed in it across visits to other pages and presets.
@@ -485,7 +496,14 @@ elif view == "pll":
     for note in notes:
         st.warning(note)
     ranked = []
-    for line in lines:
+    holed = [line for line in lines if inputs_module.TYPED_MASK in line or mask in line]
+    if holed:
+        # A hole is one negative term fewer in a sum of them: the line would climb the ranking for free.
+        st.info(
+            ui.md_escape(f"Left out of the ranking, as they have a {mask} (rank whole sentences): ")
+            + "; ".join(ui.md_escape(line[:40]) for line in holed)
+        )
+    for line in (line for line in lines if line not in holed):
         try:
             ranked.append((line, cache.pseudo_log_likelihood(active, line).total))
         except bert_core.BertScopeError as exc:

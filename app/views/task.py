@@ -46,7 +46,8 @@ if info.task == "qa":
         st.error(ui.user_message(exc))
         st.stop()
     best = answers[0]
-    st.metric("Answer", best[0], help=f"score (start + end logit) {best[3]:.3f}")
+    # A metric's value is Markdown: the passage's words are shown as written (`2*3*4`, `$x$`), not rendered.
+    st.metric("Answer", ui.md_escape(best[0]), help=f"score (start + end logit) {best[3]:.3f}")
     ui.show_figure(
         charts.span_chips(
             transforms.labelled_fragments(pair, [(best[1], best[2], "answer")]),

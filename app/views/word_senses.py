@@ -237,8 +237,8 @@ with m1:
         value_name="cosine",
         font_size=fs,
     )
-    # Cell numbers a little smaller than the labels in large text: at 22 px they ran into each other in a
-    # half-width chart on a 1280 px projector.
+    # Cell numbers a little smaller than the labels in large text: at 22 px they filled small cells edge to edge
+    # (many sentences make many cells, even at full width).
     fig.update_traces(texttemplate="%{z:.2f}", textfont={"size": fs if not large else round(fs * 0.8)})
 
     matrix_table = ui.later(

@@ -40,6 +40,18 @@ def app_env(tiny_checkpoint, monkeypatch):
 
 
 @pytest.fixture
+def empty_hub_cache(monkeypatch, tmp_path):
+    """An empty Hugging Face cache, whatever this machine has cached: huggingface_hub reads HF_HUB_CACHE once,
+    when imported, so its constant is set as well as the variable."""
+    import huggingface_hub.constants
+
+    cache = tmp_path / "empty-cache"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    return cache
+
+
+@pytest.fixture
 def make_app(app_env):
     """make_app(page=None, **query) -> an AppTest that has run once (on `page`, e.g. "views/attention.py")."""
 

@@ -235,11 +235,10 @@ def test_factorised_embeddings_show_the_projected_vector(family_dirs, monkeypatc
 
 
 def test_compare_with_the_demo_fallback_opens_on_another_model_and_says_so_when_both_are_one(
-    tmp_path, monkeypatch
+    empty_hub_cache, monkeypatch
 ):
     """Offline with the default hub model, the sidebar runs the demo model: the second model must not default
     to that same hub id (it would fall back to the demo model too, and both sides would agree everywhere)."""
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     at = _app(monkeypatch, None, "views/compare.py")
     assert not at.exception, [e.value for e in at.exception]
     second = at.selectbox(key="model2").value

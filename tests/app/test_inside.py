@@ -221,3 +221,20 @@ def test_hidden_states_leave_layer_0s_cosine_to_the_previous_layer_blank(make_ap
     expected = bert_core.layer_trajectory(tiny_model.analyze(TEXT)).cosine_to_previous
     assert np.isnan(z[0]).all() and np.isnan(expected[0]).all()
     np.testing.assert_allclose(z[1:], expected[1:], atol=1e-5)
+
+
+def test_sentence_scores_say_a_typed_mask_is_left_out_and_rank_only_whole_sentences(make_app):
+    at = open_view(make_app, "pll", "the cat sat on the [MASK] .")
+    said = " ".join(str(c.value) for c in at.caption).replace("\\", "")
+    assert "typed [MASK]" in said and "can't be compared" in said
+    preset = at.selectbox(key="pll_preset").value
+    at.text_area(key=f"pll_text_{preset}").set_value(
+        "the cat sat on the bank .\nthe cat sat on the [MASK] ."
+    ).run()
+    assert not at.exception
+    ranked = [t for t in at.dataframe if "PLL (nats)" in t.value.columns][0].value
+    assert list(ranked["sentence"]) == ["the cat sat on the bank ."]  # the line with a hole climbs nothing
+    assert any("Left out of the ranking" in str(i.value) for i in at.info)
+    at = open_view(make_app, "pll", "[MASK]")
+    assert any("Nothing in sentence A to score" in str(i.value).replace("\\", "") for i in at.info)
+    assert not at.exception

@@ -83,11 +83,10 @@ def test_sessions_asking_at_once_for_a_broken_directory_share_one_read(tmp_path,
     assert len(load_calls) == 1
 
 
-def test_hub_downloads_can_be_switched_off(make_app, monkeypatch, tmp_path):
+def test_hub_downloads_can_be_switched_off(make_app, monkeypatch, empty_hub_cache):
     calls = []
     monkeypatch.setattr(bert_core, "load_pretrained", lambda *a, **k: calls.append(a) or None)
     monkeypatch.setenv("BERTSCOPE_ALLOW_HUB", "0")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     at = make_app(model="someone/bert-tiny")
     errors = " ".join(e.value for e in at.sidebar.error).replace("\\", "")
     assert "BERTSCOPE_ALLOW_HUB=0" in errors and "not in the local cache" in errors
@@ -619,7 +618,9 @@ def test_a_model_name_no_path_call_can_take_is_an_error_message_not_a_crash(make
     assert at.sidebar.error
 
 
-def test_the_demo_fallback_uses_the_rewritten_demo_models_results_key(tmp_path, tiny_checkpoint, monkeypatch):
+def test_the_demo_fallback_uses_the_rewritten_demo_models_results_key(
+    tmp_path, tiny_checkpoint, monkeypatch, empty_hub_cache
+):
     """bert-base-uncased can't be had, so the demo model runs instead. When the demo directory is rewritten
     (`bertscope pretrain --out assets/demo-model` saving a checkpoint), the fallback must use the new weights'
     results key, the same as @demo picked by name, or it would be served the old weights' cached analyses."""
@@ -633,7 +634,6 @@ def test_the_demo_fallback_uses_the_rewritten_demo_models_results_key(tmp_path, 
     monkeypatch.setattr(models, "DEMO_MODEL_DIR", demo)
     monkeypatch.delenv("BERTSCOPE_MODEL", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     st.cache_resource.clear()
     try:
         before = models.load_model(models.DEFAULT_HUB_MODEL)

@@ -285,6 +285,9 @@ def test_minimal_pairs_are_ranked_by_pseudo_log_likelihood(mlm):
     assert totals == sorted(totals, reverse=True)
     for text, score in ranked:
         assert score.total == ours.pseudo_log_likelihood(text).total
+    # A hole is one negative term fewer: a line with a typed mask would climb the ranking for free.
+    with pytest.raises(InputError, match="mask token"):
+        ours.rank_minimal_pairs(["the cat sat on the bank", "the cat sat on the [MASK]"])
 
 
 # -- logit lens -------------------------------------------------------------------------------------------
