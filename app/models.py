@@ -121,10 +121,6 @@ def _unsafe_source(source: str) -> str | None:
     if re.search(r"%[0-9a-fA-F]{2}", source):
         # The URL was decoded once already; a second layer (%2e%2e/) is a trick, never a directory's name.
         return "a model name can't contain URL-encoded characters (%xx)"
-    if source.startswith("@"):  # the bundled models' own names; no hub id or sensible path starts so
-        return (
-            f"{source[:60]} is not one of the bundled models ({', '.join(bundled_models()) or 'none here'})"
-        )
     return None
 
 
@@ -143,7 +139,13 @@ def refusal(source: str) -> str | None:
     The bundled demo model and the model the server was started with are always allowed.
     """
     source = source.strip()
-    if source == DEMO_SOURCE or source in DEMO_TASKS or source == os.environ.get(ENV_MODEL, "").strip():
+    if source == DEMO_SOURCE or source in DEMO_TASKS:
+        return None
+    if source.startswith("@"):  # the bundled models' own names (`--model @nope` too); no hub id or path is so
+        return (
+            f"{source[:60]} is not one of the bundled models ({', '.join(bundled_models()) or 'none here'})"
+        )
+    if source == os.environ.get(ENV_MODEL, "").strip():
         return None
     unsafe = _unsafe_source(source)
     if unsafe:

@@ -368,6 +368,8 @@ def test_a_mistyped_bundled_name_is_called_so_and_the_bundled_ones_are_listed(tm
     assert reason is not None and "not one of the bundled models" in reason and "@demo" in reason
     assert "only under" not in reason
     assert models.refusal("@demo") is None
+    monkeypatch.setenv("BERTSCOPE_MODEL", "@nope")  # `bertscope --model @nope`: the same message
+    assert "not one of the bundled models" in (models.refusal("@nope") or "")
 
 
 def test_a_file_in_an_allowed_directory_that_links_out_of_the_roots_is_refused(tmp_path, monkeypatch):
