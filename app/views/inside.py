@@ -450,8 +450,12 @@ elif view == "pll":
         st.error(ui.user_message(exc))
         st.stop()
     st.metric("PLL of sentence A (nats)", f"{total:.2f}")
-    typed_masks = inputs_module.TYPED_MASK in inputs.text_a or mask in inputs.text_a
-    if typed_masks:
+
+    def holed(text: str) -> bool:
+        """A typed mask (as the help says to type it, or as the model spells it) is a hole, not a word."""
+        return inputs_module.TYPED_MASK in text or mask in text
+
+    if holed(inputs.text_a):
         st.caption(
             ui.md_escape(
                 f"Sentence A has a typed {mask}: it stands for no word, so it is left masked and out of the score, "
@@ -496,14 +500,14 @@ elif view == "pll":
     for note in notes:
         st.warning(note)
     ranked = []
-    holed = [line for line in lines if inputs_module.TYPED_MASK in line or mask in line]
-    if holed:
+    with_holes = [line for line in lines if holed(line)]
+    if with_holes:
         # A hole is one negative term fewer in a sum of them: the line would climb the ranking for free.
         st.info(
             ui.md_escape(f"Left out of the ranking, as they have a {mask} (rank whole sentences): ")
-            + "; ".join(ui.md_escape(line[:40]) for line in holed)
+            + "; ".join(ui.md_escape(line[:40]) for line in with_holes)
         )
-    for line in (line for line in lines if line not in holed):
+    for line in (line for line in lines if not holed(line)):
         try:
             ranked.append((line, cache.pseudo_log_likelihood(active, line).total))
         except bert_core.BertScopeError as exc:
