@@ -284,11 +284,12 @@ def no_mlm_head(info, cannot: str) -> None:
         if "rtd" in info.heads
         else ""
     )
+    # ELECTRA's own "pre-training" checkpoint (ElectraForPreTraining) is the discriminator: no MLM head either.
+    load = "a masked-LM checkpoint" if rtd else "a masked-LM or pre-training checkpoint"
     st.info(
         md_escape(
             f"This {info.architecture_name} checkpoint has no MLM head (masked-language model), so it cannot {cannot}."
-            f"{rtd} Load a masked-LM or pre-training checkpoint, e.g. bert-base-uncased, roberta-base or the demo "
-            "model."
+            f"{rtd} Load {load}, e.g. bert-base-uncased, roberta-base or the demo model."
         )
     )
 

@@ -18,15 +18,15 @@ tokenizer = active.model.tokenizer
 mask = tokenizer.mask_token or TYPED_MASK
 # RoBERTa's own spelling is what the tokenizer reads; [MASK], which every other page's help uses, works too.
 spellings = mask if mask == TYPED_MASK else f"{mask} (or {TYPED_MASK})"
+if not info.has_mlm_head:  # an ELECTRA discriminator was trained to spot replaced words, not to guess them
+    ui.no_mlm_head(info, "guess masked words")
+    st.stop()
 st.caption(
     ui.md_escape(
         f"{info.architecture_name} was pre-trained to guess hidden words. Type {spellings} in sentence A where a "
         "word should be guessed, or pick words of the sentence to hide."
     )
 )
-if not info.has_mlm_head:
-    ui.no_mlm_head(info, "guess masked words")
-    st.stop()
 
 text = inputs.text_a
 in_b = (inputs.text_b or "").count(mask)
@@ -116,6 +116,7 @@ rows = [
         "position": p.position,
         "rank": r + 1,
         "token": tok,
+        "shown as": style.display(tok),  # as the chart writes it (RoBERTa's Ġ as ␣)
         "probability": prob,
         "sentence with this guess": transforms.fill_mask_text(texts, enc, p.position, tok, style),
     }

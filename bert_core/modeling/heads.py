@@ -529,7 +529,9 @@ class Network(nn.Module):
             where = (
                 f"its checkpoint has no {head.path} weights"
                 if name in self.head_table
-                else (f"a {self.config.model_type} model has none")
+                else (
+                    f"{'an' if self.config.model_type[:1] in 'aeiou' else 'a'} {self.config.model_type} model has none"
+                )
             )
             raise MissingHeadError(
                 f"this model has no {head.label} head ({head.description}): {where}; {head.hint}"

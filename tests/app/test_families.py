@@ -170,6 +170,16 @@ def test_compare_reads_a_typed_mask_as_each_models_own(family_dirs, monkeypatch,
     assert query["a"] == [text] and query["cmp_layer_right"] == ["1"]
 
 
+def test_masked_words_table_shows_guesses_as_the_chart_does(family_dirs, monkeypatch):
+    at = _app(monkeypatch, family_dirs["roberta"], "views/masked_words.py", a="the bank of the [MASK] .")
+    assert not at.exception
+    table = table_with(at, "shown as")
+    assert all(
+        shown == t.replace("Ġ", "␣") for t, shown in zip(table["token"], table["shown as"], strict=True)
+    )
+    assert not any("Ġ" in shown for shown in table["shown as"])
+
+
 def test_masked_words_reads_a_typed_mask_as_robertas_own(family_dirs, monkeypatch):
     text = "the bank of the river [MASK] ."
     at = _app(monkeypatch, family_dirs["roberta"], "views/masked_words.py", a=text)
@@ -188,6 +198,10 @@ def test_pages_without_the_head_say_so_inline(family_dirs, monkeypatch):
     at = _app(monkeypatch, family_dirs["electra"], "views/masked_words.py")
     assert not at.exception and not at.get("error")
     assert "no MLM head" in _texts(at) and "spots replaced tokens" in _texts(at)
+    # A discriminator was not trained to guess words, and ELECTRA's own pre-training checkpoint is one.
+    assert "pre-trained to guess hidden words" not in _texts(at) and "Load a masked-LM checkpoint" in _texts(
+        at
+    )
     at = _app(monkeypatch, family_dirs["roberta"], "views/sentence_vector.py", b="the water ran by")
     assert not at.exception and not at.get("error")
     assert "This RoBERTa model has no NSP head" in _texts(at)
