@@ -38,10 +38,15 @@ active, inputs = ui.page_model(need_text=False)
 info = active.model.info
 tokenizer = active.model.tokenizer
 cls, sep = tokenizer.cls_token, tokenizer.sep_token
+# What pre-training trained the pooler for: BERT's NSP, ALBERT's SOP; RoBERTa dropped the sentence task, and
+# DistilBERT and ELECTRA have no pooler at all (said below).
+POOLER_TASKS = {"BERT": "next-sentence prediction", "ALBERT": "sentence-order prediction"}
+task = POOLER_TASKS.get(info.architecture_name)
+trained = f"it was trained only for {task}" if task else "no pre-training task of this family trains it"
 st.caption(
     ui.md_escape(
-        f"BERT's pooler passes the last layer's {cls} vector through a dense layer and tanh; it was trained only "
-        "for next-sentence prediction, so it is a weak sentence embedding. Compare it with the alternatives."
+        f"A pooler passes the last layer's {cls} vector through a dense layer and tanh; {trained}, so it is a "
+        "weak sentence embedding. Compare it with the alternatives."
     )
 )
 fs = ui.font_size()

@@ -170,6 +170,14 @@ def test_compare_reads_a_typed_mask_as_each_models_own(family_dirs, monkeypatch,
     assert query["a"] == [text] and query["cmp_layer_right"] == ["1"]
 
 
+def test_the_pooler_is_said_to_be_trained_for_the_familys_own_sentence_task(family_dirs, monkeypatch):
+    at = _app(monkeypatch, family_dirs["albert"], "views/sentence_vector.py", b="the water ran by")
+    assert "trained only for sentence-order prediction" in _texts(at)
+    assert "trained only for next-sentence" not in _texts(at)
+    at = _app(monkeypatch, family_dirs["roberta"], "views/sentence_vector.py", b="the water ran by")
+    assert "no pre-training task of this family trains it" in _texts(at) and "BERT's pooler" not in _texts(at)
+
+
 def test_masked_words_table_shows_guesses_as_the_chart_does(family_dirs, monkeypatch):
     at = _app(monkeypatch, family_dirs["roberta"], "views/masked_words.py", a="the bank of the [MASK] .")
     assert not at.exception
