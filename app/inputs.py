@@ -36,6 +36,7 @@ KEY_TEXT_A = "a"
 KEY_TEXT_B = "b"
 KEY_LAYER = "layer"
 KEY_HEAD = "head"
+KEY_EXAMPLE = "example"  # the sidebar's Examples box
 
 
 @dataclass(frozen=True)
@@ -140,10 +141,27 @@ def current_inputs() -> Inputs:
     return Inputs(a, b, tuple(notes_a + notes_b))
 
 
-# -- widget callbacks (buttons, chart clicks) ---------------------------------------------------------------
+# -- widget callbacks (buttons, chart clicks, the sidebar) --------------------------------------------------
 # Module functions, given what they need as arguments (args=, functools.partial): Streamlit keeps a widget's
-# callback for as long as the session shows it, and one defined in a page script would keep the page's
-# namespace, its analysis included, alive with it.
+# callback, and its format_func, in session state for as long as the session lives (minutes after its tab
+# closed; with persist_state, on the pages it shows next too). One defined in a script would keep that
+# script's namespace alive with it: a page's analysis, outside the cache's budget, and its model, counted as
+# in use by an open page, so a shared server refused other models (a format_func is a dict's own __getitem__
+# or .get instead; tests/app/test_session_memory.py).
+
+
+def use_model(source: str) -> None:
+    """The "Use …" buttons under a model that can't be loaded."""
+    st.session_state[KEY_MODEL] = source
+
+
+def load_example(examples: list[Example]) -> None:
+    """The Examples box: fill the sentences with the chosen one, and show the placeholder again."""
+    chosen = next((e for e in examples if e.label == st.session_state.get(KEY_EXAMPLE)), None)
+    if chosen is not None:
+        st.session_state[KEY_TEXT_A] = chosen.text_a
+        st.session_state[KEY_TEXT_B] = chosen.text_b
+    st.session_state[KEY_EXAMPLE] = None  # back to the placeholder, ready for the next one
 
 
 def bump(key: str) -> None:

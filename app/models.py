@@ -767,6 +767,12 @@ def load_model(
     return ActiveModel(demo, DEMO_SOURCE, store.result_key(demo_key, demo), notice)
 
 
+def retry_model(key: str) -> None:
+    """The "Try again" button's callback (a module function: app.inputs, widget callbacks); the store of now,
+    not the one the button was drawn with, which a cleared cache has replaced."""
+    model_store().forget_failure(key)
+
+
 def loadable_alternatives(failed: str) -> list[str]:
     """Sources that are likely to load right now (on disk or in the cache), for the error message."""
     out = []

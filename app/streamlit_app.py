@@ -19,24 +19,6 @@ import bert_core  # noqa: E402
 from app import inputs, models, server, transforms, ui  # noqa: E402
 from app.registry import PAGES  # noqa: E402
 
-KEY_EXAMPLE = "example"
-
-
-def _use_model(source: str) -> None:
-    st.session_state[inputs.KEY_MODEL] = source
-
-
-def _load_example(examples: list[inputs.Example]) -> None:
-    chosen = next((e for e in examples if e.label == st.session_state.get(KEY_EXAMPLE)), None)
-    if chosen is not None:
-        st.session_state[inputs.KEY_TEXT_A] = chosen.text_a
-        st.session_state[inputs.KEY_TEXT_B] = chosen.text_b
-    st.session_state[KEY_EXAMPLE] = None  # back to the placeholder, ready for the next one
-
-
-def _retry(key: str) -> None:
-    models.model_store().forget_failure(key)
-
 
 def _count(n: int) -> str:
     return f"{n / 1e6:,.1f} M" if n >= 1e6 else f"{n:,}"
@@ -92,9 +74,11 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
         if alternatives:
             st.caption("Models that can be loaded here:")
             for i, alt in enumerate(alternatives):
-                st.button(f"Use {ui.md_escape(alt)}", key=f"use_model_{i}", on_click=_use_model, args=(alt,))
+                st.button(
+                    f"Use {ui.md_escape(alt)}", key=f"use_model_{i}", on_click=inputs.use_model, args=(alt,)
+                )
         # A broken directory is retried by itself once it changes; the button also forces it.
-        st.button("Try again", key="retry_model", on_click=_retry, args=(key,))
+        st.button("Try again", key="retry_model", on_click=models.retry_model, args=(key,))
         return None
     if active.notice:
         st.warning(ui.md_escape(active.notice))
@@ -156,8 +140,8 @@ def sidebar() -> None:
                 [e.label for e in examples],
                 index=None,
                 placeholder="Load an example…",
-                key=KEY_EXAMPLE,
-                on_change=_load_example,
+                key=inputs.KEY_EXAMPLE,
+                on_change=inputs.load_example,
                 args=(examples,),
                 help="Fills sentence A (and B) with a ready-made example: senses of 'bank', hidden words, "
                 "a pronoun, sub-word pieces, next-sentence pairs.",

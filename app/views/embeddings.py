@@ -70,7 +70,7 @@ st.subheader("Per token")
 component = st.radio(
     "Component",
     list(COMPONENTS),
-    format_func=lambda c: COMPONENTS[c],
+    format_func=COMPONENTS.__getitem__,  # not a lambda (app.inputs, widget callbacks)
     key="emb_component",
     persist_state="session",
     bind="query-params",

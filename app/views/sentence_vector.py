@@ -222,12 +222,14 @@ if "rtd" in info.heads:
             edited = changed = None
             if spans:
                 words = {w: inputs.text_a[a:b] for w, a, b in spans}
+                # A dict's own method, not a lambda (app.inputs, widget callbacks)
+                choices = {w: f"{w + 1}: {word}" for w, word in words.items()}
                 c1, c2 = st.columns(2)
                 ui.start_value("sv_rtd_word", spans[len(spans) // 2][0], lambda v: v in words)
                 word = c1.selectbox(
                     "Word",
-                    list(words),
-                    format_func=lambda w: f"{w + 1}: {words[w]}",
+                    list(choices),
+                    format_func=choices.__getitem__,
                     key="sv_rtd_word",
                     persist_state="session",
                 )
