@@ -15,12 +15,31 @@ from dataclasses import dataclass
 VISIBLE_SPACE = "␣"
 
 
+def _byte_of_char() -> dict[str, int]:
+    """Byte-level BPE's alphabet: the character each of the 256 bytes is written as in a piece (GPT-2's
+    scheme, which RoBERTa keeps). Printable Latin-1 bytes stand for themselves; the rest (controls, space,
+    0x7F-0xA0, 0xAD) take the code points from 256 on, in byte order, so that the space is 'Ġ' (256 + 32).
+
+    Written out because `tokenizers` does not expose it: `pre_tokenizers.ByteLevel.alphabet()` lists the
+    characters without their bytes, and the ByteLevel decoder turns a piece holding part of a character into
+    U+FFFD, which hides which bytes the piece holds."""
+    own = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in own]
+    return {chr(b): b for b in own} | {chr(256 + n): b for n, b in enumerate(others)}
+
+
+_BYTE_OF_CHAR = _byte_of_char()
+
+
 @dataclass(frozen=True)
 class PieceStyle:
     continuation_prefix: str | None = "##"  # a piece that continues the previous one (WordPiece)
     word_start_marker: str | None = None  # a piece that starts a new word after a space (BPE "Ġ", SP "▁")
     unk_token: str = "[UNK]"
     name: str = "WordPiece"  # the tokenizer family, for captions ("WordPiece pieces")
+    # Byte-level BPE (RoBERTa): each character of a piece stands for one byte of the UTF-8 text, so "é" is the
+    # piece "Ã©" and "大" may be split across pieces; shown decoded ("é"), a part of a character as its bytes.
+    byte_level: bool = False
 
     def is_continuation(self, piece: str) -> bool:
         """True when `piece` carries on the word before it rather than starting one."""
@@ -30,24 +49,51 @@ class PieceStyle:
             return not piece.startswith(self.word_start_marker)
         return False
 
-    def strip(self, piece: str) -> str:
-        """The piece's own characters, without its boundary marker: '##ing' -> 'ing', 'Ġbank' -> 'bank'."""
+    def _unmarked(self, piece: str) -> str:
+        # the piece without its boundary marker, still as the vocabulary writes it
         if self.continuation_prefix and self.is_continuation(piece):
             return piece[len(self.continuation_prefix) :]
         if self.word_start_marker and piece.startswith(self.word_start_marker):
             return piece[len(self.word_start_marker) :]
         return piece
 
+    def _bytes(self, written: str) -> bytes:
+        # A character outside the alphabet (none in a byte-level vocabulary) is taken as its own UTF-8.
+        return b"".join(bytes([_BYTE_OF_CHAR[c]]) if c in _BYTE_OF_CHAR else c.encode() for c in written)
+
+    def _read(self, written: str) -> str:
+        """Text as a person reads it: byte-level pieces decoded, bytes that are not a whole UTF-8 character
+        written as \\xe5 (a character split across pieces shows its bytes in each)."""
+        if not self.byte_level:
+            return written
+        return self._bytes(written).decode("utf-8", errors="backslashreplace")
+
+    def partial(self, piece: str) -> bool:
+        """True when a byte-level piece holds part of a character (its bytes are not whole UTF-8)."""
+        if not self.byte_level:
+            return False
+        try:
+            self._bytes(self._unmarked(piece)).decode("utf-8")
+        except UnicodeDecodeError:
+            return True
+        return False
+
+    def strip(self, piece: str) -> str:
+        """The piece's own characters, without its boundary marker: '##ing' -> 'ing', 'Ġbank' -> 'bank',
+        RoBERTa's 'ĠcafÃ©' -> 'café'."""
+        return self._read(self._unmarked(piece))
+
     def display(self, piece: str) -> str:
         """The piece as a person should read it: the marker kept where it is plain text ('##ing'), a start
-        marker shown as a visible space ('Ġbank' -> '␣bank')."""
+        marker shown as a visible space ('Ġbank' -> '␣bank'), byte-level pieces decoded ('ĠcafÃ©' -> '␣café')."""
         if self.word_start_marker and piece.startswith(self.word_start_marker):
-            return VISIBLE_SPACE + piece[len(self.word_start_marker) :]
-        return piece
+            return VISIBLE_SPACE + self._read(piece[len(self.word_start_marker) :])
+        return self._read(piece)
 
     def word(self, pieces: Sequence[str]) -> str:
-        """The word a run of pieces spells: ('play', '##ing') -> 'playing', ('Ġplay', 'ing') -> 'playing'."""
-        return "".join(self.strip(p) for p in pieces)
+        """The word a run of pieces spells: ('play', '##ing') -> 'playing', ('Ġplay', 'ing') -> 'playing';
+        byte-level pieces are joined before they are decoded, so a character split across them is whole."""
+        return self._read("".join(self._unmarked(p) for p in pieces))
 
     @property
     def marker_help(self) -> str:
@@ -55,10 +101,17 @@ class PieceStyle:
         if self.continuation_prefix:
             return f"A piece starting with {self.continuation_prefix} continues the word before it."
         if self.word_start_marker:
-            return (
+            told = (
                 f"A piece starting with {self.word_start_marker} (shown as {VISIBLE_SPACE}) begins a new word "
                 "after a space; a piece without it continues the word before it."
             )
+            if self.byte_level:
+                told += (
+                    " Pieces are made of bytes, so any text can be spelt: a character the vocabulary lacks is "
+                    "split into pieces holding its UTF-8 bytes, each shown as \\x.. (大 as \\xe5\\xa4 and "
+                    "\\xa7, say)."
+                )
+            return told
         return "Pieces carry no word-boundary marker."
 
 

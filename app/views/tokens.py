@@ -15,11 +15,12 @@ info = active.model.info
 style = info.piece_style
 tokenizer = active.model.tokenizer
 unk = style.unk_token
+# Byte-level BPE spells any text from its 256 byte pieces, so it never writes its unknown piece.
+unknown = "" if style.byte_level else f"; a word that cannot be spelt from the vocabulary becomes {unk}"
 st.caption(
     ui.md_escape(
         f"{info.architecture_name} never sees words: it sees {style.name} pieces. {style.marker_help} "
-        f"{tokenizer.cls_token} and {tokenizer.sep_token} are added around the text; a word that cannot be "
-        f"spelt from the vocabulary becomes {unk}."
+        f"{tokenizer.cls_token} and {tokenizer.sep_token} are added around the text{unknown}."
     )
 )
 result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
@@ -76,7 +77,14 @@ marker = f" ({style.continuation_prefix})" if style.continuation_prefix else ""
 c2.metric(
     ui.md_escape(f"Continuations{marker}"), sum(k == "continuation" for k in kinds), help=style.marker_help
 )
-c3.metric(ui.md_escape(unk), n_unk)
+if style.byte_level:
+    c3.metric(
+        "Parts of a character",
+        sum(style.partial(t) for t in result.tokens),
+        help="Pieces holding some of the UTF-8 bytes of a character the vocabulary lacks, shown as \\x..",
+    )
+else:
+    c3.metric(ui.md_escape(unk), n_unk)
 if n_unk:
     st.warning(
         ui.md_escape(f"{n_unk} word(s) could not be spelt from the vocabulary and became {unk}")

@@ -92,7 +92,6 @@ except bert_core.InputError:
     st.info("The target has no letters or digits the model can read; type a word.")
     st.stop()
 target_words = [target[s:e] for _, s, e in transforms.word_text_spans(target_enc, 0, target)]
-target_pieces = [t for t, seq in zip(target_enc.tokens, target_enc.sequence_ids, strict=True) if seq == 0]
 if len(target_words) > 1:
     st.info(
         "The target must be a single word as this model's tokenizer sees it: "
@@ -106,12 +105,6 @@ if target != typed_target:
         + ui.md_escape(f"'{target}'")
         + " (spaces and punctuation around the word are ignored)."
     )
-if len(target_pieces) > 1:
-    st.caption(
-        ui.md_escape(f"'{target}' is split into {' '.join(style.display(p) for p in target_pieces)}")
-        + ": its vector in each sentence is the mean of its pieces' vectors."
-    )
-
 items = parse(raw)
 sentences, notes = inputs.prepare_lines([s for s, _ in items])
 items = items[: len(sentences)]
@@ -185,6 +178,25 @@ if len(found) < 2:
 # vectors[k, l] = mean over the word's pieces of hidden state l, for the k-th sentence that has the word
 results = dict(zip(batch.used, batch.results, strict=True))
 vectors = np.stack([results[n].hidden_states[:, idx].mean(axis=1) for n, idx, _ in found])  # (K, L + 1, H)
+# The pieces as the sentences have them, not as the word alone splits: a BPE word after a space is another
+# piece (RoBERTa reads "bank" alone as "b an k", after a space as "␣bank").
+read_as: dict[str, list[int]] = {}
+for n, idx, _ in found:
+    sentence_numbers = read_as.setdefault(" ".join(style.display(results[n].tokens[i]) for i in idx), [])
+    if n + 1 not in sentence_numbers:
+        sentence_numbers.append(n + 1)
+if len(read_as) > 1 or any(len(idx) > 1 for _, idx, _ in found):
+    ways = [
+        f"{pieces}"
+        + (f" (sentence{'s' if len(ns) > 1 else ''} {', '.join(map(str, ns))})" if len(read_as) > 1 else "")
+        for pieces, ns in read_as.items()
+    ]
+    mean = (
+        ": its vector in each sentence is the mean of its pieces' vectors."
+        if any(len(idx) > 1 for _, idx, _ in found)
+        else "."
+    )
+    st.caption(ui.md_escape(f"'{target}' is read as {' and as '.join(ways)}") + mean)
 n_layers = vectors.shape[1] - 1
 names = [f"{n + 1}. {items[n][1] or 'sentence'}{suffix}" for n, _, suffix in found]
 senses = [items[n][1] for n, _, _ in found]

@@ -49,7 +49,11 @@ ROBERTA = Architecture(
         position_offset=config.position_offset,
     ),
     piece_style=PieceStyle(
-        continuation_prefix=None, word_start_marker="Ġ", unk_token="<unk>", name="byte-level BPE"
+        continuation_prefix=None,
+        word_start_marker="Ġ",
+        unk_token="<unk>",
+        name="byte-level BPE",
+        byte_level=True,
     ),
     lacks=("next-sentence prediction",),
 )

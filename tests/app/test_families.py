@@ -66,6 +66,42 @@ def test_bpe_pieces_show_a_visible_space_not_the_marker(family_dirs, monkeypatch
     assert "RoBERTa never sees words" in _texts(at) and "not WordPiece" in _texts(at)
 
 
+def test_byte_level_pieces_show_the_characters_they_spell_not_mojibake(family_dirs, monkeypatch):
+    """RoBERTa writes 'é' as the piece 'Ã©'; a Cyrillic word its tiny vocabulary never saw is split into
+    pieces of single bytes, each part of a character: shown as its bytes, counted, and no <unk> promised."""
+    at = _app(monkeypatch, family_dirs["roberta"], "views/tokens.py", a="Café жук")
+    assert not at.exception and not at.get("error")
+    table = table_with(at, "shown as")
+    shown = list(table["shown as"])
+    assert "Café" in shown and not any("Ã" in t or "Ð" in t for t in shown)
+    parts = [t for t in shown if t.lstrip("␣").startswith("\\x")]
+    assert len(parts) >= 3  # ж, у, к: two bytes each, never merged here
+    assert [m.value for m in at.metric if m.label == "Parts of a character"] == [str(len(parts))]
+    chips = [t for trace in figure(at, "tokens_chips")["data"] for t in trace.get("text", [])]
+    assert not any("Ã" in t for t in chips)
+    caption = _texts(at)
+    assert "<unk>" not in caption and "any text can be spelt" in caption
+
+
+def test_word_senses_says_how_the_sentences_read_the_word(family_dirs, monkeypatch):
+    """RoBERTa reads 'bank' alone as several pieces but after a space as one: the caption names the pieces
+    the sentences have, not the word's own split."""
+    at = _app(monkeypatch, family_dirs["roberta"], "views/word_senses.py")
+    at.text_input(key="senses_word").set_value("bank")
+    lines = ["the boat drifted toward the bank of the river", "bank of the river, where we sat"]
+    at.text_area(key="senses_text").set_value("\n".join(lines)).run()
+    assert not at.exception
+    model = bert_core.load_pretrained(family_dirs["roberta"])
+    style = model.info.piece_style
+    assert "Ġbank" in model.encode(lines[0]).tokens  # one piece after a space
+    starts = model.encode(lines[1]).tokens
+    second = " ".join(style.display(t) for t in starts[1 : starts.index("Ġof")])  # pieces at the start
+    first = "␣bank"
+    assert first == "␣bank" and first != second  # after a space, and at the start of a sentence
+    caption = _texts(at)
+    assert f"'bank' is read as {first} (sentence 1) and as {second} (sentence 2)" in caption
+
+
 def test_embeddings_page_says_what_each_family_changes(family_dirs, monkeypatch):
     at = _app(monkeypatch, family_dirs["distilbert"], "views/embeddings.py")
     text = _texts(at)
@@ -182,9 +218,14 @@ def test_masked_words_table_shows_guesses_as_the_chart_does(family_dirs, monkeyp
     at = _app(monkeypatch, family_dirs["roberta"], "views/masked_words.py", a="the bank of the [MASK] .")
     assert not at.exception
     table = table_with(at, "shown as")
-    assert all(
-        shown == t.replace("Ġ", "␣") for t, shown in zip(table["token"], table["shown as"], strict=True)
-    )
+    from tokenizers.decoders import ByteLevel  # the library's own reading of byte-level pieces
+
+    for t, shown in zip(table["token"], table["shown as"], strict=True):
+        spelt = ByteLevel().decode([t])
+        if "\ufffd" in spelt:  # part of a character: its bytes
+            assert "\\x" in shown, (t, shown)
+        else:
+            assert shown == ("␣" + spelt[1:] if t.startswith("Ġ") else spelt), (t, shown)
     assert not any("Ġ" in shown for shown in table["shown as"])
 
 

@@ -67,6 +67,11 @@ def test_fill_mask_text_joins_a_continuation_piece(tiny_model):
     bpe = PieceStyle(continuation_prefix=None, word_start_marker="Ġ", unk_token="<unk>", name="BPE")
     assert transforms.fill_mask_text(texts, enc, first, "Ġcat", bpe) == "the cat sat"
     assert transforms.fill_mask_text(texts, enc, first, "s", bpe) == "thes sat"
+    # byte-level pieces are written into the sentence as the characters they spell, not as 'Ã©'
+    byte_level = PieceStyle(
+        continuation_prefix=None, word_start_marker="Ġ", unk_token="<unk>", byte_level=True
+    )
+    assert transforms.fill_mask_text(texts, enc, first, "ĠcafÃ©", byte_level) == "the café sat"
 
 
 def test_grid_table_names_every_cell_in_order():

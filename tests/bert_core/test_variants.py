@@ -234,3 +234,32 @@ def test_a_roberta_repo_downloads_through_the_hub_code(tmp_path, checkpoints, mo
     np.testing.assert_array_equal(
         model.analyze("the bank").hidden_states, local.analyze("the bank").hidden_states
     )
+
+
+def test_byte_level_pieces_read_as_the_text_they_spell(checkpoints):
+    """RoBERTa's pieces are bytes written as characters ('é' is 'Ã©'): shown decoded, never as mojibake, and
+    a character split across pieces whole again once its pieces are joined."""
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    from bert_core.pieces import _BYTE_OF_CHAR
+
+    assert set(_BYTE_OF_CHAR) == set(ByteLevel.alphabet()) and sorted(_BYTE_OF_CHAR.values()) == list(
+        range(256)
+    )
+    roberta = bert_core.load_pretrained(checkpoints["roberta", "model"])
+    style = roberta.info.piece_style
+    assert style.byte_level
+    text = "Café naïve 東京 😀 run! a\tb ~ ÿ"
+    written = [w for w, _ in ByteLevel(add_prefix_space=False).pre_tokenize_str(text)]
+    assert "".join(style.display(w) for w in written).replace("␣", " ") == text
+    enc = roberta.encode("Café 東京")
+    pieces = enc.tokens[1:-1]
+    assert not any("Ã" in style.display(p) or "æ" in style.display(p) for p in pieces)  # no mojibake
+    assert style.word(pieces) == "Café東京"  # the pieces joined, the space marker dropped
+    # 東 (e6 9d b1) split across pieces: each part shows its bytes and says it is a part
+    assert style.display("æĿ") == "\\xe6\\x9d" and style.partial("æĿ") and style.partial("±")
+    assert style.word(["æĿ", "±"]) == "東" and not style.partial("ĠæĿ±")
+    assert style.display("ĠcafÃ©") == "␣café" and style.display("<s>") == "<s>"
+    # other families are untouched: SentencePiece's ▁ and WordPiece's ## are characters, not bytes
+    albert = bert_core.load_pretrained(checkpoints["albert", "model"]).info.piece_style
+    assert not albert.byte_level and albert.display("▁café") == "␣café" and not albert.partial("é")
