@@ -249,14 +249,19 @@ if "rtd" in info.heads:
                         st.error(ui.user_message(exc))
             # Side by side, so a class sees the swapped word turn red while the rest stays as it was.
             c1, c2 = st.columns(2)
+
+            # The strips score the pair: both sentences are named above them, as the model read them.
+            def as_read(a: str) -> str:
+                return a if inputs.text_b is None else f"A: {a}\nB: {inputs.text_b}"
+
             with c1:
-                st.text(inputs.text_a)
+                st.text(as_read(inputs.text_a))
                 replaced_figure(scored, "As typed", "sv_rtd")
             with c2:
                 if changed is None:
                     st.info("Pick a word and type a replacement to compare.")
                 else:
-                    st.text(edited)
+                    st.text(as_read(edited))
                     replaced_figure(changed, "With the word replaced", "sv_rtd_edited")
             if changed is not None:
                 _, start, end = next(span for span in spans if span[0] == word)

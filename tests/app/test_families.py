@@ -310,3 +310,23 @@ def test_compare_with_the_demo_fallback_opens_on_another_model_and_says_so_when_
     at.selectbox(key="model2").set_value("bert-base-uncased").run()
     said = _texts(at)
     assert "Showing the bundled demo model instead" in said and "Both sides run the same model" in said
+
+
+def test_replaced_tokens_names_both_sentences_the_strips_score(family_dirs, monkeypatch):
+    at = _app(
+        monkeypatch,
+        family_dirs["electra"],
+        "views/sentence_vector.py",
+        a="the bank of the river .",
+        b="we sat",
+    )
+    at.text_input(key="sv_rtd_with").set_value("cash").run()
+    assert not at.exception
+    texts = [t.value for t in at.text]
+    assert any(t.startswith("A: the bank of the river .") and t.endswith("B: we sat") for t in texts)
+    assert any(t.startswith("A: ") and "cash" in t and t.endswith("B: we sat") for t in texts)
+    strip = figure(at, "sv_rtd")  # the strip scores the pair: B's pieces are in it
+    model = bert_core.load_pretrained(family_dirs["electra"])
+    assert len(model.replaced_tokens("the bank of the river .", "we sat")) == sum(
+        1 for v in decode(strip["data"][0]["z"]).reshape(-1) if not np.isnan(v)
+    )
