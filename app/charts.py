@@ -440,13 +440,14 @@ def head_view(
 def model_view(
     thumbs: np.ndarray,
     *,
-    selected: tuple[int, int] | None = None,
+    selected: tuple[int, int | None] | None = None,
     roles: Sequence[Sequence[str | None]] | None = None,
     title: str | None = None,
     font_size: int = BASE_FONT,
 ) -> go.Figure:
     """All layers × heads as small attention maps in one mosaic heatmap, plus one clickable marker per map;
-    `roles` (L rows of N, a role name or None) are written under each map (Clark et al., 2019).
+    `roles` (L rows of N, a role name or None) are written under each map (Clark et al., 2019). `selected`
+    (layer, head), 0-based, is outlined; a head of None outlines the layer's whole row (the mean of its heads).
 
     thumbs (L, N, Tr, Tc). The marker trace ("pick") carries customdata [layer, head] (1-based), so a click
     (Streamlit point selection) says which map to open.
@@ -499,10 +500,11 @@ def model_view(
                     )  # fmt: skip
     if selected is not None:
         layer, head = selected
+        first, last = (0, n_heads - 1) if head is None else (head, head)
         fig.add_shape(
             type="rect",
-            x0=head * cell_c - 0.5,
-            x1=head * cell_c + tc - 0.5,
+            x0=first * cell_c - 0.5,
+            x1=last * cell_c + tc - 0.5,
             y0=layer * cell_r - 0.5,
             y1=layer * cell_r + tr - 0.5,
             line={"color": "#e4572e", "width": 3},

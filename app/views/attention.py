@@ -142,12 +142,15 @@ if view == MODEL_VIEW:
     # Each map scaled to its own maximum, so a head's pattern shows even when its weights are spread thin.
     peaks = pooled.max(axis=(-2, -1), keepdims=True)
     thumbs = np.divide(pooled, peaks, out=np.zeros_like(pooled), where=peaks > 0)
-    selected = None if head == "mean" else (layer - 1, int(head) - 1)
+    # The layer and head chosen above, outlined (the whole layer for the mean of its heads), so the two
+    # controls still say something here: where the heatmap a click opens would start from.
+    selected = (layer - 1, None if head == "mean" else int(head) - 1)
     roles = bert_core.head_roles(result, style=style).labels
     fig = cache.figure(charts.model_view, thumbs, selected=selected, roles=roles, font_size=ui.font_size())
     caption = (
         "Every layer (rows) and head (columns), each map scaled to its own maximum (the CSV has the "
-        "unscaled weights). Click a map to open it as a heatmap."
+        f"unscaled weights). The outline marks {'layer ' + str(layer) if head == 'mean' else f'layer {layer}, head {head}'}"
+        " as chosen above. Click a map to open it as a heatmap."
     )
     if reduced:
         caption += (

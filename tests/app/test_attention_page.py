@@ -82,6 +82,14 @@ def test_model_view_has_every_layer_and_head(make_app, expected):
     s = len(expected.tokens)
     first = expected.attentions[0, 0]
     np.testing.assert_allclose(mosaic[:s, :s], first / first.max(), atol=1e-6)
+    # the layer slider and head box still say something here: the chosen map, or layer, is outlined
+    (outline,) = spec["layout"]["shapes"]
+    at.slider(key="layer").set_value(2).run()
+    (layer_2,) = figure(at, "att_model_view")["layout"]["shapes"]
+    assert layer_2["y0"] > outline["y0"] and layer_2["x1"] - layer_2["x0"] > s * expected.num_heads
+    at.selectbox(key="head").set_value(2).run()
+    (head_2,) = figure(at, "att_model_view")["layout"]["shapes"]
+    assert head_2["y0"] == layer_2["y0"] and head_2["x1"] - head_2["x0"] == s
 
 
 def test_head_view_isolates_a_token(make_app, expected):

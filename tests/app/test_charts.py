@@ -50,6 +50,13 @@ def test_model_view_marks_every_head():
     pick = next(t for t in fig.data if t.name == "pick")
     assert [list(c) for c in pick.customdata] == [[1, 1], [1, 2], [2, 1], [2, 2], [3, 1], [3, 2]]
     assert len(fig.layout.shapes) == 1
+    one = fig.layout.shapes[0]
+    row = charts.model_view(np.random.default_rng(0).random((3, 2, 4, 5)), selected=(1, None)).layout.shapes[
+        0
+    ]
+    assert (
+        (row.y0, row.y1) == (one.y0, one.y1) and row.x0 < one.x0 and row.x1 == one.x1
+    )  # the layer's two heads
 
 
 def test_large_text_sets_every_text_size_explicitly():
