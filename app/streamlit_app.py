@@ -183,9 +183,15 @@ def main() -> None:
         # No page_icon: a Material icon as favicon is fetched from fonts.gstatic.com; the default is local.
         st.set_page_config(page_title="BERTScope", layout="wide")
         ui.still_placeholders()  # first, so it is in place before the placeholders of what follows
+        specs = [s for s in PAGES if (APP_DIR / s.file).is_file()]
+        # Streamlit serves the default page at the root only: its own path (/tokens) answered "Page not found".
+        # A hidden twin of the same file answers it; the menu's entry keeps the root, and a path of its own
+        # that no link uses (each page's path must differ).
+        first = specs[0]
         pages = [
-            st.Page(p.file, title=p.title, url_path=p.url_path, default=i == 0)
-            for i, p in enumerate(s for s in PAGES if (APP_DIR / s.file).is_file())
+            st.Page(first.file, title=first.title, url_path=f"{first.url_path}-start", default=True),
+            *(st.Page(p.file, title=p.title, url_path=p.url_path) for p in specs[1:]),
+            st.Page(first.file, title=first.title, url_path=first.url_path, visibility="hidden"),
         ]
         page = st.navigation(pages)
         sidebar()

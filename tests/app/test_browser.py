@@ -255,7 +255,7 @@ def test_large_text_on_a_laptop_screen_wraps_labels_enlarges_choices_and_keeps_m
     assert sizes[0] >= 1.8 * sizes[1] and sizes[1] >= 20
 
 
-@pytest.mark.parametrize("path", ["", "embeddings", "attention", "masked", "senses", "sentence"])
+@pytest.mark.parametrize("path", ["", "tokens", "embeddings", "attention", "masked", "senses", "sentence"])
 def test_every_page_renders_with_no_network(app_url, page, path):
     page.goto(f"{app_url}/{path}?a=the+cat+sat+on+the+bank&b=the+river")
     page.wait_for_selector(CHART, timeout=60_000)
