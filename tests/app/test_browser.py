@@ -230,7 +230,7 @@ def test_a_choice_the_new_text_lacks_starts_over_in_the_box_as_on_the_page(app_u
 
 def test_large_text_on_a_laptop_screen_wraps_labels_enlarges_choices_and_keeps_metrics_large(app_url, page):
     """At 1280 px with Large text on, "Merge sub-words into words" ended in "…", the Head box's "mean" kept its
-    small size, and metric values shrank to their labels' size."""
+    small size, the Layer slider's value covered its knob, and metric values shrank to their labels' size."""
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{app_url}/attention?a=the+bank+of+the+river&large=true")
     page.wait_for_selector(CHART, timeout=60_000)
@@ -244,6 +244,12 @@ def test_large_text_on_a_laptop_screen_wraps_labels_enlarges_choices_and_keeps_m
     assert page.get_by_text("Merge sub-words into words").is_visible()
     head = page.locator('input[aria-label="Head"]').evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
     assert head >= 20
+    # The Layer slider's value sits above its knob, enlarged, not down over it (its offset is set for small text).
+    value_bottom, knob_top, value_size = page.locator('[data-testid="stSliderThumbValue"]').first.evaluate(
+        """e => [e.getBoundingClientRect().bottom, e.parentElement.getBoundingClientRect().top,
+                 parseFloat(getComputedStyle(e.querySelector('p')).fontSize)]"""
+    )
+    assert value_bottom <= knob_top + 1 and value_size >= 20
     # A metric's value (P(IsNext) here) stays larger than its label: the text rule once shrank it to their size.
     page.goto(f"{app_url}/sentence?a=the+bank+of+the+river&b=we+sat+there&large=true")
     page.wait_for_selector('[data-testid="stMetricValue"]', timeout=60_000)
