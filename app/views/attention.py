@@ -147,10 +147,10 @@ if view == MODEL_VIEW:
     selected = (layer - 1, None if head == "mean" else int(head) - 1)
     roles = bert_core.head_roles(result, style=style).labels
     fig = cache.figure(charts.model_view, thumbs, selected=selected, roles=roles, font_size=ui.font_size())
+    outlined = f"layer {layer}" if head == "mean" else f"layer {layer}, head {head}"
     caption = (
         "Every layer (rows) and head (columns), each map scaled to its own maximum (the CSV has the "
-        f"unscaled weights). The outline marks {'layer ' + str(layer) if head == 'mean' else f'layer {layer}, head {head}'}"
-        " as chosen above. Click a map to open it as a heatmap."
+        f"unscaled weights). The outline marks {outlined}, as chosen above. Click a map to open it as a heatmap."
     )
     if reduced:
         caption += (
