@@ -92,15 +92,17 @@ if view == "qk":
         "and scaled (q·k/√d), then the softmax — the neuron view of bertviz (Vig, 2019), here for any model."
     )
     layer, head = layer_and_head("qk")
-    token = st.selectbox(
+    # The choices are the labels ("6: of"), not positions: a kept position the new text still has would hold
+    # another token there, while the box went on showing the old one.
+    choice = st.selectbox(
         "Query token",
-        list(range(len(labels))),
-        index=ui.start("qk_token", 0, lambda v: isinstance(v, int) and 0 <= v < len(labels)),
-        format_func=labels.__getitem__,
+        labels,
+        index=labels.index(ui.start("qk_token", labels[0], lambda v: v in labels)),
         key="qk_token",
         persist_state="session",
         bind="query-params",
     )
+    token = labels.index(choice)
     try:
         d = cache.attention_details(active, inputs.text_a, inputs.text_b, layer)
     except bert_core.BertScopeError as exc:
@@ -374,9 +376,11 @@ elif view == "lens":
     default = next(
         (i for i, t in enumerate(result.input_ids.tolist()) if t == mask_id), 1 if len(labels) > 1 else 0
     )
-    start = ui.start("lens_position", default, lambda v: isinstance(v, int) and 0 <= v < len(labels))
-    position = st.selectbox("Position", list(range(len(labels))), index=start, format_func=labels.__getitem__,
-                            key="lens_position", persist_state="session", bind="query-params")  # fmt: skip
+    # Labels as choices, as for the query token above.
+    start = labels.index(ui.start("lens_position", labels[default], lambda v: v in labels))
+    choice = st.selectbox("Position", labels, index=start, key="lens_position", persist_state="session",
+                          bind="query-params")  # fmt: skip
+    position = labels.index(choice)
     try:
         lens = cache.logit_lens(active, inputs.text_a, inputs.text_b, position)
     except bert_core.BertScopeError as exc:

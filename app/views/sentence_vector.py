@@ -222,17 +222,15 @@ if "rtd" in info.heads:
             edited = changed = None
             if spans:
                 words = {w: inputs.text_a[a:b] for w, a, b in spans}
-                # A dict's own method, not a lambda (app.inputs, widget callbacks)
-                choices = {w: f"{w + 1}: {word}" for w, word in words.items()}
+                # Labels as choices ("2: bank"), not word numbers: a kept number the new text still has would
+                # name another word there, while the box went on showing the old one.
+                choices = {f"{w + 1}: {word}": w for w, word in words.items()}
                 c1, c2 = st.columns(2)
-                ui.start_value("sv_rtd_word", spans[len(spans) // 2][0], lambda v: v in words)
-                word = c1.selectbox(
-                    "Word",
-                    list(choices),
-                    format_func=choices.__getitem__,
-                    key="sv_rtd_word",
-                    persist_state="session",
-                )
+                middle = spans[len(spans) // 2][0]
+                ui.start_value("sv_rtd_word", f"{middle + 1}: {words[middle]}", lambda v: v in choices)
+                word = choices[
+                    c1.selectbox("Word", list(choices), key="sv_rtd_word", persist_state="session")
+                ]
                 replacement = c2.text_input(
                     "Replacement",
                     value="banana",

@@ -225,6 +225,14 @@ def test_a_choice_the_new_text_lacks_starts_over_in_the_box_as_on_the_page(app_u
     assert page.locator('input[aria-label="Query token"]').input_value() == last
     type_sentence(page, "the cat")
     assert page.locator('input[aria-label="Query token"]').input_value() in options(page, "Query token")
+    # A position the new text still has, with another token there: the box must not keep the old token's label
+    # (the page once explained the new token under it).
+    type_sentence(page, "the dogs sat by the river")
+    kept = next(o for o in options(page, "Query token") if o.endswith(": sat"))
+    pick(page, "Query token", kept)
+    type_sentence(page, "the cat sat by the river")
+    shown = page.locator('input[aria-label="Query token"]').input_value()
+    assert shown != kept and shown in options(page, "Query token")
     assert page.locator('[data-testid="stException"]').count() == 0
 
 

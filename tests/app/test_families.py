@@ -130,7 +130,7 @@ def test_replaced_tokens_view_for_an_electra_discriminator(family_dirs, monkeypa
     expected = [p for _, p in model.replaced_tokens(text)]
     assert max(abs(a - b) for a, b in zip(shown, expected, strict=True)) < 1e-5
     # the helper swaps one word and scores the edited sentence beside the original
-    at.selectbox(key="sv_rtd_word").set_value(1)  # word 2, "bank"
+    at.selectbox(key="sv_rtd_word").set_value("2: bank")
     at.text_input(key="sv_rtd_with").set_value("cash").run()
     assert not at.exception and not at.get("error")
     edited = decode(figure(at, "sv_rtd_edited")["data"][0]["z"]).reshape(-1)
@@ -140,7 +140,10 @@ def test_replaced_tokens_view_for_an_electra_discriminator(family_dirs, monkeypa
     # what was typed survives a visit to another page
     at.switch_page("views/tokens.py").run()
     at.switch_page("views/sentence_vector.py").run()
-    assert at.text_input(key="sv_rtd_with").value == "cash" and at.selectbox(key="sv_rtd_word").value == 1
+    assert (
+        at.text_input(key="sv_rtd_with").value == "cash"
+        and at.selectbox(key="sv_rtd_word").value == "2: bank"
+    )
     metrics = {m.label.replace("\\", ""): float(m.value) for m in at.metric}
     assert abs(metrics["P(replaced) of 'bank' (mean of its pieces)"] - expected[2]) < 1e-3
     cash = [p for t, p in after if t in ("c", "##a", "##s", "##h", "cash")]
@@ -310,6 +313,14 @@ def test_compare_with_the_demo_fallback_opens_on_another_model_and_says_so_when_
     at.selectbox(key="model2").set_value("bert-base-uncased").run()
     said = _texts(at)
     assert "Showing the bundled demo model instead" in said and "Both sides run the same model" in said
+
+
+def test_replaced_tokens_word_starts_over_when_the_new_text_has_another_word_there(family_dirs, monkeypatch):
+    at = _app(monkeypatch, family_dirs["electra"], "views/sentence_vector.py", a="the bank of the river .")
+    at.selectbox(key="sv_rtd_word").set_value("2: bank").run()
+    at.text_area(key="a").set_value("a cat sat on the mat .").run()
+    assert not at.exception
+    assert at.selectbox(key="sv_rtd_word").value == "4: on"  # the new text's middle word, not "2: cat"
 
 
 def test_replaced_tokens_names_both_sentences_the_strips_score(family_dirs, monkeypatch):

@@ -156,20 +156,38 @@ def test_the_views_controls_survive_a_trip_to_another_page_and_view_and_come_fro
     at = open_view(make_app, "qk", TEXT)
     at.slider(key="qk_layer").set_value(1).run()
     at.selectbox(key="qk_head").set_value(2).run()
-    at.selectbox(key="qk_token").set_value(3).run()
+    at.selectbox(key="qk_token").set_value("3: on").run()
     at.switch_page("views/attention.py").run()
     at.switch_page(PAGE).run()
     at.radio(key="inside_view").set_value("lens").run()
     at.radio(key="inside_view").set_value("qk").run()
     assert not at.exception
     assert (at.slider(key="qk_layer").value, at.selectbox(key="qk_head").value) == (1, 2)
-    assert at.selectbox(key="qk_token").value == 3
+    assert at.selectbox(key="qk_token").value == "3: on"
     # A shared link opens the same view (AppTest does not write widget values back to the URL; the query
     # parameters here are what the browser's address bar would hold).
     # (layer 1 is the slider's minimum: the link holds it because the slider's own default is the start, 2)
     linked = make_app(PAGE, a=TEXT, inside_view="Query & key", qk_layer="1", qk_head="2", qk_token="3: on")
     assert (linked.slider(key="qk_layer").value, linked.selectbox(key="qk_head").value) == (1, 2)
-    assert linked.selectbox(key="qk_token").value == 3
+    assert linked.selectbox(key="qk_token").value == "3: on"
+
+
+@pytest.mark.parametrize(("view", "key"), [("qk", "qk_token"), ("lens", "lens_position")])
+def test_a_kept_token_the_new_text_has_elsewhere_starts_over(make_app, tiny_model, view, key):
+    """A position the new text still has holds another token: the choice starts over rather than keep the
+    position, whose old label the browser went on showing above the new token's numbers."""
+    at = open_view(make_app, view, TEXT)
+    at.selectbox(key=key).set_value("6: of").run()
+    assert at.selectbox(key=key).value == "6: of"
+    at.text_area(key="a").set_value("the [MASK] barked at the cat .").run()
+    assert not at.exception
+    chosen = at.selectbox(key=key).value
+    assert chosen != "6: of" and chosen in at.selectbox(key=key).options
+    if view == "lens":  # back to the new text's mask, and explained for it
+        assert chosen == "2: [MASK]"
+        lens = tiny_model.logit_lens("the [MASK] barked at the cat .", 2)
+        table = [t for t in at.dataframe if "top prediction" in t.value.columns][0].value
+        assert list(table["top prediction"]) == [t[0] for t in lens.top_tokens]
 
 
 def test_typed_minimal_pairs_survive_a_visit_to_another_page(make_app):
