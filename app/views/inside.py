@@ -511,7 +511,26 @@ elif view == "pll":
             ui.md_escape(f"Left out of the ranking, as they have a {mask} (rank whole sentences): ")
             + "; ".join(ui.md_escape(line[:40]) for line in with_holes)
         )
+    # A line past the model's length is scored on the pieces it reads, its end cut off: fewer terms in the sum,
+    # so it too would climb the ranking, and two lines differing only past the cut would tie.
+    whole, cut, longest = [], [], 0
     for line in (line for line in lines if not holed(line)):
+        try:
+            enc = active.model.encode(line)  # tokenising only
+        except bert_core.BertScopeError as exc:
+            st.info(ui.md_escape(f"{line[:40]}: ") + ui.user_message(exc))
+            continue
+        (cut if enc.truncated else whole).append(line)
+        longest = max(longest, len(enc.tokens))
+    if cut:
+        st.info(
+            f"Left out of the ranking, as the model reads at most {tokenizer.max_length} pieces of a sentence and "
+            "these are longer (only the pieces it reads would be scored): "
+            + "; ".join(ui.md_escape(line[:40]) for line in cut)
+        )
+    if whole:
+        ui.untrained_positions_note(active, longest, what="The longest sentence")
+    for line in whole:
         try:
             ranked.append((line, cache.pseudo_log_likelihood(active, line).total))
         except bert_core.BertScopeError as exc:

@@ -256,3 +256,17 @@ def test_sentence_scores_say_a_typed_mask_is_left_out_and_rank_only_whole_senten
     at = open_view(make_app, "pll", "[MASK]")
     assert any("Nothing in sentence A to score" in str(i.value).replace("\\", "") for i in at.info)
     assert not at.exception
+
+
+def test_minimal_pairs_leave_out_lines_the_model_cuts(make_app, tiny_model):
+    """Two long lines differing only past the model's length once tied on the pieces it read, silently."""
+    at = open_view(make_app, "pll", TEXT)
+    long = " ".join(["the cat sat on the mat ."] * 60)
+    assert tiny_model.encode(long).truncated
+    box = [t for t in at.text_area if t.key.startswith("pll_text_")][0]
+    box.set_value(f"{long} dog\n{long} cat\nthe cat sat .").run()
+    assert not at.exception
+    ranked = [t for t in at.dataframe if "PLL (nats)" in t.value.columns][0].value
+    assert list(ranked["sentence"]) == ["the cat sat ."]
+    left_out = [i.value for i in at.info if "Left out of the ranking" in i.value]
+    assert len(left_out) == 1 and f"at most {tiny_model.tokenizer.max_length} pieces" in left_out[0]
