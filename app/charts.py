@@ -793,14 +793,19 @@ def _chunks(text: str) -> list[str]:
 
 
 def span_chips(
-    pieces: Sequence[tuple[str, str | None]], *, title: str, font_size: int = BASE_FONT
+    pieces: Sequence[tuple[str, str | None]],
+    *,
+    title: str,
+    font_size: int = BASE_FONT,
+    all_labels: Sequence[str] | None = None,
 ) -> go.Figure:
     """Text as chips: (fragment, label or None) in order; labelled fragments coloured by label, one legend entry
     per label. Bars, not HTML, so typed text never becomes markup (the Tokens page's chips, by span).
 
     A fragment longer than a row is cut at spaces into chips of at most CHIP_CHARS characters, so a passage
     wraps into rows instead of one chip as wide as the passage (which shrank every row to a hairline). Colours
-    follow the labels in sorted order, so an answer or an entity type has the same colour in every chart."""
+    follow `all_labels` (every label the model has) in sorted order, so an entity type has the same colour in
+    every chart, whichever types each chart holds; without it, the labels of this chart."""
     pieces = [(chunk, kind) for text, kind in pieces for chunk in _chunks(text)]
     widths = [max(len(t), 1) + 1.0 for t, _ in pieces]
     starts, rows, x, row = [], [], 0.0, 0
@@ -812,9 +817,8 @@ def span_chips(
         x += w + 0.4
     fig = go.Figure()
     kinds = list(dict.fromkeys(k for _, k in pieces))
-    colours = {
-        kind: SEQUENCE_COLORS[n % 8] for n, kind in enumerate(sorted(k for k in kinds if k is not None))
-    }
+    named = sorted({*(k for k in kinds if k is not None), *(all_labels or ())})
+    colours = {kind: SEQUENCE_COLORS[n % 8] for n, kind in enumerate(named)}
     for kind in kinds:
         idx = [i for i, (_, k) in enumerate(pieces) if k == kind]
         fig.add_trace(

@@ -67,6 +67,11 @@ class TaskPasses:
             for token, i, p in zip(enc.tokens, index.tolist(), best.tolist(), strict=True)
         ]
 
+    def entity_types(self) -> list[str]:
+        """The entity types the tagger's labels name ("PERSON" for B-PERSON and I-PERSON), sorted; "O" is none."""
+        labels = self._label_names(self.config.num_labels)
+        return sorted({kind for kind in map(entity_type, labels) if kind is not None})
+
     def entities(self, text: str, text_pair: str | None = None) -> list[Entity]:
         """Word-level entities merged from the tagger's B-/I- (and BIOES, or plain type) labels, each with its
         character span in the sentence it was typed in. A word takes its first piece's label."""
@@ -325,14 +330,26 @@ def _select(full: Encoding, keep: list[int], position_offset: int) -> Encoding:
     )
 
 
+def _split_label(label: str) -> tuple[str, str]:
+    # (prefix, type): "B-PERSON" -> ("B", "PERSON"), a plain type "PERSON" -> ("", "PERSON"), "O" -> ("", "O")
+    prefix, _, kind = label.partition("-") if "-" in label else ("", "", label)
+    return prefix, kind
+
+
+def entity_type(label: str) -> str | None:
+    """The entity type a tagger's label names, None for "O" (outside every entity)."""
+    _, kind = _split_label(label)
+    return None if label == "O" or not kind else kind
+
+
 def _merge_entities(words, texts) -> list[Entity]:
     """BIO / BIOES / plain-type word labels -> entities. B-/S- (or a change of type, or a plain type after
     another) starts one; I-/E- of the same type continue it; E-/S- and O end it."""
     entities: list[Entity] = []
     current = None  # [sentence, start, end, type, probabilities]
     for sentence, start, end, label, p in words:
-        prefix, _, kind = label.partition("-") if "-" in label else ("", "", label)
-        if label == "O" or not kind:
+        prefix, kind = _split_label(label)
+        if entity_type(label) is None:
             if current:
                 entities.append(current)
             current = None

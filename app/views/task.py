@@ -114,6 +114,7 @@ elif info.task == "tag":
                 transforms.labelled_fragments(typed, spans),
                 title=f"Entities in sentence {'AB'[sentence]}",
                 font_size=fs,
+                all_labels=active.model.entity_types(),  # one colour per type in A's chart and B's
             ),  # fmt: skip
             key=f"task_entities_{'ab'[sentence]}",
             data=pd.DataFrame([e.__dict__ for e in own]),  # this chart's sentence, as its title says

@@ -127,3 +127,24 @@ def test_the_bundled_demo_heads_are_in_the_picker_and_answer_offline(monkeypatch
         "We fished from the muddy bank of the river."
     )[0]
     assert best[0] == "bank-river" and decode(bars["x"])[0] == pytest.approx(best[1], abs=1e-6)
+
+
+def test_an_entity_type_has_one_colour_in_sentence_a_and_b(monkeypatch):
+    """Colours once followed the types each chart held: PERSON blue in A's chart, orange in B's (blue there
+    meaning OBJECT)."""
+    from app import models
+
+    roles = models.DEMO_TASKS_DIR / "roles"
+    a, b = "Anna met Tom.", "They sat in the garden on Sunday evening."
+    model = bert_core.load_pretrained(roles)
+    kinds = [{e.label for e in model.entities(a, b) if e.sentence == s} for s in (0, 1)]
+    assert kinds[0] & kinds[1] and kinds[0] != kinds[1]  # a type in both charts, beside others in one
+    at = _app(monkeypatch, roles, a=a, b=b)
+    colours = {}
+    for key in ("task_entities_a", "task_entities_b"):
+        for trace in figure(at, key)["data"]:
+            if trace["name"] != "—":
+                colours.setdefault(trace["name"], set()).add(trace["marker"]["color"])
+    assert all(len(c) == 1 for c in colours.values()), colours
+    types = model.entity_types()
+    assert set(colours) <= set(types) and len({c.pop() for c in colours.values()}) == len(colours)

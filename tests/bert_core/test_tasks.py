@@ -180,6 +180,18 @@ def test_heads_are_never_invented(task_dirs, tiny_model):
         tagger.choose("a", ["b", "c"])
 
 
+def test_entity_type_of_a_label():
+    from bert_core.tasks import entity_type
+
+    assert [entity_type(x) for x in ("B-PER", "I-PER", "S-LOC", "PER", "O")] == [
+        "PER",
+        "PER",
+        "LOC",
+        "PER",
+        None,
+    ]
+
+
 def test_entities_merge_bio_and_bioes_with_spans():
     text = "ann lee went to new york"
     words = [(0, 0, 3, "B-PER", 0.9), (0, 4, 7, "I-PER", 0.7), (0, 8, 12, "O", 1.0), (0, 13, 15, "O", 1.0)]
