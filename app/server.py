@@ -424,11 +424,19 @@ class Collector:
 
     A run that ends too soon after a collection leaves its namespace for a catch-up collection `every_s` after
     that one (a timer), so the end of a burst is not kept until some later page run: those namespaces may hold
-    analyses the cache has already let go of, memory past its budget.
+    analyses the cache has already let go of, memory past its budget. So does a run that ends by raising
+    (st.stop, st.rerun): its traceback still holds its namespace while it collects.
+
+    What is frozen is never collected, and the sessions open at the freeze are frozen with it: once their tabs
+    close and Streamlit drops them, they would stay, CSV downloads and all (Streamlit releases a session's
+    files when the session object is collected). So every `refreeze_every_s`, at a quiet moment, the heap is
+    unfrozen, collected and frozen again: one full scan, ~170 ms, every ten minutes.
     """
 
-    def __init__(self, every_s: float = 2.0) -> None:
+    def __init__(self, every_s: float = 2.0, refreeze_every_s: float = 600.0) -> None:
         self.every_s = every_s
+        self.refreeze_every_s = refreeze_every_s
+        self._frozen_at = -float("inf")
         self._lock = threading.Lock()
         self._last = -float("inf")
         self._frozen = False
@@ -452,12 +460,22 @@ class Collector:
                 if self._catch_up is None:
                     self._later(now)
                 return False
-            self._collect(now)
             # Nor while this run is ending with an exception (st.stop, st.rerun, st.switch_page raise one):
-            # its traceback still holds the page's frame and namespace, which would be frozen with the rest.
-            if not self._frozen and self._running == 0 and sys.exc_info()[1] is None:
+            # its traceback still holds the page's frame and namespace, which would be frozen with the rest, and
+            # which this collection cannot free: a catch-up collection comes for them.
+            raising = sys.exc_info()[1] is not None
+            quiet = self._running == 0 and not raising
+            if quiet and self._frozen and now - self._frozen_at >= self.refreeze_every_s:
+                gc.unfreeze()
+                self._frozen = False
+            self._collect(now)
+            if quiet and not self._frozen:
                 gc.freeze()
-                self._frozen = True
+                self._frozen, self._frozen_at = True, now
+            if raising:
+                self._garbage = True
+                if self._catch_up is None:
+                    self._later(now)
             return True
 
     def _later(self, now: float) -> None:

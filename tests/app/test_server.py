@@ -986,6 +986,79 @@ def test_the_collector_does_not_freeze_a_page_ending_with_st_stop():
         gc.unfreeze()
 
 
+def test_a_page_ending_with_st_stop_is_collected_without_waiting_for_another_page_run():
+    """Its traceback holds its namespace while the run's own collection runs: a catch-up collection frees it
+    `every_s` later, or an idle server kept the page's analysis (and model) until some other page ran."""
+    import gc
+    import weakref
+
+    collector = server.Collector(every_s=0.5)
+
+    class Namespace(dict):
+        pass
+
+    refs = []
+
+    def page_that_stops():
+        namespace = Namespace(result=np.zeros(1000))
+        namespace["self"] = namespace
+        refs.append(weakref.ref(namespace))
+        raise KeyboardInterrupt  # a BaseException, like Streamlit's StopException
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.freeze()  # collections scan only this test's objects
+    try:
+        collector.before_run()
+        try:
+            page_that_stops()
+        except KeyboardInterrupt:
+            assert collector.after_run() is True  # collected, but not this page: its traceback is alive
+        assert refs[0]() is not None
+        wait_until(lambda: refs[0]() is None, timeout=10)
+        assert collector.collections == 2
+    finally:
+        collector.close()
+        if was_enabled:
+            gc.enable()
+        gc.unfreeze()
+
+
+def test_what_was_frozen_is_collected_once_it_is_garbage_at_the_next_refreeze():
+    """The sessions open at the freeze are frozen with the heap; after their tabs close they are garbage that
+    no collection sees, until the heap is unfrozen, collected and frozen again every `refreeze_every_s`."""
+    import gc
+    import weakref
+
+    unfrozen = nothing_frozen()
+    collector = server.Collector(every_s=0.0, refreeze_every_s=3600.0)
+
+    class Session(dict):
+        pass
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        open_tab = Session(downloads=np.zeros(1000))
+        open_tab["self"] = open_tab  # a session is a reference cycle
+        closed = weakref.ref(open_tab)
+        collector.before_run()
+        assert collector.after_run() is True and gc.get_freeze_count() > unfrozen  # frozen with the tab open
+        del open_tab  # the tab closes, Streamlit drops its session
+        collector.before_run()
+        collector.after_run()
+        assert closed() is not None  # frozen garbage: no collection sees it
+        collector.refreeze_every_s = 0.0
+        collector.before_run()
+        collector.after_run()
+        assert closed() is None and gc.get_freeze_count() > unfrozen  # freed, and the heap frozen again
+    finally:
+        collector.close()
+        if was_enabled:
+            gc.enable()
+        gc.unfreeze()
+
+
 def test_the_place_of_a_shared_short_computation_is_the_one_its_own_session_is_told():
     """A short input waits in the express lane's line too: the session waiting on it is told the same place as
     the session whose request it is, the nearer of the two lines."""
