@@ -363,15 +363,17 @@ class ModelStore:
                 self._holds[session_id] = hold
             self._sweep()
 
-    def _sweep(self) -> None:
-        """Note which registered tabs are connected, and let go of those closed for the grace. Streamlit does not
-        tell when a tab closed, so a timer looks every `sweep_every_s` while any hold is registered (runs look
-        too): a tab's close is known to within that. Caller holds self._lock."""
+    def _sweep(self, grace_s: float | None = None) -> None:
+        """Note which registered tabs are connected, and let go of those closed for the grace (`closed_grace_s`
+        unless given). Streamlit does not tell when a tab closed, so a timer looks every `sweep_every_s` while
+        any hold is registered (runs look too): a tab's close is known to within that. Caller holds self._lock."""
+        grace = self.closed_grace_s if grace_s is None else grace_s
         now = time.monotonic()
         seen = {}
         for other, its_hold in list(self._holds.items()):
-            last = seen[other] = now if self._is_open(other) else self._seen_open.get(other, now)
-            if now - last >= self.closed_grace_s:
+            connected = self._is_open(other)
+            last = seen[other] = now if connected else self._seen_open.get(other, now)
+            if not connected and now - last >= grace:
                 its_hold.active = None
         self._seen_open = seen
         if seen and not self._watching:
@@ -522,6 +524,12 @@ class ModelStore:
                 self._no_checkpoint_there(source, key)
             with self._lock:
                 crowded = self._claim(cache_key, source)
+                if crowded:
+                    # The grace keeps a closed tab's copy for a tab that comes back after a network blip; a model
+                    # that needs the room now comes first. (A reload with another ?model= is such a closed tab:
+                    # its own previous session held the old model for the grace, and the reload was refused.)
+                    self._sweep(grace_s=0.0)
+                    crowded = self._claim(cache_key, source)
             if crowded and time.monotonic() - self._collected > self.collect_every_s:
                 # A model let go of but kept alive only by a reference cycle is not in use. Rate-limited: a full
                 # collection holds the GIL ~170 ms, and a session on a full store asks again on every rerun.
@@ -535,8 +543,8 @@ class ModelStore:
                     f"this server keeps at most {self.capacity} "
                     f"{'model' if self.capacity == 1 else 'models'} in memory ({ENV_MAX_MODELS}), and open pages "
                     f"are using {', '.join(names)}; pick {'it' if len(names) == 1 else 'one of them'}, or try "
-                    f"again when fewer pages are open (a closed tab's model is let go of about {self.closed_grace_s:g} s "
-                    "after it closes)",
+                    "again when fewer pages are open (a closed tab's model is let go of as soon as another "
+                    "model needs the room)",
                     names,
                 )
             try:
