@@ -172,19 +172,42 @@ method = st.radio(
     persist_state="session",
     bind="query-params",
 )
+target = None  # the head's own default: a classifier's predicted class
+if info.task == "qa":
+    end = st.radio(
+        "Explain", ["start", "end"], key="task_qa_end", horizontal=True, persist_state="session",
+        format_func={"start": "the answer's start", "end": "the answer's end"}.__getitem__, bind="query-params",
+    )  # fmt: skip
+    target = end
+elif info.task == "tag":
+    # Any piece's label, not only the first's: the tagger's answer is one label per piece. Labels as choices
+    # ("3: kitchen → B-PLACE"), so a kept one the new text lacks starts over (ui.start).
+    special = active.model.encode(text, pair).special_tokens_mask  # tokenising only
+    pieces = {
+        f"{i}: {style.display(token)} → {label}": (i, label)
+        for i, (token, label, _) in enumerate(tags)
+        if not special[i]
+    }
+    if pieces:
+        first = next((c for c, (_, label) in pieces.items() if label != "O"), next(iter(pieces)))
+        start = ui.start("task_tag_piece", first, lambda v: v in pieces)
+        chosen = st.selectbox(
+            "Explain the label of", list(pieces), index=list(pieces).index(start), key="task_tag_piece",
+            persist_state="session", bind="query-params",
+        )  # fmt: skip
+        target = pieces[chosen]
 try:
-    if info.task == "qa":
-        explained = cache.attribution(active, text, pair, target="start", method=method)
-    elif info.task == "choice":
+    if info.task == "choice":
         explained = None
         st.info("Saliency is offered for classifiers, taggers and question answering.")
     else:
-        explained = cache.attribution(active, text, pair, method=method)
+        explained = cache.attribution(active, text, pair, target=target, method=method)
 except bert_core.BertScopeError as exc:
     st.info(ui.user_message(exc))
     explained = None
 if explained is not None:
-    shown = [style.display(t) for t in explained.tokens]
+    # Numbered as everywhere else ("17: on"), so the piece the title names is found without counting.
+    shown = ui.token_labels(explained.tokens, style)
     ui.show_figure(
         charts.saliency_strip(
             shown, explained.scores, title=f"Attribution to {explained.target}", font_size=fs

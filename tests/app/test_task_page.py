@@ -148,3 +148,31 @@ def test_an_entity_type_has_one_colour_in_sentence_a_and_b(monkeypatch):
     assert all(len(c) == 1 for c in colours.values()), colours
     types = model.entity_types()
     assert set(colours) <= set(types) and len({c.pop() for c in colours.values()}) == len(colours)
+
+
+def test_the_why_panel_explains_any_pieces_label_and_either_end_of_an_answer(heads, monkeypatch):
+    """A tagger's saliency once answered for the first piece only, and QA's for the answer's start only."""
+    text = "we sat by the river bank"
+    at = _app(monkeypatch, heads["tag"], a=text)
+    model = bert_core.load_pretrained(heads["tag"])
+    box = at.selectbox(key="task_tag_piece")
+    tags = model.tag(text)
+    assert len(box.options) == len(tags) - 2  # every piece but [CLS] and [SEP]
+    last = box.options[-1]
+    position, label = int(last.split(":")[0]), last.rsplit("→ ", 1)[1]
+    assert (position, label) == (len(tags) - 2, tags[-2][1])
+    box.set_value(last).run()
+    assert not at.exception
+    spec = figure(at, "task_saliency")
+    expected = model.attribute(text, target=(position, label))
+    np.testing.assert_allclose(decode(spec["data"][0]["z"]).reshape(-1), expected.scores, atol=1e-5)
+    assert str(position) in spec["layout"]["title"]["text"]
+
+    question, passage = "where was the cash?", "we deposited the cash at the bank by the river."
+    at = _app(monkeypatch, heads["qa"], a=question, b=passage)
+    at.radio(key="task_qa_end").set_value("end").run()
+    assert not at.exception
+    expected = bert_core.load_pretrained(heads["qa"]).attribute(question, passage, target="end")
+    strip = figure(at, "task_saliency")
+    np.testing.assert_allclose(decode(strip["data"][0]["z"]).reshape(-1), expected.scores, atol=1e-5)
+    assert "end" in strip["layout"]["title"]["text"]
