@@ -265,6 +265,32 @@ def length_notes(active: models.ActiveModel, enc) -> None:
     untrained_positions_note(active, len(enc.tokens))
 
 
+def unknown_pieces_note(active: models.ActiveModel, text: str, pair: str | None = None) -> None:
+    """Say which typed characters the model reads as its unknown piece (a demo model's small vocabulary has no
+    "?"): the page's answer then rests on [UNK], not on what was typed."""
+    unk = active.model.tokenizer.unk_token
+    if unk is None:
+        return
+    import bert_core
+
+    try:
+        enc = active.model.encode(text, pair)  # tokenising only
+    except bert_core.BertScopeError:  # the page says what is wrong with the text
+        return
+    unknown = [
+        (pair if seq == 1 else text)[int(a) : int(b)]
+        for token, seq, (a, b) in zip(enc.tokens, enc.sequence_ids, enc.offsets, strict=True)
+        if token == unk and seq is not None
+    ]
+    if unknown:
+        shown = ", ".join(f"'{u}'" for u in dict.fromkeys(unknown))
+        st.caption(
+            md_escape(
+                f"This model's vocabulary has no piece for {shown}: it reads {'it' if len(set(unknown)) == 1 else 'them'} as {unk}."
+            )
+        )
+
+
 def untrained_positions_note(active: models.ActiveModel, length: int, *, what: str = "This input") -> None:
     """Warn when an input reaches positions the model never saw in pre-training (recorded for models
     BERTScope trained, such as the demo model): what it computes there is not what it learned."""

@@ -28,6 +28,8 @@ if info.task is None:
     st.stop()
 
 text, pair = inputs.text_a, inputs.text_b
+if text:
+    ui.unknown_pieces_note(active, text, pair)
 if info.task == "qa":
     st.caption(
         "A question-answering head scores every context piece as the answer's start and end; the answer is the "

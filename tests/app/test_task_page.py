@@ -176,3 +176,21 @@ def test_the_why_panel_explains_any_pieces_label_and_either_end_of_an_answer(hea
     strip = figure(at, "task_saliency")
     np.testing.assert_allclose(decode(strip["data"][0]["z"]).reshape(-1), expected.scores, atol=1e-5)
     assert "end" in strip["layout"]["title"]["text"]
+
+
+def test_characters_the_model_reads_as_unknown_are_named(monkeypatch):
+    """The demo QA model's vocabulary has no '?': every typed question ends in [UNK], which the page says."""
+    from app import models
+
+    at = _app(
+        monkeypatch,
+        models.DEMO_TASKS_DIR / "qa",
+        a="where did anna leave the book?",
+        b="anna left it ¶ there",
+    )
+    notes = [c.value.replace("\\", "") for c in at.caption if "vocabulary has no piece" in c.value]
+    assert notes == ["This model's vocabulary has no piece for '?', '¶': it reads them as [UNK]."]
+    at = _app(
+        monkeypatch, models.DEMO_TASKS_DIR / "qa", a="where did anna leave the book", b="anna left it there"
+    )
+    assert not [c for c in at.caption if "vocabulary has no piece" in c.value]
