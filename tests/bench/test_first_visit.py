@@ -1,9 +1,11 @@
 """bench/first_visit.py end to end with the small demo model: the numbers docs/deploy.md gives for a room's
 Wi-Fi keep coming from a script that runs, and the deployed Caddyfile keeps shrinking what a first visit
-downloads. Needs Chromium and the `caddy` binary, as tests/deploy/test_proxy.py does."""
+downloads. Needs Chromium and the `caddy` binary, as tests/deploy/test_proxy.py does; BERTSCOPE_SKIP_PROXY=1 or
+BERTSCOPE_SKIP_BROWSER=1 skips it, as it skips those."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -16,6 +18,10 @@ from app.models import DEMO_MODEL_DIR
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+for _switch in ("BERTSCOPE_SKIP_PROXY", "BERTSCOPE_SKIP_BROWSER"):
+    if os.environ.get(_switch) == "1":
+        pytest.skip(f"{_switch}=1", allow_module_level=True)
 
 
 def test_a_first_visit_through_the_caddyfile_downloads_a_third_of_it_straight():
