@@ -29,14 +29,11 @@ n_layers, n_heads = result.num_layers, result.num_heads
 def _clamp_state() -> None:
     """Keep layer/head valid when the model (and so the number of layers/heads) changed."""
     layer = st.session_state.get(KEY_LAYER)
-    if layer is None:
-        # A shared link's layer the slider would reject (layer=9 on a 4-layer model) is clamped, not dropped.
-        try:
-            layer = int(st.query_params.get(KEY_LAYER, ""))
-        except ValueError:
-            layer = None
     if isinstance(layer, int) and not 1 <= layer <= n_layers:
-        st.session_state[KEY_LAYER] = min(max(layer, 1), n_layers)
+        # Back to the slider's start, layer 1, as every other choice a new model lacks starts over (ui.start):
+        # a layer clamped to the last one showed that layer while the URL, which Streamlit leaves without a
+        # value it rejected, opened the link on layer 1. (A link's own layer=9 on a 4-layer model opens on 1.)
+        st.session_state[KEY_LAYER] = 1
     head = st.session_state.get(KEY_HEAD)
     if head not in (None, "mean") and not (isinstance(head, int) and 1 <= head <= n_heads):
         st.session_state[KEY_HEAD] = "mean"

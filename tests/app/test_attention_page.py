@@ -129,8 +129,19 @@ def test_out_of_range_layer_in_the_link_is_harmless(make_app):
     at = make_app(PAGE, a=TEXT, layer="20", head="9")
     assert not at.exception and not at.error
     assert figure(at, "att_heatmap")
-    assert at.slider(key="layer").value == 2  # clamped to the tiny model's last layer, not reset to 1
-    assert figure(at, "att_heatmap")["layout"]["title"]["text"].startswith("Layer 2")
+    # Back to layer 1, which is also what the link opens on: Streamlit leaves a layer it rejects out of the
+    # URL. (Clamped to the last layer, the page once showed layer 2 while its link opened layer 1.)
+    assert at.slider(key="layer").value == 1
+    assert figure(at, "att_heatmap")["layout"]["title"]["text"].startswith("Layer 1")
+
+
+def test_a_layer_the_new_model_lacks_starts_over_at_layer_1(make_app, tiny_checkpoint):
+    at = make_app(PAGE, a=TEXT, model="@demo", layer="4")
+    assert at.slider(key="layer").value == 4
+    at.sidebar.selectbox(key="model").set_value(str(tiny_checkpoint)).run()  # 2 layers
+    assert not at.exception
+    assert at.slider(key="layer").value == 1
+    assert figure(at, "att_heatmap")["layout"]["title"]["text"].startswith("Layer 1")
 
 
 def test_merged_word_of_several_pieces_sums_its_columns(make_app, tiny_checkpoint):

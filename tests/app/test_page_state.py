@@ -63,7 +63,7 @@ def test_a_kept_choice_that_no_longer_fits_falls_back(make_app):
 
 def test_no_widget_gets_its_value_twice(make_app, state_api_warnings):
     """Seeding a widget through session state and also giving it value= makes Streamlit warn; none may."""
-    at = make_app("views/attention.py", a="the bank by the river", layer="20")  # clamped through state
+    at = make_app("views/attention.py", a="the bank by the river", layer="20")  # a layer the slider rejects
     at.selectbox(key="example").set_value(at.selectbox(key="example").options[0]).run()
     for page in ("views/tokens.py", "views/masked_words.py", "views/word_senses.py", "views/embeddings.py"):
         at.switch_page(page).run()
