@@ -93,12 +93,32 @@ _LARGE_TEXT_CSS = """<style>
 [data-testid="stMain"] [data-testid="stSelectbox"] input,
 [data-testid="stMain"] [data-testid="stMultiSelect"] input,
 [data-testid="stMain"] textarea,
-[data-testid="stMain"] [data-testid="stCode"] code { font-size: 1.35rem !important; }
+[data-testid="stMain"] [data-testid="stCode"] code,
+[data-testid="stMain"] [data-testid="stTable"] th,
+[data-testid="stMain"] [data-testid="stTable"] td,
+[data-testid="stSidebar"] textarea,
+[data-testid="stSidebar"] [data-testid="stTextInput"] input { font-size: 1.35rem !important; }
 [data-testid="stMain"] [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p { font-size: 3rem !important; }
 [data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
 [data-testid="stMain"] [data-testid="stWidgetLabel"] p { white-space: normal !important; overflow: visible !important; }
 [data-testid="stMain"] [data-testid="stSliderThumbValue"] { top: auto !important; bottom: 100% !important; }
 </style>"""
+
+
+# Rows up to which Large text shows a table as st.table: st.dataframe draws its cells on a canvas, at a size no
+# stylesheet reaches (CSS zoom on it breaks its layout and scrolling), so a table's numbers stayed small on a
+# projector. Past this, a table is too long to read from the back of a room anyway, and keeps its scrolling.
+LARGE_TABLE_ROWS = 60
+
+
+def table(data: Any, *, key: str | None = None) -> None:
+    """A table without its index: st.dataframe, or in Large text (up to LARGE_TABLE_ROWS rows) st.table, whose
+    cells are HTML text the large-text stylesheet enlarges (text, never markup)."""
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    if st.session_state.get(KEY_LARGE) and len(frame) <= LARGE_TABLE_ROWS:
+        st.table(frame, hide_index=True)
+    else:
+        st.dataframe(frame, hide_index=True, key=key)
 
 
 def large_text_style() -> None:

@@ -234,7 +234,7 @@ elif view == "roles":
         zmin=0.0, zmax=max(1.0, float(len(names))), colorscale="Viridis", value_name="role", font_size=fs,
     )  # fmt: skip
     ui.show_figure(fig, key="roles_grid", data=table, filename="head_roles")
-    st.dataframe(table, hide_index=True, key="roles_table")
+    ui.table(table, key="roles_table")
     if st.toggle("Across the preset sentences: which heads keep their role", key="roles_stability"):
         presets = [e.text_a for e in inputs_module.examples()]
         analyses = []
@@ -258,7 +258,7 @@ elif view == "roles":
                 ]
             ).sort_values("share of sentences", ascending=False)
             st.caption(f"Over {len(analyses)} preset sentences (the sidebar's examples).")
-            st.dataframe(frame, hide_index=True, key="roles_stable")
+            ui.table(frame, key="roles_stable")
 
 elif view == "ablation":
     st.caption(
@@ -319,7 +319,7 @@ elif view == "ablation":
                     for m, (i, x) in enumerate(zip(intact_guesses, ablated_guesses, strict=True))
                     for r, ((a, pa), (b, pb)) in enumerate(zip(i.as_pairs(), x.as_pairs(), strict=True))
                 ]
-                st.dataframe(pd.DataFrame(rows), hide_index=True, key="ablation_masks")
+                ui.table(pd.DataFrame(rows), key="ablation_masks")
         curves = {}
         for name, run in (
             ("intact", lambda t: cache.analyze(active, t)),
@@ -395,7 +395,7 @@ elif view == "lens":
             f"rank of '{style.display(lens.final_token)}'": lens.final_token_rank,
         }
     )
-    st.dataframe(table, hide_index=True, key="lens_table")
+    ui.table(table, key="lens_table")
     rank_fig = charts.lines(
         list(range(len(lens.final_token_rank))),
         {f"rank of {style.display(lens.final_token)}": lens.final_token_rank},
@@ -537,6 +537,4 @@ elif view == "pll":
             st.info(ui.md_escape(f"{line[:40]}: ") + ui.user_message(exc))
     if ranked:
         ranked.sort(key=lambda item: -item[1])
-        st.dataframe(
-            pd.DataFrame(ranked, columns=["sentence", "PLL (nats)"]), hide_index=True, key="pll_ranked"
-        )
+        ui.table(pd.DataFrame(ranked, columns=["sentence", "PLL (nats)"]), key="pll_ranked")

@@ -154,7 +154,7 @@ for m, p in enumerate(predictions[:MAX_CHARTS]):
             # The best guess read in place: escaped Markdown (never markup), a heading in large text.
             best = "→ " + transforms.fill_mask_text(texts, enc, p.position, p.tokens[0], style)
             st.markdown(("#### " if large else "") + ui.md_escape(best))
-st.dataframe(table, hide_index=True)
+ui.table(table)
 if len(predictions) > 1:
     st.caption("Each mask is predicted on its own, with the other masks still hidden (one forward pass).")
 

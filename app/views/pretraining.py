@@ -94,7 +94,7 @@ rows = pd.DataFrame(
         "model sees": [style.display(t) for t in seen],
     }
 )
-st.dataframe(rows, hide_index=True, key="pt_masking")
+ui.table(rows, key="pt_masking")
 
 positions = [int(p) for p in masked.positions]
 if not positions:
@@ -121,7 +121,7 @@ else:
             for i, p in enumerate(scores.predictions)
         ]
     )
-    st.dataframe(table, hide_index=True, key="pt_predictions")
+    ui.table(table, key="pt_predictions")
     st.caption(
         "The loss is computed only at the chosen positions, including the kept and randomised ones: the model "
         "cannot know which pieces were tampered with, so it has to check every one."
@@ -168,7 +168,7 @@ else:
             st.markdown(f"**{task} example this draw — {ui.md_escape(label)}**")
             st.text(transforms.pair_template(tokenizer.encode(first, second), (first, second)))
             st.metric(f"model's {head}", f"{score:.3f}")
-    st.dataframe(
+    ui.table(
         pd.DataFrame(
             [
                 {
@@ -183,7 +183,6 @@ else:
                 for (task, label, first, second, chosen), score in zip(examples, scores, strict=True)
             ]
         ),
-        hide_index=True,
         key="pt_pairs",
     )
     trained_for = "NSP" if info.has_nsp_head else "SOP"

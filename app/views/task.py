@@ -60,7 +60,7 @@ if info.task == "qa":
         data=pd.DataFrame(answers, columns=["answer", "start", "end", "score"]),
         filename="answers",
     )
-    st.dataframe(pd.DataFrame(answers, columns=["answer", "start", "end", "score"]), hide_index=True,
+    ui.table(pd.DataFrame(answers, columns=["answer", "start", "end", "score"]),
                  key="task_answers")  # fmt: skip
 elif info.task == "choice":
     st.caption(
@@ -124,7 +124,7 @@ elif info.task == "tag":
         )
     tag_table = pd.DataFrame(tags, columns=["token", "label", "probability"])
     tag_table.insert(1, "shown as", [style.display(t) for t in tag_table["token"]])
-    st.dataframe(tag_table, hide_index=True, key="task_tags")
+    ui.table(tag_table, key="task_tags")
 else:
     st.caption(
         "A sequence-classification head reads the first token's vector (through the pooler for BERT and ALBERT) "

@@ -95,7 +95,7 @@ fig = charts.token_chips(result.tokens, kinds, hovers, style=style, font_size=ui
 ui.show_figure(fig, key="tokens_chips", data=table, filename="tokens")
 
 st.subheader("Table")
-st.dataframe(table, hide_index=True, key="tokens_table")
+ui.table(table, key="tokens_table")
 
 st.subheader("How a word was split")
 if not hasattr(tokenizer, "wordpiece_steps"):
@@ -139,7 +139,7 @@ else:
             }
             for n, step in enumerate(steps)
         ]
-        st.dataframe(pd.DataFrame(step_rows), hide_index=True, key="tokens_steps")
+        ui.table(pd.DataFrame(step_rows), key="tokens_steps")
         pieces = [s.matched for s in steps if s.matched is not None]
         if pieces and pieces[-1] == unk:
             pieces = [unk]

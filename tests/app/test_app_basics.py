@@ -149,3 +149,12 @@ def test_the_app_never_imports_torch_itself():
             if isinstance(node, ast.ImportFrom) and node.level == 0:
                 names = [node.module or ""]
             assert not any(n.split(".")[0] == "torch" for n in names), f"{path.name} imports torch"
+
+
+def test_large_text_shows_a_short_table_as_text_a_stylesheet_can_enlarge(make_app):
+    """st.dataframe draws its cells on a canvas; in Large text a short table is an st.table, same cells."""
+    normal = make_app("views/tokens.py", a="the bank of the river")
+    large = make_app("views/tokens.py", a="the bank of the river", large="true")
+    assert len(normal.dataframe) == 2 and not normal.table
+    assert not large.dataframe and len(large.table) == 2
+    assert large.table[0].value.reset_index(drop=True).equals(normal.dataframe[0].value)

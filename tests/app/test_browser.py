@@ -238,7 +238,8 @@ def test_a_choice_the_new_text_lacks_starts_over_in_the_box_as_on_the_page(app_u
 
 def test_large_text_on_a_laptop_screen_wraps_labels_enlarges_choices_and_keeps_metrics_large(app_url, page):
     """At 1280 px with Large text on, "Merge sub-words into words" ended in "…", the Head box's "mean" kept its
-    small size, the Layer slider's value covered its knob, and metric values shrank to their labels' size."""
+    small size, the Layer slider's value covered its knob, metric values shrank to their labels' size, and tables and
+    the sidebar's sentence kept theirs."""
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{app_url}/attention?a=the+bank+of+the+river&large=true")
     page.wait_for_selector(CHART, timeout=60_000)
@@ -258,6 +259,15 @@ def test_large_text_on_a_laptop_screen_wraps_labels_enlarges_choices_and_keeps_m
                  parseFloat(getComputedStyle(e.querySelector('p')).fontSize)]"""
     )
     assert value_bottom <= knob_top + 1 and value_size >= 20
+    # Tables (st.dataframe draws on a canvas no stylesheet reaches) and the sentence typed in the sidebar.
+    page.goto(f"{app_url}/?a=the+bank+of+the+river&large=true")
+    page.wait_for_selector('[data-testid="stTable"] td', timeout=60_000)
+    wait_for_app(page)
+    cell, typed = page.evaluate(
+        """() => ['[data-testid="stTable"] td', '[data-testid="stSidebar"] textarea'].map(s =>
+              parseFloat(getComputedStyle(document.querySelector(s)).fontSize))"""
+    )
+    assert cell >= 20 and typed >= 20
     # A metric's value (P(IsNext) here) stays larger than its label: the text rule once shrank it to their size.
     page.goto(f"{app_url}/sentence?a=the+bank+of+the+river&b=we+sat+there&large=true")
     page.wait_for_selector('[data-testid="stMetricValue"]', timeout=60_000)
