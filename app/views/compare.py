@@ -32,7 +32,9 @@ listed = [
     *models.bundled_models(),
     *models.model_options(current),
 ]
-options = [o for o in dict.fromkeys(listed) if o != left.source] or [left.source]
+# The sidebar's model is left out, unless it is the one picked here: a value missing from its options dropped
+# out of the URL, and the link then opened another comparison than the one on screen.
+options = [o for o in dict.fromkeys(listed) if o != left.source or o == current] or [left.source]
 second = st.selectbox(
     "Second model",
     options,
@@ -67,7 +69,9 @@ def card(active: models.ActiveModel) -> str:
 
 
 st.subheader("Attention")
+st.caption("Both maps share one colour scale, so the same colour is the same weight on either side.")
 columns = st.columns(2)
+drawn = []  # (column, name, matrix, labels, layer, head, tokens): drawn once both sides' maxima are known
 for (name, active), column in zip(sides, columns, strict=True):
     with column:
         st.caption(card(active))
@@ -91,13 +95,17 @@ for (name, active), column in zip(sides, columns, strict=True):
         maps = result.attentions[layer - 1]  # (N, S, S)
         matrix = maps.mean(axis=0) if head == "mean" else maps[int(head) - 1]
         labels = ui.token_labels(result.tokens, active.model.info.piece_style)
+        drawn.append((column, name, matrix, labels, layer, head, result.tokens))
+top = max((float(matrix.max()) for _, _, matrix, *_ in drawn), default=0.0) or 1.0
+for column, name, matrix, labels, layer, head, tokens in drawn:
+    with column:
         fig = charts.heatmap(
             matrix,
             labels,
             labels,
             title=f"Layer {layer}, head {head}",
             zmin=0.0,
-            zmax=float(matrix.max()) or 1.0,
+            zmax=top,
             value_name="attention",
             font_size=fs,
             width_px=450,  # half the page
@@ -105,7 +113,7 @@ for (name, active), column in zip(sides, columns, strict=True):
         ui.show_figure(
             fig,
             key=f"cmp_attention_{name}",
-            data=ui.later(transforms.labelled_table, matrix, result.tokens, "token", result.tokens),
+            data=ui.later(transforms.labelled_table, matrix, tokens, "token", tokens),
             filename=f"attention_{name}",
         )
 

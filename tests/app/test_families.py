@@ -166,6 +166,9 @@ def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
     r = model.analyze("we sat on the [MASK] of the river")
     assert decode(right["data"][0]["z"]).shape == r.attentions[-1, 0].shape
     assert left["layout"]["title"]["text"] and right["layout"]["title"]["text"]
+    # one colour scale for both sides: the same colour is the same weight (each once ran to its own maximum)
+    top = max(float(np.nanmax(decode(f["data"][0]["z"]))) for f in (left, right))
+    assert left["data"][0]["zmax"] == right["data"][0]["zmax"] == pytest.approx(top, rel=1e-6)
     masks = figure(at, "cmp_masks_right")
     assert len(masks["data"][0]["y"]) == 5 or len(decode(masks["data"][0]["x"])) == 5
     senses = figure(at, "cmp_senses")
@@ -341,3 +344,16 @@ def test_replaced_tokens_names_both_sentences_the_strips_score(family_dirs, monk
     assert len(model.replaced_tokens("the bank of the river .", "we sat")) == sum(
         1 for v in decode(strip["data"][0]["z"]).reshape(-1) if not np.isnan(v)
     )
+
+
+def test_compare_keeps_the_second_model_when_the_sidebar_picks_it_too(
+    family_dirs, monkeypatch, tiny_checkpoint
+):
+    """The second model's list leaves the sidebar's model out; once the sidebar picked the same model, the box's
+    value was not among its options, dropped out of the URL, and the link opened another comparison."""
+    second = "@demo-senses"
+    at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", model2=second)
+    at.sidebar.selectbox(key="model").set_value(second).run()
+    assert not at.exception
+    assert at.selectbox(key="model2").value == second and second in at.selectbox(key="model2").options
+    assert "Both sides run the same model" in _texts(at)
