@@ -224,7 +224,7 @@ else:
     from_options = [f"{n}: {row_names[n]} → …" for n in range(len(rows))]
     to_options = [f"… → {n}: {col_names[n]}" for n in range(len(cols))]
     focus_options = [ALL_TOKENS, *from_options, *to_options]
-    if st.session_state.get("att_focus") not in focus_options:
+    if "att_focus" in st.session_state and st.session_state["att_focus"] not in focus_options:
         st.session_state["att_focus"] = ALL_TOKENS  # the tokens changed under a stale choice
 
     f1, f2 = st.columns([3, 2])
@@ -233,6 +233,7 @@ else:
         focus_options,
         key="att_focus",
         persist_state="session",
+        bind="query-params",  # a shared link isolates the same token
         help="Or click a token in the chart: on the left, what it attends to; on the right, what attends to it.",
     )
     all_heads = f2.toggle(

@@ -275,3 +275,13 @@ def test_show_figure_refuses_a_callable_defined_in_a_page_script():
         ui.show_figure(go.Figure(), key="x", data=of_a_page)
     with pytest.raises(TypeError, match="page script"):
         ui.show_figure(go.Figure(), key="y", on_select=of_a_page)
+
+
+def test_an_isolated_token_is_in_the_link(make_app):
+    at = make_app(PAGE, a=TEXT, att_view="Head view")
+    chosen = at.selectbox(key="att_focus").options[2]
+    linked = make_app(PAGE, a=TEXT, att_view="Head view", att_focus=chosen)
+    assert not linked.exception and linked.selectbox(key="att_focus").value == chosen
+    lines = [t for t in figure(linked, "att_head_view")["data"] if t.get("mode") == "lines"]
+    ys = [y for t in lines for y in decode(t["y"]).tolist() if y is not None]
+    assert set(ys[0::2]) == {1}  # every line starts at the isolated token (row 1)
