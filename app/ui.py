@@ -113,10 +113,13 @@ LARGE_TABLE_ROWS = 60
 
 def table(data: Any, *, key: str | None = None) -> None:
     """A table without its index: st.dataframe, or in Large text (up to LARGE_TABLE_ROWS rows) st.table, whose
-    cells are HTML text the large-text stylesheet enlarges (text, never markup)."""
+    cells the large-text stylesheet enlarges. st.table renders every cell and header as Markdown, so each text
+    is escaped: typed text and pieces ('**cat**', '#', '2*3*4', a link) show as written, never as markup."""
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
     if st.session_state.get(KEY_LARGE) and len(frame) <= LARGE_TABLE_ROWS:
-        st.table(frame, hide_index=True)
+        shown = frame.map(lambda v: md_escape(v) if isinstance(v, str) else v)
+        shown.columns = [md_escape(c) for c in frame.columns]
+        st.table(shown, hide_index=True)
     else:
         st.dataframe(frame, hide_index=True, key=key)
 
