@@ -29,6 +29,16 @@ def _byte_of_char() -> dict[str, int]:
 
 
 _BYTE_OF_CHAR = _byte_of_char()
+# What a decoded piece's whitespace is drawn as: a chart label or a box option would show a blank (or break its
+# line) where the model read a space, a line break or a tab.
+_VISIBLE = {" ": VISIBLE_SPACE, "\n": "↵", "\t": "⇥", "\r": "␍"}
+
+
+def _visible(text: str) -> str:
+    """`text` with its spaces, line breaks and tabs as visible marks, other control characters as \\x.. ."""
+    return "".join(
+        _VISIBLE.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 32 or 0x7F <= ord(c) <= 0x9F else c) for c in text
+    )
 
 
 @dataclass(frozen=True)
@@ -85,10 +95,11 @@ class PieceStyle:
 
     def display(self, piece: str) -> str:
         """The piece as a person should read it: the marker kept where it is plain text ('##ing'), a start
-        marker shown as a visible space ('Ġbank' -> '␣bank'), byte-level pieces decoded ('ĠcafÃ©' -> '␣café')."""
+        marker shown as a visible space ('Ġbank' -> '␣bank'), byte-level pieces decoded ('ĠcafÃ©' -> '␣café'),
+        and the spaces, line breaks and tabs they may hold drawn visibly ('Ċ' -> '↵'), not as blanks."""
         if self.word_start_marker and piece.startswith(self.word_start_marker):
-            return VISIBLE_SPACE + self._read(piece[len(self.word_start_marker) :])
-        return self._read(piece)
+            return VISIBLE_SPACE + _visible(self._read(piece[len(self.word_start_marker) :]))
+        return _visible(self._read(piece)) if self.byte_level else piece
 
     def word(self, pieces: Sequence[str]) -> str:
         """The word a run of pieces spells: ('play', '##ing') -> 'playing', ('Ġplay', 'ing') -> 'playing';

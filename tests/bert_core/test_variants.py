@@ -251,7 +251,7 @@ def test_byte_level_pieces_read_as_the_text_they_spell(checkpoints):
     assert style.byte_level
     text = "Café naïve 東京 😀 run! a\tb ~ ÿ"
     written = [w for w, _ in ByteLevel(add_prefix_space=False).pre_tokenize_str(text)]
-    assert "".join(style.display(w) for w in written).replace("␣", " ") == text
+    assert "".join(style.display(w) for w in written).replace("␣", " ").replace("⇥", "\t") == text
     enc = roberta.encode("Café 東京")
     pieces = enc.tokens[1:-1]
     assert not any("Ã" in style.display(p) or "æ" in style.display(p) for p in pieces)  # no mojibake
@@ -260,6 +260,9 @@ def test_byte_level_pieces_read_as_the_text_they_spell(checkpoints):
     assert style.display("æĿ") == "\\xe6\\x9d" and style.partial("æĿ") and style.partial("±")
     assert style.word(["æĿ", "±"]) == "東" and not style.partial("ĠæĿ±")
     assert style.display("ĠcafÃ©") == "␣café" and style.display("<s>") == "<s>"
+    # whitespace a piece holds is drawn, not left blank (a chart label, a box's option); its text stays text
+    assert [style.display(p) for p in ("Ċ", "ĉ", "ĠĠ", "Ā")] == ["↵", "⇥", "␣␣", "\\x00"]
+    assert style.strip("Ċ") == "\n" and style.word(["Ġa", "Ċ"]) == "a\n"
     # other families are untouched: SentencePiece's ▁ and WordPiece's ## are characters, not bytes
     albert = bert_core.load_pretrained(checkpoints["albert", "model"]).info.piece_style
     assert not albert.byte_level and albert.display("▁café") == "␣café" and not albert.partial("é")
