@@ -289,9 +289,10 @@ class ModelStore:
     """Loaded models shared by every session of this process, at most `capacity` of them in memory.
 
     A model pushed out of the cache stays in memory while an open page still holds it (a session keeps its
-    model across reruns), so those count too, but not the pages of tabs closed for a while (`take_hold`): a new
-    model is loaded only when fewer than `capacity` models are in memory, in use or loading, after the least
-    recently used ones no page holds are let go; otherwise `StoreFull` names the ones in use. (An older copy of a rewritten directory that a page still holds is the
+    model across reruns), so those count too, but not the pages of tabs closed for a while (`take_hold`), nor,
+    when a new model needs the room, those of closed tabs still within their grace: a new model is loaded only
+    when fewer than `capacity` models are in memory, in use or loading, after the least recently used ones no
+    page holds are let go; otherwise `StoreFull` names the ones in use. (An older copy of a rewritten directory that a page still holds is the
     exception: it is not counted, so that page keeps working while the new files load.)
 
     Hub failures are remembered for a short while so that an offline machine doesn't retry the network on
@@ -355,7 +356,7 @@ class ModelStore:
         so would its model, counted as in use by an open page against `capacity`, or pinned for good should the
         session's objects have been frozen by the collector (app.server.Collector). The grace is for a tab that
         reconnects after a blip of its network: it keeps its copy (which matters when the directory has been
-        deleted or rewritten since). A hold let go of is still watched, so a closed session's run that ends
+        deleted or rewritten since), unless another model needs the room (`load`). A hold let go of is still watched, so a closed session's run that ends
         after that and sets it again is let go of again; the store forgets it with the session's state. Holds
         of sessions never seen connected (a test's AppTest) are never let go of."""
         with self._lock:
@@ -363,17 +364,15 @@ class ModelStore:
                 self._holds[session_id] = hold
             self._sweep()
 
-    def _sweep(self, grace_s: float | None = None) -> None:
-        """Note which registered tabs are connected, and let go of those closed for the grace (`closed_grace_s`
-        unless given). Streamlit does not tell when a tab closed, so a timer looks every `sweep_every_s` while
-        any hold is registered (runs look too): a tab's close is known to within that. Caller holds self._lock."""
-        grace = self.closed_grace_s if grace_s is None else grace_s
+    def _sweep(self) -> None:
+        """Note which registered tabs are connected, and let go of those closed for the grace. Streamlit does not
+        tell when a tab closed, so a timer looks every `sweep_every_s` while any hold is registered (runs look
+        too): a tab's close is known to within that. Caller holds self._lock."""
         now = time.monotonic()
         seen = {}
         for other, its_hold in list(self._holds.items()):
-            connected = self._is_open(other)
-            last = seen[other] = now if connected else self._seen_open.get(other, now)
-            if not connected and now - last >= grace:
+            last = seen[other] = now if self._is_open(other) else self._seen_open.get(other, now)
+            if now - last >= self.closed_grace_s:
                 its_hold.active = None
         self._seen_open = seen
         if seen and not self._watching:
@@ -382,6 +381,19 @@ class ModelStore:
             timer = threading.Timer(self.sweep_every_s, ModelStore._watch, args=(weakref.ref(self),))
             timer.daemon = True
             timer.start()
+
+    def _let_go_of_a_closed_tab(self) -> bool:
+        """Let go of the hold of the tab closed longest, still within its grace; False when no closed tab holds
+        a model. Caller holds self._lock."""
+        closed = [
+            (self._seen_open.get(sid, time.monotonic()), its_hold)
+            for sid, its_hold in list(self._holds.items())
+            if its_hold.active is not None and not self._is_open(sid)
+        ]
+        if not closed:
+            return False
+        min(closed, key=lambda pair: pair[0])[1].active = None
+        return True
 
     @staticmethod
     def _watch(store_ref: weakref.ref[ModelStore]) -> None:
@@ -524,11 +536,11 @@ class ModelStore:
                 self._no_checkpoint_there(source, key)
             with self._lock:
                 crowded = self._claim(cache_key, source)
-                if crowded:
-                    # The grace keeps a closed tab's copy for a tab that comes back after a network blip; a model
-                    # that needs the room now comes first. (A reload with another ?model= is such a closed tab:
-                    # its own previous session held the old model for the grace, and the reload was refused.)
-                    self._sweep(grace_s=0.0)
+                # The grace keeps a closed tab's copy for a tab that comes back after a network blip, but a model
+                # that needs the room comes first: closed tabs let go, the longest closed first, until it fits. (A
+                # reload with another ?model= closes a tab: its previous session held the old model for the
+                # grace, and the reload was refused as if an open page used it.)
+                while crowded and self._let_go_of_a_closed_tab():
                     crowded = self._claim(cache_key, source)
             if crowded and time.monotonic() - self._collected > self.collect_every_s:
                 # A model let go of but kept alive only by a reference cycle is not in use. Rate-limited: a full
@@ -543,8 +555,7 @@ class ModelStore:
                     f"this server keeps at most {self.capacity} "
                     f"{'model' if self.capacity == 1 else 'models'} in memory ({ENV_MAX_MODELS}), and open pages "
                     f"are using {', '.join(names)}; pick {'it' if len(names) == 1 else 'one of them'}, or try "
-                    "again when fewer pages are open (a closed tab's model is let go of as soon as another "
-                    "model needs the room)",
+                    "again when fewer pages are open",
                     names,
                 )
             try:
