@@ -520,8 +520,11 @@ elif view == "pll":
         except bert_core.BertScopeError as exc:
             st.info(ui.md_escape(f"{line[:40]}: ") + ui.user_message(exc))
             continue
-        (cut if enc.truncated else whole).append(line)
-        longest = max(longest, len(enc.tokens))
+        if enc.truncated:
+            cut.append(line)
+        else:
+            whole.append(line)
+            longest = max(longest, len(enc.tokens))  # of the lines ranked, which the note speaks of
     if cut:
         st.info(
             f"Left out of the ranking, as the model reads at most {tokenizer.max_length} pieces of a sentence and "

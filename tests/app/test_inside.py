@@ -270,3 +270,17 @@ def test_minimal_pairs_leave_out_lines_the_model_cuts(make_app, tiny_model):
     assert list(ranked["sentence"]) == ["the cat sat ."]
     left_out = [i.value for i in at.info if "Left out of the ranking" in i.value]
     assert len(left_out) == 1 and f"at most {tiny_model.tokenizer.max_length} pieces" in left_out[0]
+
+
+def test_the_untrained_positions_note_speaks_of_the_lines_ranked(make_app):
+    """The demo model was pre-trained on at most 42 pieces: a line left out for being cut must not make the
+    page warn that "the longest sentence" reaches positions it never learned."""
+    at = make_app(PAGE, a=TEXT, model="@demo")
+    at.radio(key="inside_view").set_value("pll").run()
+    box = [t for t in at.text_area if t.key.startswith("pll_text_")][0]
+    box.set_value(" ".join(["the cat sat on the mat ."] * 60) + "\nthe cat sat .").run()
+    assert not at.exception
+    assert [i for i in at.info if "Left out of the ranking" in i.value]
+    assert not [w for w in at.warning if "The longest sentence" in w.value]
+    box.set_value(" ".join(["the cat sat on the mat ."] * 8) + "\nthe cat sat .").run()  # ~50 pieces, ranked
+    assert [w for w in at.warning if "The longest sentence" in w.value]
