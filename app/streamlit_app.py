@@ -14,6 +14,7 @@ if str(APP_DIR.parent) not in sys.path:  # `streamlit run app/streamlit_app.py` 
     sys.path.insert(0, str(APP_DIR.parent))
 
 import streamlit as st  # noqa: E402
+from streamlit.errors import StreamlitAPIException  # noqa: E402
 
 import bert_core  # noqa: E402
 from app import inputs, models, server, transforms, ui  # noqa: E402
@@ -185,15 +186,21 @@ def main() -> None:
         ui.still_placeholders()  # first, so it is in place before the placeholders of what follows
         specs = [s for s in PAGES if (APP_DIR / s.file).is_file()]
         # Streamlit serves the default page at the root only: its own path (/tokens) answered "Page not found".
-        # A hidden twin of the same file answers it; the menu's entry keeps the root, and a path of its own
-        # that no link uses (each page's path must differ).
+        # A hidden twin answers that path and hands over to the root, parameters and all, so the menu marks the
+        # page and its widgets are one page's; the menu's entry keeps the root, and a path of its own that no
+        # link uses (each page's path must differ).
         first = specs[0]
-        pages = [
-            st.Page(first.file, title=first.title, url_path=f"{first.url_path}-start", default=True),
-            *(st.Page(p.file, title=p.title, url_path=p.url_path) for p in specs[1:]),
-            st.Page(first.file, title=first.title, url_path=first.url_path, visibility="hidden"),
-        ]
+        home = st.Page(first.file, title=first.title, url_path=f"{first.url_path}-start", default=True)
+        twin = st.Page(first.file, title=first.title, url_path=first.url_path, visibility="hidden")
+        pages = [home, *(st.Page(p.file, title=p.title, url_path=p.url_path) for p in specs[1:]), twin]
         page = st.navigation(pages)
+        if page is twin:
+            try:
+                st.switch_page(home, query_params={k: st.query_params.get_all(k) for k in st.query_params})
+            except StreamlitAPIException:
+                # A session whose widgets are bound to the URL already (none is, on a link's first run): the
+                # URL can't be handed over, so the page is shown on the twin's path.
+                pass
         sidebar()
         ui.large_text_style()
         run_page(page)

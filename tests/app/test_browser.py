@@ -288,6 +288,18 @@ def test_every_page_renders_with_no_network(app_url, page, path):
     assert page.locator("text=Page not found").count() == 0
 
 
+def test_the_first_pages_own_path_hands_over_to_the_root_with_its_parameters(app_url, page):
+    """/tokens once answered "Page not found" (Streamlit serves the default page at the root only)."""
+    page.goto(f"{app_url}/tokens?a=the+cat+sat&b=the+river")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    page.wait_for_function("() => location.pathname === '/'", timeout=10_000)
+    assert "a=the+cat+sat" in page.url and "b=the+river" in page.url
+    assert page.locator("text=Page not found").count() == 0
+    current = page.locator('[data-testid="stSidebarNav"] a[aria-current="page"]')
+    assert current.count() == 1 and current.inner_text() == "Tokens"
+
+
 def test_loading_placeholders_do_not_pulse_and_take_no_room(app_url, page):
     # An endless pulse makes Chromium compose a frame 60 times a second while a placeholder is on screen, which
     # in a crowded room is most of the wait (docs/benchmarks.md). Streamlit's own placeholder style is an
