@@ -266,6 +266,11 @@ elif view == "ablation":
         "one masked word, how much its log-probability drops when each head alone is off (Michel et al., 2019)."
     )
     choices = [f"{layer + 1}.{head + 1}" for layer in range(n_layers) for head in range(n_heads)]
+    kept = st.session_state.get("ablation_heads")
+    if isinstance(kept, list) and any(c not in choices for c in kept):
+        # Heads another model had: set to those this one has, so the URL drops the others too (Streamlit
+        # leaves a value that is not an option on the widget, not in the link).
+        st.session_state["ablation_heads"] = [c for c in kept if c in choices]
     off_names = st.multiselect(
         "Heads to switch off (layer.head)",
         choices,

@@ -300,6 +300,24 @@ def test_the_first_pages_own_path_hands_over_to_the_root_with_its_parameters(app
     assert current.count() == 1 and current.inner_text() == "Tokens"
 
 
+def test_heads_the_new_model_lacks_leave_the_link_too(app_url, page, tiny_checkpoint):
+    """After a switch to a smaller model, the page dropped head 4.4 but the URL kept it."""
+    page.goto(
+        f"{app_url}/inside?model=%40demo&inside_view=Head+ablation&a=the+cat+sat+on+the+%5BMASK%5D+."
+        "&ablation_heads=1.1&ablation_heads=4.4"
+    )
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    box = page.locator('[data-testid="stSidebar"] input[aria-label="Model"]')
+    box.click()
+    box.fill(str(tiny_checkpoint))  # 2 layers
+    box.press("Enter")
+    page.wait_for_timeout(800)
+    wait_for_app(page)
+    page.wait_for_function("() => !location.search.includes('4.4')", timeout=20_000)
+    assert "ablation_heads=1.1" in page.url
+
+
 def test_loading_placeholders_do_not_pulse_and_take_no_room(app_url, page):
     # An endless pulse makes Chromium compose a frame 60 times a second while a placeholder is on screen, which
     # in a crowded room is most of the wait (docs/benchmarks.md). Streamlit's own placeholder style is an
