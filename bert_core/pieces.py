@@ -119,8 +119,8 @@ class PieceStyle:
             if self.byte_level:
                 told += (
                     " Pieces are made of bytes, so any text can be spelt: a character the vocabulary lacks is "
-                    "split into pieces holding its UTF-8 bytes, each shown as \\x.. (大 as \\xe5\\xa4 and "
-                    "\\xa7, say)."
+                    "split into pieces holding its UTF-8 bytes, each shown as \\x.. (ж as \\xd0 and "
+                    "\\xb6, say)."
                 )
             return told
         return "Pieces carry no word-boundary marker."
