@@ -19,7 +19,7 @@ from bert_core.pretraining.masking import (
 )
 from bert_core.pretraining.pairs import IS_NEXT, NOT_NEXT
 
-KEY_DRAW = "pt_draw"  # session state: the seed of the current draw; the re-draw button moves it on
+KEY_DRAW = "pt_draw"  # the draw shown (1, 2, ...), in the URL; the re-draw button moves it on
 
 
 def action_text(mask: str) -> dict[MaskAction, str]:
@@ -51,9 +51,15 @@ if not info.has_mlm_head:
     ui.no_mlm_head(info, "show the masked-word exercise")
     st.stop()
 
-draw = int(st.session_state.setdefault(KEY_DRAW, 0))
+# The draw is in the URL, so a lecturer's "draw 3" opens as draw 3 for the room; the button moves it on.
+c1, c2 = st.columns([1, 3], vertical_alignment="bottom")
+shown = c1.number_input(
+    "Draw", min_value=1, max_value=1_000_000, value=1, step=1, key=KEY_DRAW, persist_state="session",
+    bind="query-params",
+)  # fmt: skip
 # A module's function as the callback: Streamlit keeps it while the page is shown (see inputs.py).
-st.button("Re-draw the masking", key="pt_redraw", on_click=bump, args=(KEY_DRAW,))
+c2.button("Re-draw the masking", key="pt_redraw", on_click=bump, args=(KEY_DRAW,))
+draw = int(shown) - 1  # draw 1 is seed 0, the masking this page always opened on
 rng = np.random.default_rng([draw, 20])
 
 try:

@@ -72,6 +72,19 @@ def test_redraw_changes_the_masking(page):
     assert not at.exception
 
 
+def test_the_draw_is_in_the_link(page):
+    """A lecturer's "draw 3" once opened as draw 1 for the room: the draw was kept in the session only."""
+    text = "the cat sat on the bank of the river and the dog ran to the water with a stick"
+    at = page(a=text)
+    for _ in range(2):
+        at.button(key="pt_redraw").click().run()
+    assert at.number_input(key="pt_draw").value == 3
+    linked = page(a=text, pt_draw="3")
+    assert not linked.exception and linked.number_input(key="pt_draw").value == 3
+    chosen = _table(at, "what happened")["chosen"].tolist()
+    assert _table(linked, "what happened")["chosen"].tolist() == chosen
+
+
 def test_page_without_sentence_b_explains_the_pair_examples(page):
     at = page(a="the dog sat by the river")
     assert any("sentence B" in i.value for i in at.info)
