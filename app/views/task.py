@@ -176,11 +176,10 @@ method = st.radio(
 )
 target = None  # the head's own default: a classifier's predicted class
 if info.task == "qa":
-    end = st.radio(
+    target = st.radio(
         "Explain", ["start", "end"], key="task_qa_end", horizontal=True, persist_state="session",
         format_func={"start": "the answer's start", "end": "the answer's end"}.__getitem__, bind="query-params",
     )  # fmt: skip
-    target = end
 elif info.task == "tag":
     # Any piece's label, not only the first's: the tagger's answer is one label per piece. Labels as choices
     # ("3: kitchen → B-PLACE"), so a kept one the new text lacks starts over (ui.start).
