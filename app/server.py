@@ -430,8 +430,12 @@ class Collector:
     What is frozen is never collected, and the sessions open at the freeze are frozen with it: once their tabs
     close and Streamlit drops them, they would stay, CSV downloads and all (Streamlit releases a session's
     files when the session object is collected). So every `refreeze_every_s`, at a quiet moment, the heap is
-    unfrozen, collected and frozen again: one full scan, ~170 ms, every ten minutes.
+    unfrozen, collected and frozen again: one full scan, ~170 ms, every ten minutes. A server with no quiet
+    moment for `OVERDUE` times that long refreezes at a busy one: the pages running then stay until the next
+    refreeze, a bounded cost, where waiting for quiet could keep the first freeze's sessions for the server's life.
     """
+
+    OVERDUE = 3
 
     def __init__(self, every_s: float = 2.0, refreeze_every_s: float = 600.0) -> None:
         self.every_s = every_s
@@ -465,11 +469,13 @@ class Collector:
             # which this collection cannot free: a catch-up collection comes for them.
             raising = sys.exc_info()[1] is not None
             quiet = self._running == 0 and not raising
-            if quiet and self._frozen and now - self._frozen_at >= self.refreeze_every_s:
+            age = now - self._frozen_at
+            overdue = self._frozen and age >= self.OVERDUE * self.refreeze_every_s
+            if self._frozen and age >= self.refreeze_every_s and (quiet or overdue):
                 gc.unfreeze()
                 self._frozen = False
             self._collect(now)
-            if quiet and not self._frozen:
+            if not self._frozen and (quiet or overdue):
                 gc.freeze()
                 self._frozen, self._frozen_at = True, now
             if raising:

@@ -1059,6 +1059,55 @@ def test_what_was_frozen_is_collected_once_it_is_garbage_at_the_next_refreeze():
         gc.unfreeze()
 
 
+def test_a_server_that_is_never_quiet_again_still_refreezes_once_overdue():
+    """Waiting for a quiet moment must not keep the first freeze's closed sessions for the server's life: once
+    the refreeze is `OVERDUE` times late it happens beside running pages, which are then kept only until the
+    next one."""
+    import gc
+    import weakref
+
+    unfrozen = nothing_frozen()
+    collector = server.Collector(every_s=0.0, refreeze_every_s=3600.0)
+
+    class Session(dict):
+        pass
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        open_tab = Session(downloads=np.zeros(1000))
+        open_tab["self"] = open_tab
+        closed = weakref.ref(open_tab)
+        collector.before_run()
+        assert collector.after_run() is True and gc.get_freeze_count() > unfrozen  # frozen at a quiet moment
+        del open_tab
+        collector.before_run()  # from here on a page is always running somewhere
+        running = Session(result=np.zeros(1000))
+        running["self"] = running
+        still_running = weakref.ref(running)
+        collector._frozen_at -= 2 * 3600.0  # due, not overdue: only a quiet moment refreezes
+        collector.before_run()
+        collector.after_run()
+        assert closed() is not None
+        collector._frozen_at -= 3600.0  # three times late
+        collector.before_run()
+        collector.after_run()
+        assert closed() is None and gc.get_freeze_count() > unfrozen  # freed, and frozen again
+        del running  # the page that was running at that refreeze ends: kept until the next one
+        collector.before_run()
+        collector.after_run()
+        assert still_running() is not None
+        collector._frozen_at -= 3 * 3600.0
+        collector.before_run()
+        collector.after_run()
+        assert still_running() is None
+    finally:
+        collector.close()
+        if was_enabled:
+            gc.enable()
+        gc.unfreeze()
+
+
 def test_the_place_of_a_shared_short_computation_is_the_one_its_own_session_is_told():
     """A short input waits in the express lane's line too: the session waiting on it is told the same place as
     the session whose request it is, the nearer of the two lines."""
