@@ -243,7 +243,10 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         return enc
 
     def _with_model_mask(self, text: str | None) -> str | None:
-        """[MASK] as typed by the user, written as this model's own mask token (RoBERTa's <mask>)."""
+        """[MASK] as typed by the user, written as this model's own mask token (RoBERTa's <mask>). The passes
+        that look for a mask (predictions, head importance, pseudo-log-likelihood, minimal pairs, logit lens)
+        read the text through this, so one text means the same hole in every family; `encode` and `analyze`
+        keep the tokenizer's own reading of what was typed."""
         mask = self.tokenizer.mask_token
         return text if text is None or mask == "[MASK]" else text.replace("[MASK]", mask)
 

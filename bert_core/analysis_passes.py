@@ -131,7 +131,7 @@ class AnalysisPasses:
         most `max_batch_tokens` (B x S) tokens, each row with its own head mask.
         """
         self.network.head("mlm")
-        enc = self.encode(text, text_pair)
+        enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
         position = self._target_position(enc, position)
         token_id = None
         if token is not None:
@@ -184,7 +184,7 @@ class AnalysisPasses:
         guess that a mask stands there, which the sentence's score must not include)."""
         self.network.head("mlm")
         mask_id = self._mask_id()
-        enc = self.encode(text, text_pair)
+        enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
         positions = np.flatnonzero(~enc.special_tokens_mask & (enc.input_ids != mask_id))  # (R,)
         masked = np.repeat(enc.input_ids[None], len(positions), axis=0)  # (S,) -> (R, S)
         masked[np.arange(len(positions)), positions] = mask_id
@@ -210,7 +210,7 @@ class AnalysisPasses:
         the ranking."""
         mask_id = self._mask_id()
         for text in texts:
-            if mask_id in self.encode(text).input_ids:
+            if mask_id in self.encode(self._with_model_mask(text)).input_ids:
                 raise InputError(f"{text[:60]!r} has a mask token: rank whole sentences, without a hole")
         scored = [(text, self.pseudo_log_likelihood(text)) for text in texts]
         return sorted(scored, key=lambda item: -item[1].total)
@@ -221,7 +221,7 @@ class AnalysisPasses:
         """The MLM head applied to `position`'s vector after every layer (default: the first [MASK])."""
         self.network.head("mlm")
         top_k = self._check_top_k(top_k)
-        enc = self.encode(text, text_pair)
+        enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
         position = self._target_position(enc, position)
         out = self._run([enc], None, keep_attentions=False)
         with torch.inference_mode():

@@ -150,6 +150,17 @@ def test_mask_typed_as_bracket_works_for_every_mlm(checkpoints):
         assert len(typed) == 1 and len(typed[0]) == 3
         own = m.fill_mask(f"the bank of the {m.tokenizer.mask_token} .", top_k=3)
         assert own == typed
+        # Every pass that looks for a hole reads the typed [MASK] the same way (RoBERTa's is <mask>).
+        typed_text, own_text = "the bank of the [MASK] .", f"the bank of the {m.tokenizer.mask_token} ."
+        lens = m.logit_lens(typed_text, top_k=2)
+        assert lens.position == m.logit_lens(own_text, top_k=2).position
+        assert m.head_importance(typed_text).position == lens.position
+        pll = m.pseudo_log_likelihood(typed_text)
+        assert pll.total == m.pseudo_log_likelihood(own_text).total
+        enc = m.encode(own_text)
+        assert len(pll.pieces) == len(enc.tokens) - int(enc.special_tokens_mask.sum()) - 1  # the hole unscored
+        with pytest.raises(InputError, match="mask token"):
+            m.rank_minimal_pairs(["the bank of the river .", typed_text])
 
 
 def test_heads_and_what_each_lacks(checkpoints):
