@@ -224,7 +224,7 @@ class LogitLens(_ReadsEncoding):
     final_token: str  # the last layer's top prediction
     final_token_id: int
     # (L + 1,) int64: the final token's rank at each layer, 1 = that layer's top prediction (1 at layer L);
-    # ties count in its favour, so the rank is 1 + the number of pieces with a strictly higher logit.
+    # ties count in its favour, so the rank is 1 + the number of pieces with a strictly higher probability.
     final_token_rank: np.ndarray
     final_token_probability: np.ndarray  # (L + 1,) float32
 

@@ -30,16 +30,20 @@ MAX_FLOW_TOKENS = 16
 
 
 def attention_flow(
-    attentions: np.ndarray, *, max_tokens: int = MAX_FLOW_TOKENS, normalize: bool = True
+    attentions: np.ndarray,
+    head_mask: np.ndarray | None = None,
+    *,
+    max_tokens: int = MAX_FLOW_TOKENS,
+    normalize: bool = True,
 ) -> np.ndarray:
     """Attention flow of every layer: (L, N, S, S) attention probabilities -> (L, S, S) float64.
 
     [l, i, j] is the maximum flow from position i after layer l to input token j, with the residual-aware maps
-    (`residual_attention`, as in rollout) as capacities. With normalize (the paper's choice) each row is divided
+    (`residual_attention`, as in rollout, with the run's head_mask) as capacities. With normalize (the paper's choice) each row is divided
     by its sum, so rows are distributions over the input tokens comparable with rollout's; otherwise each value
     is a raw flow, at most 1. Raises InputError when S > max_tokens (see MAX_FLOW_TOKENS for the cost).
     """
-    flows = max_flow_through_layers(residual_attention(attentions), max_tokens=max_tokens)
+    flows = max_flow_through_layers(residual_attention(attentions, head_mask), max_tokens=max_tokens)
     if normalize:
         flows /= flows.sum(axis=-1, keepdims=True)
     return flows

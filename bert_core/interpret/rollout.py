@@ -22,24 +22,32 @@ def _check_attentions(attentions: np.ndarray) -> np.ndarray:
     return a
 
 
-def residual_attention(attentions: np.ndarray) -> np.ndarray:
+def residual_attention(attentions: np.ndarray, head_mask: np.ndarray | None = None) -> np.ndarray:
     """(L, N, S, S) -> (L, S, S) float64: 0.5 * mean over heads + 0.5 * I, each row renormalised to sum to 1.
 
-    Rows of a softmax map already sum to 1, so the renormalisation changes nothing there; it matters for maps
-    with switched-off or hand-edited rows, which then still give a proper distribution.
+    head_mask: (L, N), 0 for a head switched off (`Analysis.head_mask`). Its probabilities are still in
+    `Analysis.attentions`, but its output was zeroed, so here its map counts as zeros in the mean: a layer
+    whose heads are all off passes each position on as itself. Rows of softmax maps already sum to 1, so the
+    renormalisation matters only for such layers (or hand-edited maps), which then still give distributions.
     """
     a = _check_attentions(attentions)
+    if head_mask is not None:
+        keep = np.asarray(head_mask, dtype=np.float64)
+        if keep.shape != a.shape[:2]:
+            raise InputError(f"head_mask must be (layers, heads) = {a.shape[:2]}, got shape {keep.shape}")
+        a = a * keep[:, :, None, None]
     mixed = 0.5 * a.mean(axis=1) + 0.5 * np.eye(a.shape[-1])  # (L, S, S)
     return mixed / mixed.sum(axis=-1, keepdims=True)
 
 
-def attention_rollout(attentions: np.ndarray) -> np.ndarray:
+def attention_rollout(attentions: np.ndarray, head_mask: np.ndarray | None = None) -> np.ndarray:
     """Rollout of every layer: (L, N, S, S) attention probabilities -> (L, S, S) float64.
 
-    Row l is A_l @ ... @ A_0 with A the residual-aware maps (`residual_attention`): entry [l, i, j] is how much
-    input token j contributes to position i after layer l (0-based). Each row sums to 1.
+    Row l is A_l @ ... @ A_0 with A the residual-aware maps (`residual_attention`, which takes the run's
+    head_mask): entry [l, i, j] is how much input token j contributes to position i after layer l (0-based).
+    Each row sums to 1.
     """
-    mixed = residual_attention(attentions)
+    mixed = residual_attention(attentions, head_mask)
     rolled = np.empty_like(mixed)
     rolled[0] = mixed[0]
     for layer in range(1, len(mixed)):

@@ -60,6 +60,31 @@ def test_rollout_renormalises_rows_of_switched_off_heads():
     np.testing.assert_allclose(rolled[0], expected, atol=1e-12)
 
 
+def test_rollout_and_flow_count_a_run_s_switched_off_heads_as_off(tiny_model):
+    """An analysis with heads off still returns their probabilities (their output was zeroed): given the run's
+    head_mask, rollout and flow leave those heads out; a layer with every head off passes positions on as they
+    are."""
+    layers, heads = tiny_model.config.num_hidden_layers, tiny_model.config.num_attention_heads
+    mask = np.ones((layers, heads), dtype=np.float32)
+    mask[0] = 0.0
+    mask[1, 0] = 0.0
+    run = tiny_model.analyze("the bank of the river", head_mask=mask)
+    np.testing.assert_array_equal(run.head_mask, mask)
+    rolled = bert_core.attention_rollout(run.attentions, run.head_mask)
+    np.testing.assert_allclose(rolled[0], np.eye(len(run.encoding.tokens)), atol=1e-12)
+    zeroed = run.attentions * mask[:, :, None, None]
+    np.testing.assert_allclose(rolled, bert_core.attention_rollout(zeroed), atol=1e-12)
+    assert not np.allclose(rolled, bert_core.attention_rollout(run.attentions), atol=1e-3)
+    short = tiny_model.analyze("the bank", head_mask=mask)
+    np.testing.assert_allclose(
+        bert_core.attention_flow(short.attentions, short.head_mask),
+        bert_core.attention_flow(short.attentions * mask[:, :, None, None]),
+        atol=1e-12,
+    )
+    with pytest.raises(InputError, match="head_mask"):
+        bert_core.attention_rollout(run.attentions, mask[:, :1])
+
+
 @pytest.mark.parametrize("shape", [(4, 4), (2, 3, 4, 5), (1, 1, 0, 0)])
 def test_rollout_rejects_bad_shapes(shape):
     with pytest.raises(InputError):
