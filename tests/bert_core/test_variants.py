@@ -158,7 +158,9 @@ def test_mask_typed_as_bracket_works_for_every_mlm(checkpoints):
         pll = m.pseudo_log_likelihood(typed_text)
         assert pll.total == m.pseudo_log_likelihood(own_text).total
         enc = m.encode(own_text)
-        assert len(pll.pieces) == len(enc.tokens) - int(enc.special_tokens_mask.sum()) - 1  # the hole unscored
+        assert (
+            len(pll.pieces) == len(enc.tokens) - int(enc.special_tokens_mask.sum()) - 1
+        )  # the hole unscored
         with pytest.raises(InputError, match="mask token"):
             m.rank_minimal_pairs(["the bank of the river .", typed_text])
 
