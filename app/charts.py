@@ -774,7 +774,7 @@ def saliency_strip(
     bound = float(np.abs(np.asarray(scores, dtype=np.float32)).max(initial=0.0)) or 1.0
     return token_strip(
         tokens, scores, title=title, zmin=-bound, zmax=bound, colorscale="RdBu_r", value_name="attribution",
-        value_format="+.4f", font_size=font_size,
+        value_format="+.3g", font_size=font_size,  # significant digits: a tiny share reads as itself, not +0.0000
     )  # fmt: skip
 
 

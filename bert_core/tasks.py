@@ -8,6 +8,7 @@ E = embedding size, C = classes, K = interpolation steps.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,6 +21,7 @@ from .results import Attribution, Entity
 from .tokenizer import Encoding, _frozen
 
 ATTRIBUTION_METHODS = ("integrated_gradients", "gradient_x_input")
+QA_STRIDE = 128  # pieces a long passage's neighbouring windows share (at most half a window; see _qa_windows)
 
 
 class TaskPasses:
@@ -73,23 +75,33 @@ class TaskPasses:
         return sorted({kind for kind in map(entity_type, labels) if kind is not None})
 
     def entities(self, text: str, text_pair: str | None = None) -> list[Entity]:
-        """Word-level entities merged from the tagger's B-/I- (and BIOES, or plain type) labels, each with its
-        character span in the sentence it was typed in. A word takes its first piece's label."""
+        """Word-level entities merged from the tagger's B-/I- (BIOES, BILOU, or plain type) labels, each with its
+        character span in the sentence it was typed in. A word is a run of characters between spaces, and
+        takes its first piece's label: so the fine-tuning lab trains and scores a tagger, and so the reference
+        pipelines group pieces, whatever the tokenizer's pre-splitting makes of "U.S." or "can't"."""
         enc = self.encode(text, text_pair)
         tags = self.tag(text, text_pair)
         texts = (text, text_pair)
+        owners = [None if t is None else word_owner(t) for t in texts]
         words: list[tuple[int, int, int, str, float]] = []  # (sentence, start, end, label, probability)
-        seen: set[tuple[int, int]] = set()
-        for i, (sentence, word) in enumerate(zip(enc.sequence_ids, enc.word_ids, strict=True)):
-            if sentence is None or word is None:
+        index: dict[tuple[int, int], int] = {}  # (sentence, word) -> its place in `words`
+        for i, (sentence, (start, end)) in enumerate(
+            zip(enc.sequence_ids, enc.offsets.tolist(), strict=True)
+        ):
+            if sentence is None:
                 continue
-            start, end = (int(x) for x in enc.offsets[i])
-            if (sentence, word) in seen:  # a later piece of the same word widens its span
-                s, st, _, label, p = words[-1]
-                words[-1] = (s, st, end, label, p)
+            covered = owners[sentence][start:end]
+            covered = covered[covered >= 0]
+            if not len(covered):  # nothing but the space before a word (SentencePiece's lone "▁", a lone "Ġ")
                 continue
-            seen.add((sentence, word))
-            words.append((sentence, start, end, tags[i][1], tags[i][2]))
+            word = (sentence, int(covered[0]))
+            if word in index:  # a later piece of the same word widens its span
+                s, st, e, label, p = words[index[word]]
+                words[index[word]] = (s, st, max(e, end), label, p)
+                continue
+            index[word] = len(words)
+            first = int(np.flatnonzero(owners[sentence] == word[1])[0])  # the word's own first character
+            words.append((sentence, max(start, first), end, tags[i][1], tags[i][2]))
         return _merge_entities(words, texts)
 
     # -- question answering ---------------------------------------------------------------------------------
@@ -101,19 +113,31 @@ class TaskPasses:
         top_k: int = 1,
         *,
         max_answer_tokens: int = 30,
-        stride: int = 128,
+        stride: int = QA_STRIDE,
     ) -> list[tuple[str, int, int, float]]:
         """[(answer_text, start_char, end_char, score), ...], the best spans of `context` by start + end logit
         (the score), end >= start, at most `max_answer_tokens` pieces, over context pieces only. A context
         longer than the model's positions is read in overlapping windows (`stride` pieces shared between
         neighbours, at most half a window), as the reference pipelines do."""
+        spans, _ = self._best_spans(question, context, top_k, max_answer_tokens, stride)
+        return [(context[a:b], a, b, score) for (a, b), (score, _, _, _) in spans]
+
+    def _best_spans(self, question: str, context: str, top_k: int, max_answer_tokens: int, stride: int):
+        """([((start_char, end_char), (score, window, start_piece, end_piece)), ...] best first, the windows):
+        `answer`'s spans with where each scored best, which `attribute` explains."""
         self.network.head("qa")
         if not isinstance(question, str) or not question.strip():
             raise InputError("the question is empty: type a question about the passage")
         top_k = self._check_top_k(top_k)
+        if (
+            isinstance(max_answer_tokens, bool)
+            or not isinstance(max_answer_tokens, int)
+            or max_answer_tokens < 1
+        ):
+            raise InputError(f"max_answer_tokens must be a positive integer, got {max_answer_tokens!r}")
         windows = self._qa_windows(question, context, stride)
         logits = self._task_logits("qa", windows)  # (B, S, 2)
-        best: dict[tuple[int, int], float] = {}
+        best: dict[tuple[int, int], tuple[float, int, int, int]] = {}
         for row, enc in enumerate(windows):
             in_context = [i for i, seq in enumerate(enc.sequence_ids) if seq == 1]
             starts, ends = logits[row, : len(enc), 0], logits[row, : len(enc), 1]
@@ -123,12 +147,20 @@ class TaskPasses:
             valid = torch.triu(torch.ones_like(scores, dtype=torch.bool))
             valid &= ~torch.triu(valid, diagonal=max_answer_tokens)
             scores = scores.masked_fill(~valid, float("-inf"))
-            for flat in torch.topk(scores.flatten(), min(top_k, int(valid.sum()))).indices.tolist():
+            # Best first until top_k distinct spans: pieces that share a character span (a lone "▁" before its
+            # word) make pairs that read as the same answer, and must not take the places of others.
+            found: set[tuple[int, int]] = set()
+            for flat in torch.argsort(scores.flatten(), descending=True)[: int(valid.sum())].tolist():
                 i, j = divmod(flat, scores.shape[1])
                 span = (int(enc.offsets[first + i][0]), int(enc.offsets[first + j][1]))
-                best[span] = max(best.get(span, float("-inf")), float(scores[i, j]))
-        ranked = sorted(best.items(), key=lambda item: -item[1])[:top_k]
-        return [(context[a:b], a, b, score) for (a, b), score in ranked]
+                score = float(scores[i, j])
+                if span not in best or score > best[span][0]:
+                    best[span] = (score, row, first + i, first + j)
+                found.add(span)
+                if len(found) == top_k:
+                    break
+        ranked = sorted(best.items(), key=lambda item: -item[1][0])[:top_k]
+        return ranked, windows
 
     def _qa_windows(self, question: str, context: str, stride: int) -> list[Encoding]:
         """[question + window of the context] encodings covering the whole context: the question and the
@@ -196,8 +228,9 @@ class TaskPasses:
             raise InputError(f"method must be one of {', '.join(ATTRIBUTION_METHODS)}, got {method!r}")
         if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 1000:
             raise InputError(f"steps must be an integer from 1 to 1000, got {steps!r}")
-        enc = self.encode(text, text_pair)
-        name, pick, described = self._attribution_target(enc, text, text_pair, target)
+        enc, name, pick, described = self._attribution_target(
+            self.encode(text, text_pair), text, text_pair, target
+        )
         ids = torch.from_numpy(np.array(enc.input_ids))[None].to(self.device)  # (1, S)
         types = torch.from_numpy(np.array(enc.token_type_ids))[None].to(self.device)
         positions = torch.from_numpy(np.array(enc.position_ids))[None].to(self.device)
@@ -251,7 +284,8 @@ class TaskPasses:
         )
 
     def _attribution_target(self, enc: Encoding, text: str, text_pair: str | None, target):
-        """(head name, logits -> (B,) picker, words for people) for `attribute`."""
+        """(the encoding to explain, head name, logits -> (B,) picker, words for people) for `attribute`: `enc`
+        itself, but for QA the window of the passage that the best answer was scored in."""
         task = self.task if self.task is not None else ("mlm" if self.has_mlm_head else None)
         if task is None:
             raise InputError("this model has no head to explain: load a fine-tuned or an MLM checkpoint")
@@ -261,7 +295,8 @@ class TaskPasses:
                 target = int(self._task_logits("classify", [enc])[0].argmax())
             index = labels.index(target) if isinstance(target, str) and target in labels else target
             index = self._check_index(index, len(labels), "the target class")
-            return "classify", lambda logits: logits[:, index], f"class {labels[index]}"
+            what = "output" if self.config.task_kind == "regression" else "class"
+            return enc, "classify", lambda logits: logits[:, index], f"{what} {labels[index]}"
         if task in ("tag", "mlm"):
             if target is None:
                 if task == "tag":
@@ -276,39 +311,36 @@ class TaskPasses:
             position, label = target
             position = self._check_index(position, len(enc), "the target position")
             names = self._label_names(self.config.num_labels) if task == "tag" else None
-            if isinstance(label, str):
-                label = names.index(label) if names and label in names else self.tokenizer.token_to_id(label)
+            if isinstance(label, str) and names is not None:
+                if label not in names:
+                    raise InputError(f"{label!r} is not one of this tagger's labels: {', '.join(names)}")
+                label = names.index(label)
+            elif isinstance(label, str):
+                piece = self.tokenizer.token_to_id(label)
+                if piece is None:
+                    raise InputError(f"{label!r} is not a piece of this model's vocabulary")
+                label = piece
             size = self.config.num_labels if task == "tag" else self.config.vocab_size
             label = self._check_index(label, size, "the target label")
             shown = names[label] if names else self.tokenizer.id_to_token(label)
-            return task, lambda logits: logits[:, position, label], f"{shown!s} at token {position}"
+            return enc, task, lambda logits: logits[:, position, label], f"{shown!s} at token {position}"
         if task == "qa":
             end = {"start": 0, "end": 1}.get(target if target is not None else "start")
             if end is None or text_pair is None:
                 raise InputError(
                     'for question answering, pass the passage as text_pair and target "start" or "end"'
                 )
-            best = self.answer(text, text_pair)[0]
-            char = best[1] if end == 0 else best[2] - 1
-            position = next(
-                (
-                    i
-                    for i, (seq, (a, b)) in enumerate(
-                        zip(enc.sequence_ids, enc.offsets.tolist(), strict=True)
-                    )
-                    if seq == 1 and a <= char < max(b, a + 1)
-                ),
-                None,
-            )
-            if position is None:  # the best answer lies in a later window than the model reads at once
-                raise InputError(
-                    "the answer lies beyond what the model reads at once from this passage: shorten the passage "
-                    "to explain it"
-                )
+            # The window the best answer scored in (`answer`'s defaults), not the passage's first: a long
+            # passage's answer may lie beyond it, or score otherwise there, nearer its edge.
+            spans, windows = self._best_spans(text, text_pair, 1, 30, QA_STRIDE)
+            _, (_, window, start_piece, end_piece) = spans[0]
+            position = start_piece if end == 0 else end_piece
             return (
+                windows[window],
                 "qa",
                 lambda logits: logits[:, position, end],
-                f"answer {'start' if end == 0 else 'end'} (token {position})",
+                f"answer {'start' if end == 0 else 'end'} (token {position}"
+                + (f" of window {window + 1} of {len(windows)} of the passage)" if len(windows) > 1 else ")"),
             )
         raise InputError(f"attribution is not available for the {task} head")
 
@@ -330,10 +362,25 @@ def _select(full: Encoding, keep: list[int], position_offset: int) -> Encoding:
     )
 
 
+# The position prefixes of BIO / IOB1, BIOES and BILOU: L- ends an entity as E- does, U- is one word as S- is.
+_PREFIXES = frozenset("BIESLU")
+_ENDS = frozenset("ESLU")  # an entity with this last prefix takes no further word
+
+
 def _split_label(label: str) -> tuple[str, str]:
-    # (prefix, type): "B-PERSON" -> ("B", "PERSON"), a plain type "PERSON" -> ("", "PERSON"), "O" -> ("", "O")
-    prefix, _, kind = label.partition("-") if "-" in label else ("", "", label)
-    return prefix, kind
+    # (prefix, type): "B-PERSON" -> ("B", "PERSON"), "B-WORK-OF-ART" -> ("B", "WORK-OF-ART"), a plain type
+    # "PERSON" or "WORK-OF-ART" -> ("", ...), "O" -> ("", "O"). Only a known prefix is one.
+    prefix, _, kind = label.partition("-")
+    return (prefix, kind) if prefix in _PREFIXES and kind else ("", label)
+
+
+def word_owner(text: str) -> np.ndarray:
+    """(len(text) + 1,) int64: for each character, the whitespace-delimited word it belongs to; -1 for spaces
+    (and the end, so a slice [start:end] of it is never empty by accident of the last index)."""
+    owner = np.full(len(text) + 1, -1, dtype=np.int64)
+    for word, match in enumerate(re.finditer(r"\S+", text)):
+        owner[match.start() : match.end()] = word
+    return owner
 
 
 def entity_type(label: str) -> str | None:
@@ -343,8 +390,8 @@ def entity_type(label: str) -> str | None:
 
 
 def _merge_entities(words, texts) -> list[Entity]:
-    """BIO / BIOES / plain-type word labels -> entities. B-/S- (or a change of type, or a plain type after
-    another) starts one; I-/E- of the same type continue it; E-/S- and O end it."""
+    """BIO / BIOES / BILOU / plain-type word labels -> entities. B-/S-/U- (or a change of type) starts one;
+    I-/E-/L- or the plain type of the same type continue it; E-/S-/L-/U- and O end it."""
     entities: list[Entity] = []
     current = None  # [sentence, start, end, type, probabilities]
     for sentence, start, end, label, p in words:
@@ -358,8 +405,8 @@ def _merge_entities(words, texts) -> list[Entity]:
             current is not None
             and current[0] == sentence
             and current[3] == kind
-            and prefix in ("I", "E", "")
-            and current[5] not in ("E", "S")
+            and prefix in ("I", "E", "L", "")
+            and current[5] not in _ENDS
         )
         if continues:
             current[2] = end

@@ -98,8 +98,8 @@ elif info.task == "choice":
         filename="choices",
     )
 elif info.task == "tag":
-    st.caption("A token-classification head labels every piece; a word takes its first piece's label, and "
-               "B-/I- labels merge into entities.")  # fmt: skip
+    st.caption("A token-classification head labels every piece; a word (what lies between spaces, so "
+               "\"U.S.\" is one) takes its first piece's label, and B-/I- labels merge into entities.")  # fmt: skip
     try:
         tags = cache.task_prediction(active, "tag", text, pair)
         entities = cache.task_prediction(active, "entities", text, pair)
@@ -162,8 +162,10 @@ else:
 st.subheader("Why")
 st.caption(
     "Integrated gradients (Sundararajan et al., 2017) credit each token with its share of the change in the "
-    "predicted score between a baseline (every word replaced by padding) and the input; gradient × input is "
-    "the one-step version. Red pushed towards the prediction, blue against it."
+    "explained score (a logit, before the softmax) between a baseline (every word replaced by padding, the "
+    "special tokens kept) and the input. Gradient × input multiplies the gradient at the input by the word "
+    "embedding itself: a quick local reading with no baseline, which credits special tokens too and can "
+    "disagree with integrated gradients, even in sign. Red pushed the score up, blue down."
 )
 method = st.radio(
     "Method",
@@ -217,12 +219,19 @@ if explained is not None:
         data=pd.DataFrame({"token": explained.tokens, "attribution": explained.scores}),
         filename="saliency",
     )
+    score_name = "the output" if info.task_kind == "regression" else "the logit"
+    if info.task == "qa":
+        score_name += " (the answer's score adds its start and end logits)"
     if method == "integrated_gradients":
         change = explained.score - explained.baseline_score
+        gap = explained.completeness_gap
+        share = f" ({gap / abs(change):.1%} of it)" if change else ""
         st.caption(
-            f"Score {explained.score:.3f}, baseline {explained.baseline_score:.3f}; the attributions add up to the "
-            f"change within {explained.completeness_gap:.4f} ({explained.completeness_gap / (abs(change) or 1):.1%})."
+            f"Explained: {score_name}, {explained.score:.3f} for the input and {explained.baseline_score:.3f} "
+            f"at the baseline, a change of {change:+.3f}; the attributions add up to it within {gap:.4f}{share}."
         )
+    else:
+        st.caption(f"Explained: {score_name}, {explained.score:.3f} for the input.")
 
 if info.task == "classify":
     result = ui.analysis_or_stop(active, text, pair, notes=False)

@@ -48,6 +48,7 @@ from ..pretraining.train import (
     optimizer_step,
     write_checkpoint,
 )
+from ..tasks import word_owner
 from ..tokenizer import Encoding
 from . import metrics
 from .data import TASKS, Example, example_labels
@@ -298,10 +299,11 @@ def make_features(
 
 def _first_pieces(enc: Encoding, example: Example) -> list[tuple[int, int]]:
     """[(piece, word)] for the first piece of each word (words by character span, so a word the tokenizer's
-    pre-splitting cuts in two, "can't" or "U.S.", is still one word); a word cut off by truncation has none."""
-    owner = np.full(len(example.text) + 1, -1, dtype=np.int64)  # character -> the word it belongs to
-    for word, (start, end) in enumerate(example.word_spans()):
-        owner[start:end] = word
+    pre-splitting cuts in two, "can't" or "U.S.", is still one word, as `entities` reads it); a word cut off
+    by truncation has none."""
+    owner = word_owner(
+        example.text
+    )  # character -> the word it belongs to (the text is the words, one space apart)
     pairs, seen = [], set()
     for piece, (sequence, (start, end)) in enumerate(
         zip(enc.sequence_ids, enc.offsets.tolist(), strict=True)

@@ -176,6 +176,11 @@ def test_the_why_panel_explains_any_pieces_label_and_either_end_of_an_answer(hea
     strip = figure(at, "task_saliency")
     np.testing.assert_allclose(decode(strip["data"][0]["z"]).reshape(-1), expected.scores, atol=1e-5)
     assert "end" in strip["layout"]["title"]["text"]
+    said = [c.value for c in at.caption if c.value.startswith("Explained:")]
+    assert len(said) == 1 and "logit" in said[0] and f"{expected.score:.3f} for the input" in said[0]
+    at.radio(key="task_method").set_value("gradient_x_input").run()
+    said = [c.value for c in at.caption if c.value.startswith("Explained:")]
+    assert not at.exception and len(said) == 1 and "baseline" not in said[0]
 
 
 def test_characters_the_model_reads_as_unknown_are_named(monkeypatch):

@@ -9,7 +9,7 @@ import torch
 
 import bert_core
 from bert_core import InputError, MissingHeadError
-from bert_core.tasks import _merge_entities
+from bert_core.tasks import _merge_entities, entity_type
 from tests.variants import FAMILY_PREFIX, TASK_CLASSES, hf_tokenizer, make_task_checkpoint
 
 transformers = pytest.importorskip("transformers")
@@ -160,6 +160,8 @@ def test_regression_and_multi_label_read_problem_type(tmp_path):
     assert reg.info.task_kind == "regression"
     [(label, value)] = reg.classify("the bank")
     assert label == "score" and isinstance(value, float)
+    explained = reg.attribute("the bank", steps=4)
+    assert explained.target == "output score" and explained.score == pytest.approx(value, abs=1e-5)
     multi = bert_core.load_pretrained(
         make_task_checkpoint(
             tmp_path / "m", "bert", "classify", ["a", "b", "c"], problem_type="multi_label_classification"
@@ -181,7 +183,6 @@ def test_heads_are_never_invented(task_dirs, tiny_model):
 
 
 def test_entity_type_of_a_label():
-    from bert_core.tasks import entity_type
 
     assert [entity_type(x) for x in ("B-PER", "I-PER", "S-LOC", "PER", "O")] == [
         "PER",
@@ -209,6 +210,38 @@ def test_entities_merge_bio_and_bioes_with_spans():
         (0, 13, 15, "I-PER", 0.5),
     ]
     assert [e.text for e in _merge_entities(bioes, (text, None))] == ["ann", "lee", "went", "to"]
+
+
+def test_entities_read_bilou_and_plain_types_with_hyphens():
+    text = "new york city hall in the museum of modern art"
+    spans = [(0, 3), (4, 8), (9, 13), (14, 18), (19, 21), (22, 25), (26, 32), (33, 35), (36, 42), (43, 46)]
+    tags = ["B-LOC", "I-LOC", "L-LOC", "U-FAC", "O", "O", "WORK-OF-ART", "WORK-OF-ART", "WORK-OF-ART"]
+    tags.append("WORK-OF-ART")
+    words = [(0, a, b, tag, 1.0) for (a, b), tag in zip(spans, tags, strict=True)]
+    ents = _merge_entities(words, (text, None))
+    assert [(e.label, e.text) for e in ents] == [
+        ("LOC", "new york city"),
+        ("FAC", "hall"),
+        ("WORK-OF-ART", "museum of modern art"),
+    ]
+    assert [entity_type(x) for x in ("B-WORK-OF-ART", "WORK-OF-ART", "U-FAC", "L-LOC", "X-Y")] == [
+        "WORK-OF-ART",
+        "WORK-OF-ART",
+        "FAC",
+        "LOC",
+        "X-Y",
+    ]
+
+
+@pytest.mark.parametrize("arch", FAMILIES)
+def test_a_word_is_what_lies_between_spaces_as_the_fine_tuning_lab_trains_it(task_dirs, arch, monkeypatch):
+    """The lab labels the first piece of each space-separated word; the entities shown must group pieces the
+    same way, however the tokenizer pre-splits "u.s." or "can't"."""
+    m = bert_core.load_pretrained(task_dirs[arch, "tag"])
+    text = "we met in the u.s. and can't stay"
+    monkeypatch.setattr(m, "tag", lambda t, p=None: [(tok, "B-LOC", 0.5) for tok in m.encode(t, p).tokens])
+    assert [e.text for e in m.entities(text)] == text.split()
+    assert all(text[e.start : e.end] == e.text for e in m.entities(text))
 
 
 @pytest.mark.parametrize("arch", ["bert", "roberta"])
@@ -239,9 +272,26 @@ def test_attribution_targets_for_tagger_qa_and_mlm(task_dirs, tiny_model):
     assert r.target.startswith("answer end")
     r = tiny_model.attribute("the [MASK] sat on the bank", steps=20)
     assert "at token 2" in r.target and np.isfinite(r.scores).all()
+    with pytest.raises(InputError, match="not one of this tagger's labels"):
+        tagger.attribute("we sat by the bank", target=(2, "[SEP]"), steps=2)  # a piece, not a label
+    with pytest.raises(InputError, match="not a piece"):
+        tiny_model.attribute("the [MASK] sat", target=(2, "zzzqqq"), steps=2)
 
 
-def test_explaining_an_answer_beyond_the_first_window_is_a_clear_error(task_dirs):
+@pytest.mark.parametrize("arch", FAMILIES)
+def test_answer_gives_top_k_distinct_spans_and_checks_its_length_limit(task_dirs, arch):
+    m = bert_core.load_pretrained(task_dirs[arch, "qa"])
+    question, context = "where was the cash?", "we deposited the cash at the bank by the river."
+    answers = m.answer(question, context, top_k=8)
+    assert len(answers) == 8 and len({(a, b) for _, a, b, _ in answers}) == 8
+    assert [s for *_, s in answers] == sorted((s for *_, s in answers), reverse=True)
+    assert answers[0] == m.answer(question, context)[0]
+    for bad in (0, -3, 1.5, True):
+        with pytest.raises(InputError, match="max_answer_tokens"):
+            m.answer(question, context, max_answer_tokens=bad)
+
+
+def test_an_answer_beyond_the_first_window_is_explained_in_the_window_it_scored_in(task_dirs):
     m = bert_core.load_pretrained(task_dirs["bert", "qa"])
     question = "where was the cash?"
     first_window = m._qa_windows(question, "x " * 500, stride=0)[0]
@@ -258,5 +308,14 @@ def test_explaining_an_answer_beyond_the_first_window_is_a_clear_error(task_dirs
             break
     else:
         pytest.fail("no passage put the best answer past the first window")
-    with pytest.raises(InputError, match="beyond what the model reads"):
-        m.attribute(question, context, target="start", steps=2)
+    text, start_char, end_char, score = m.answer(question, context)[0]
+    start = m.attribute(question, context, target="start", steps=2)
+    end = m.attribute(question, context, target="end", steps=2)
+    assert start.encoding.tokens == end.encoding.tokens != m.encode(question, context).tokens
+    assert "window" in start.target and "of the passage" in start.target
+    s_pos, e_pos = (int(a.target.split("token ")[1].split(" ")[0]) for a in (start, end))
+    assert start.encoding.offsets[s_pos][0] == start_char and end.encoding.offsets[e_pos][1] == end_char
+    # the logits explained are the two that made the answer's score, in the window that scored it
+    assert start.score + end.score == pytest.approx(score, abs=1e-5)
+    logits = m._task_logits("qa", [start.encoding])[0]
+    assert float(logits[s_pos, 0]) == pytest.approx(start.score, abs=1e-5)
