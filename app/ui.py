@@ -288,6 +288,29 @@ def length_notes(active: models.ActiveModel, enc) -> None:
     untrained_positions_note(active, len(enc.tokens))
 
 
+IG_GAP_WARNING = 0.05  # a completeness gap past this share of the change is said: the colours are approximate
+
+
+def attribution_note(explained, score_name: str) -> None:
+    """Under a saliency strip: the number explained (`score_name`, e.g. "the logit"), and for integrated
+    gradients how closely the attributions add up to its change from the baseline, with a warning when not."""
+    if explained.method != "integrated_gradients":
+        st.caption(f"Explained: {score_name}, {explained.score:.3f} for the input.")
+        return
+    change = explained.score - explained.baseline_score
+    gap = explained.completeness_gap
+    share = f" ({gap / abs(change):.1%} of it)" if change else ""
+    st.caption(
+        f"Explained: {score_name}, {explained.score:.3f} for the input and {explained.baseline_score:.3f} at the "
+        f"baseline, a change of {change:+.3f}; the attributions add up to it within {gap:.4f}{share}."
+    )
+    if gap > IG_GAP_WARNING * abs(change) and gap > 1e-3:
+        st.warning(
+            f"The attributions miss the change by more than {IG_GAP_WARNING:.0%}: the path from the baseline "
+            f"bends more than {cache.IG_STEPS} steps follow here, so read the colours as approximate."
+        )
+
+
 def unknown_pieces_note(active: models.ActiveModel, text: str, pair: str | None = None) -> None:
     """Say which typed characters the model reads as its unknown piece (a demo model's small vocabulary has no
     "?"): the page's answer then rests on [UNK], not on what was typed."""

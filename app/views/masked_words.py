@@ -193,3 +193,4 @@ with st.expander("Why this guess? (saliency)"):
                 data=pd.DataFrame({"token": explained.tokens, "attribution": explained.scores}),
                 filename="mask_saliency",
             )
+            ui.attribution_note(explained, "the guess's logit")

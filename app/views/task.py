@@ -222,16 +222,7 @@ if explained is not None:
     score_name = "the output" if info.task_kind == "regression" else "the logit"
     if info.task == "qa":
         score_name += " (the answer's score adds its start and end logits)"
-    if method == "integrated_gradients":
-        change = explained.score - explained.baseline_score
-        gap = explained.completeness_gap
-        share = f" ({gap / abs(change):.1%} of it)" if change else ""
-        st.caption(
-            f"Explained: {score_name}, {explained.score:.3f} for the input and {explained.baseline_score:.3f} "
-            f"at the baseline, a change of {change:+.3f}; the attributions add up to it within {gap:.4f}{share}."
-        )
-    else:
-        st.caption(f"Explained: {score_name}, {explained.score:.3f} for the input.")
+    ui.attribution_note(explained, score_name)
 
 if info.task == "classify":
     result = ui.analysis_or_stop(active, text, pair, notes=False)

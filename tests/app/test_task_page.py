@@ -109,6 +109,7 @@ def test_masked_words_offers_saliency_for_a_chosen_guess(monkeypatch, tiny_check
     at.switch_page("views/masked_words.py").run()
     assert at.selectbox(key="mask_saliency").value == picked != "—"  # kept across the visit
     assert figure(at, "mask_saliency_strip")
+    assert [c for c in at.caption if c.value.startswith("Explained: the guess's logit")]
     # a new text whose mask sits elsewhere: the kept guess is not among its guesses, so the choice starts over
     at.text_area(key="a").set_value("[MASK] sat on the mat .").run()
     assert not at.exception and picked not in at.selectbox(key="mask_saliency").options
@@ -199,3 +200,35 @@ def test_characters_the_model_reads_as_unknown_are_named(monkeypatch):
         monkeypatch, models.DEMO_TASKS_DIR / "qa", a="where did anna leave the book", b="anna left it there"
     )
     assert not [c for c in at.caption if "vocabulary has no piece" in c.value]
+
+
+def _note_page():
+    from types import SimpleNamespace
+
+    import streamlit as st
+
+    from app import ui
+
+    for method, score, baseline, gap in st.session_state["cases"]:
+        ui.attribution_note(
+            SimpleNamespace(method=method, score=score, baseline_score=baseline, completeness_gap=gap),
+            "the logit",
+        )
+
+
+def test_the_attribution_note_gives_the_numbers_and_warns_when_they_do_not_add_up():
+    at = AppTest.from_function(_note_page, default_timeout=TIMEOUT)
+    at.session_state["cases"] = [
+        ("integrated_gradients", 2.0, 0.5, 0.001),  # adds up: no warning
+        ("integrated_gradients", 1.0, 1.0, 0.0),  # no change at all: no share of it, no division
+        ("gradient_x_input", 3.0, 0.0, 0.0),  # no baseline to speak of
+    ]
+    at.run()
+    assert not at.exception and not at.warning
+    said = [c.value for c in at.caption]
+    assert "a change of +1.500" in said[0] and "(0.1% of it)" in said[0]
+    assert "a change of +0.000" in said[1] and "of it" not in said[1]
+    assert said[2] == "Explained: the logit, 3.000 for the input."
+    at.session_state["cases"] = [("integrated_gradients", 2.0, 0.0, 0.3)]
+    at.run()
+    assert len(at.warning) == 1 and "15.0% of it" in at.caption[0].value
