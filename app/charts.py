@@ -770,12 +770,17 @@ def replaced_strip(
 def saliency_strip(
     tokens: Sequence[str], scores: Sequence[float], *, title: str, font_size: int = BASE_FONT
 ) -> go.Figure:
-    """Tokens coloured by their attribution, centred on zero: red for the target, blue against it."""
+    """Tokens coloured by their attribution, centred on zero: red for the target, blue against it. In rows of
+    at most SALIENCY_ROW tokens (fewer for larger text): one row of a long input piles its labels up."""
     bound = float(np.abs(np.asarray(scores, dtype=np.float32)).max(initial=0.0)) or 1.0
+    per_row = max(4, SALIENCY_ROW * BASE_FONT // max(font_size, 1))
     return token_strip(
         tokens, scores, title=title, zmin=-bound, zmax=bound, colorscale="RdBu_r", value_name="attribution",
-        value_format="+.3g", font_size=font_size,  # significant digits: a tiny share reads as itself, not +0.0000
+        value_format="+.3g", font_size=font_size, per_row=per_row,  # +.3g: a tiny share reads as itself, not +0.0000
     )  # fmt: skip
+
+
+SALIENCY_ROW = 12  # tokens a saliency row holds at the normal font size (numbered labels, "17: kitchen")
 
 
 CHIP_CHARS = 60  # the longest chip span_chips draws; a row holds about 70 characters

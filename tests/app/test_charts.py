@@ -209,6 +209,17 @@ def test_token_strip_wraps_into_rows_with_every_value_once():
     assert np.asarray(one_row.data[0].z).shape == (1, 2)
 
 
+def test_a_long_saliency_strip_wraps_so_its_labels_do_not_pile_up():
+    values = np.linspace(-1, 1, 40)
+    normal = charts.saliency_strip([f"{i}: t" for i in range(40)], values, title="x")
+    z = np.asarray(normal.data[0].z, dtype=float)
+    assert z.shape == (4, charts.SALIENCY_ROW)  # 40 tokens, 12 a row
+    np.testing.assert_allclose(z.reshape(-1)[:40], values, rtol=1e-6)
+    large = charts.saliency_strip([f"{i}: t" for i in range(40)], values, title="x", font_size=26)
+    assert np.asarray(large.data[0].z).shape[1] < charts.SALIENCY_ROW  # larger text, fewer a row
+    assert large.layout.height > normal.layout.height
+
+
 def test_bars_leave_room_for_the_values_past_both_ends():
     """A negative bar's value is written past its end: without room on that side it sat on the labels."""
     fig = charts.bars(["a", "b", "c"], [1.0, -3.0, 2.0])
