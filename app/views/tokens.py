@@ -45,6 +45,10 @@ rows = []
 for i, tok in enumerate(result.tokens):
     seq = result.sequence_ids[i]
     start, end = (int(x) for x in result.offsets[i])
+    if style.word_start_marker and tok == style.word_start_marker:
+        # SentencePiece's lone "▁" stands for the space before a word, yet `tokenizers` gives it the word's
+        # first character, which the next piece also covers: shown as covering nothing, as RoBERTa's lone "Ġ".
+        end = start
     typed = "" if seq is None else transforms.sentence_text(result, seq)[start:end]
     rows.append(
         {

@@ -83,6 +83,25 @@ def test_byte_level_pieces_show_the_characters_they_spell_not_mojibake(family_di
     assert "<unk>" not in caption and "any text can be spelt" in caption
 
 
+def test_albert_pieces_its_vocabulary_lacks_are_unk_and_a_lone_marker_covers_nothing(
+    family_dirs, monkeypatch
+):
+    """A Unigram tokenizer keeps the typed text as the string of an unknown piece: it was drawn and counted as
+    an ordinary piece ("<unk> 0") while the model read <unk>; and a lone "▁" claimed the next word's first
+    character."""
+    at = _app(monkeypatch, family_dirs["albert"], "views/tokens.py", a="👩‍👩‍👧 bank 👍🏽")
+    assert not at.exception
+    table = table_with(at, "kind")
+    unknown = [i for i, piece in enumerate(table["piece"]) if piece == "<unk>"]
+    assert len(unknown) == 2 and all(table["kind"][i] == "unk" for i in unknown)
+    assert [table["typed text"][i] for i in unknown] == ["👩‍👩‍👧", "👍🏽"]
+    assert [m.value for m in at.metric if m.label.replace("\\", "") == "<unk>"] == ["2"]
+    for i, piece in enumerate(table["piece"]):
+        if piece == "▁":
+            assert table["typed text"][i] == "" and table["start"][i] == table["end"][i]
+    assert "▁" in list(table["piece"])
+
+
 def test_word_senses_says_how_the_sentences_read_the_word(family_dirs, monkeypatch):
     """RoBERTa reads 'bank' alone as several pieces but after a space as one: the caption names the pieces
     the sentences have, not the word's own split."""

@@ -126,6 +126,14 @@ def test_token_ids_equal_transformers_tokenizer(checkpoints, arch):
                     assert (start, end) == (0, 0)
                 else:
                     assert 0 <= start <= end <= len(text if seq == 0 else pair)
+            # every piece is named as the model reads it: the unknown id is the unknown token, whatever the
+            # tokenizer kept as the piece's string (ALBERT's Unigram keeps what was typed)
+            assert enc.tokens == [
+                ours.unk_token if i == ours.unk_token_id else t
+                for t, i in zip(
+                    tok.convert_ids_to_tokens(enc.input_ids.tolist()), enc.input_ids.tolist(), strict=True
+                )
+            ]
 
 
 def test_roberta_positions_start_after_padding_and_pairs_use_one_segment(checkpoints):
