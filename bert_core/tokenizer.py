@@ -60,6 +60,9 @@ _DEFAULT_SPECIAL_TOKENS = {
 }
 # Without these three the model input cannot be built at all; [PAD] and [MASK] only serve padding and
 # masked-word prediction, which a vocabulary may legitimately lack.
+# What a BERT-family tokenizer's normaliser drops, which may leave nothing to read (a lone U+0301 on an
+# uncased model): said in the error, so a user can tell why a text that shows characters is "empty".
+_REMOVED = "control and zero-width characters (and, where the model is uncased, accents)"
 _REQUIRED_SPECIAL_TOKENS = ("cls_token", "sep_token", "unk_token")
 
 # Python's str.lower() (which the reference tokenizer uses) turns a capital sigma into the final form "ς"
@@ -297,9 +300,9 @@ class PieceTokenizer:
         len_a = sequence_ids.count(0)
         len_b = sequence_ids.count(1) if is_pair else 0
         if len_a == 0:
-            raise InputError("text is empty once control and zero-width characters are removed")
+            raise InputError(f"text is empty once the tokenizer has removed {_REMOVED}")
         if is_pair and len_b == 0:
-            raise InputError("text_pair is empty once control and zero-width characters are removed")
+            raise InputError(f"text_pair is empty once the tokenizer has removed {_REMOVED}")
 
         tokens = enc.tokens
         word_ids = enc.word_ids

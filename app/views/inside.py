@@ -497,13 +497,21 @@ elif view == "pll":
     else:
         st.info(ui.md_escape(f"Nothing in sentence A to score but {mask}: type a whole sentence."))
     st.subheader("Minimal pairs")
-    preset = st.selectbox("Preset", list(MINIMAL_PAIRS), key="pll_preset", persist_state="session")
-    # One box per preset, each keeping what was typed in it across visits to other pages and presets.
+    presets = list(MINIMAL_PAIRS)
+    start = ui.start("pll_preset", presets[0], lambda v: v in MINIMAL_PAIRS)
+    preset = st.selectbox(
+        "Preset", presets, index=presets.index(start), key="pll_preset", persist_state="session",
+        bind="query-params",
+    )  # fmt: skip
+    # One box per preset, each keeping what was typed in it across visits to other pages and presets; the one
+    # shown is in the link, so a shared or reloaded page ranks the same lines.
+    box = f"pll_text_{preset.replace(' ', '_')}"
     raw = st.text_area(
         "Sentences, one per line",
-        value=MINIMAL_PAIRS[preset],
-        key=f"pll_text_{preset}",
+        value=ui.start(box, MINIMAL_PAIRS[preset], lambda v: isinstance(v, str)),
+        key=box,
         persist_state="session",
+        bind="query-params",
     )
     lines, notes = inputs_module.prepare_lines([line.strip() for line in raw.splitlines() if line.strip()])
     for note in notes:
@@ -519,11 +527,14 @@ elif view == "pll":
     # A line past the model's length is scored on the pieces it reads, its end cut off: fewer terms in the sum,
     # so it too would climb the ranking, and two lines differing only past the cut would tie.
     whole, cut, longest = [], [], 0
-    for line in (line for line in lines if not holed(line)):
+    for number, line in enumerate(lines, 1):
+        if holed(line):
+            continue
         try:
             enc = active.model.encode(line)  # tokenising only
         except bert_core.BertScopeError as exc:
-            st.info(ui.md_escape(f"{line[:40]}: ") + ui.user_message(exc))
+            # Named by its number: a line of zero-width characters has nothing visible to quote.
+            st.info(ui.user_message(exc, text_name=f"Sentence {number}"))
             continue
         if enc.truncated:
             cut.append(line)

@@ -246,7 +246,7 @@ def test_sentence_scores_say_a_typed_mask_is_left_out_and_rank_only_whole_senten
     said = " ".join(str(c.value) for c in at.caption).replace("\\", "")
     assert "typed [MASK]" in said and "can't be compared" in said
     preset = at.selectbox(key="pll_preset").value
-    at.text_area(key=f"pll_text_{preset}").set_value(
+    at.text_area(key=f"pll_text_{preset.replace(' ', '_')}").set_value(
         "the cat sat on the bank .\nthe cat sat on the [MASK] ."
     ).run()
     assert not at.exception
@@ -284,3 +284,19 @@ def test_the_untrained_positions_note_speaks_of_the_lines_ranked(make_app):
     assert not [w for w in at.warning if "The longest sentence" in w.value]
     box.set_value(" ".join(["the cat sat on the mat ."] * 8) + "\nthe cat sat .").run()  # ~50 pieces, ranked
     assert [w for w in at.warning if "The longest sentence" in w.value]
+
+
+def test_a_link_reproduces_the_minimal_pairs_and_a_bad_line_is_named_by_its_number(make_app):
+    lines = "she ate an egg .\n\u200b\u200b\u200b\nshe ate a egg ."
+    at = make_app(
+        PAGE,
+        a=TEXT,
+        inside_view="Sentence scores (pseudo-likelihood)",
+        pll_preset="article",
+        pll_text_article=lines,
+    )
+    assert not at.exception and at.selectbox(key="pll_preset").value == "article"
+    ranked = [t for t in at.dataframe if "PLL (nats)" in t.value.columns][0].value
+    assert sorted(ranked["sentence"]) == ["she ate a egg .", "she ate an egg ."]
+    said = [str(i.value) for i in at.info if "empty once" in str(i.value)]
+    assert len(said) == 1 and said[0].startswith("Sentence 2 is empty") and "accents" in said[0]
