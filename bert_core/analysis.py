@@ -395,9 +395,12 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
                 f" (the text was cut to the model's maximum length: a {self.tokenizer.mask_token} typed after "
                 "that point is not seen)"
             )
+            mask = self.tokenizer.mask_token
+            # [MASK] is read as any family's own mask (`_with_model_mask`), so it is the one to suggest.
+            typed = "[MASK]" if mask == "[MASK]" else f"[MASK] (or {mask})"
             raise InputError(
-                f"no {self.tokenizer.mask_token} in the text: type {self.tokenizer.mask_token} where a word "
-                f"should be predicted" + (lost if enc.truncated else "")
+                f"no {mask} in the text: type {typed} where a word should be predicted"
+                + (lost if enc.truncated else "")
             )
         return positions
 

@@ -171,6 +171,11 @@ def test_mask_typed_as_bracket_works_for_every_mlm(checkpoints):
         )  # the hole unscored
         with pytest.raises(InputError, match="mask token"):
             m.rank_minimal_pairs(["the bank of the river .", typed_text])
+        # and the message for a text without one suggests what the app tells people to type
+        with pytest.raises(InputError, match=r"type \[MASK\]") as told:
+            m.fill_mask("the bank of the river .")
+        own = m.tokenizer.mask_token
+        assert (f"(or {own})" in str(told.value)) == (own != "[MASK]")
 
 
 def test_heads_and_what_each_lacks(checkpoints):
