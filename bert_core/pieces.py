@@ -8,6 +8,7 @@ else in the project hard-codes a marker.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,11 +35,16 @@ _BYTE_OF_CHAR = _byte_of_char()
 _VISIBLE = {" ": VISIBLE_SPACE, "\n": "↵", "\t": "⇥", "\r": "␍"}
 
 
-def _visible(text: str) -> str:
-    """`text` with its spaces, line breaks and tabs as visible marks, other control characters as \\x.. ."""
-    return "".join(
+def visible(text: str) -> str:
+    """`text` with its spaces, line breaks and tabs as visible marks, other control characters as \\x.. ; a
+    text of nothing but invisible format characters (zero-width space, joiner, direction marks) as \\u....,
+    where it would be a blank label (within visible text a joiner is left to do its work, as in 👩‍👧)."""
+    shown = "".join(
         _VISIBLE.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 32 or 0x7F <= ord(c) <= 0x9F else c) for c in text
     )
+    if shown and all(unicodedata.category(c) == "Cf" for c in shown):
+        return "".join(f"\\u{ord(c):04x}" for c in shown)
+    return shown
 
 
 @dataclass(frozen=True)
@@ -98,8 +104,8 @@ class PieceStyle:
         marker shown as a visible space ('Ġbank' -> '␣bank'), byte-level pieces decoded ('ĠcafÃ©' -> '␣café'),
         and the spaces, line breaks and tabs they may hold drawn visibly ('Ċ' -> '↵'), not as blanks."""
         if self.word_start_marker and piece.startswith(self.word_start_marker):
-            return VISIBLE_SPACE + _visible(self._read(piece[len(self.word_start_marker) :]))
-        return _visible(self._read(piece)) if self.byte_level else piece
+            return VISIBLE_SPACE + visible(self._read(piece[len(self.word_start_marker) :]))
+        return visible(self._read(piece)) if self.byte_level else piece
 
     def word(self, pieces: Sequence[str]) -> str:
         """The word a run of pieces spells: ('play', '##ing') -> 'playing', ('Ġplay', 'ing') -> 'playing';

@@ -311,7 +311,9 @@ class PieceTokenizer:
             # A Unigram tokenizer (ALBERT's) keeps what was typed as the string of a piece its vocabulary
             # lacks; the model reads the unknown token's id, so that is the piece every view names (the typed
             # text stays in `offsets`), as WordPiece's [UNK] is.
-            tokens = [self.unk_token if i == self.unk_token_id else t for t, i in zip(tokens, enc.ids, strict=True)]
+            tokens = [
+                self.unk_token if i == self.unk_token_id else t for t, i in zip(tokens, enc.ids, strict=True)
+            ]
         token_type_ids = np.array(enc.type_ids, dtype=np.int64)
         total = len(tokens)
         # fromiter over the flattened pairs is twice as fast as np.array on a list of tuples.

@@ -8,6 +8,7 @@ import streamlit as st
 import bert_core
 from app import cache, charts, transforms, ui
 from app.inputs import TYPED_MASK
+from bert_core.pieces import visible
 
 MAX_CHARTS = 12  # masks beyond this are listed in one table, not charted one by one
 
@@ -40,7 +41,8 @@ else:
     result = ui.analysis_or_stop(active, text, inputs.text_b, notes=False)
     spans = transforms.word_text_spans(result, 0)
     # Words are counted from 1, as a reader counts them; "piece" numbers elsewhere are token positions.
-    choices = [f"word {n + 1}: {text[s:e]}" for n, (_, s, e) in enumerate(spans)]
+    # Drawn visibly: a "word" of zero-width characters (RoBERTa reads them) would be a blank label.
+    choices = [f"word {n + 1}: {visible(text[s:e])}" for n, (_, s, e) in enumerate(spans)]
     if not choices and not in_b:
         st.info("Sentence A has no words to mask.")
         st.stop()

@@ -75,6 +75,14 @@ hovers = [
 ]
 
 n_unk = sum(k == "unk" for k in kinds)
+# A typed "[UNK]" is the unknown token by its own name, not a word the vocabulary could not spell.
+unspelt = sum(k == "unk" and r["typed text"] != unk for k, r in zip(kinds, rows, strict=True))
+# Special tokens typed into the text (not the mask, which has its own note): the tokenizer reads each as the
+# special itself, so "[SEP]" typed mid-sentence ends a segment in the model's eyes.
+typed_specials = sorted(
+    {r["piece"] for r, s in zip(rows, result.special_tokens_mask.tolist(), strict=True) if not s}
+    & ((specials | {unk}) - {tokenizer.mask_token})
+)
 c1, c2, c3 = st.columns(3)
 c1.metric("Pieces", len(result.tokens))
 marker = f" ({style.continuation_prefix})" if style.continuation_prefix else ""
@@ -89,10 +97,19 @@ if style.byte_level:
     )
 else:
     c3.metric(ui.md_escape(unk), n_unk)
-if n_unk:
+if unspelt:
     st.warning(
-        ui.md_escape(f"{n_unk} word(s) could not be spelt from the vocabulary and became {unk}")
+        ui.md_escape(f"{unspelt} word(s) could not be spelt from the vocabulary and became {unk}")
         + " (red chips)."
+    )
+if typed_specials:
+    st.caption(
+        ui.md_escape(
+            f"Typed {', '.join(typed_specials)}: the tokenizer reads "
+            + ("it" if len(typed_specials) == 1 else "each")
+            + " as the special token itself, not as letters, and the model sees it as it sees the ones the "
+            "tokenizer adds."
+        )
     )
 
 fig = charts.token_chips(result.tokens, kinds, hovers, style=style, font_size=ui.font_size())

@@ -22,6 +22,20 @@ def test_tokens_page_shows_pieces_and_ids(make_app, tiny_checkpoint):
     assert at.session_state["forward_passes"] == 1
 
 
+def test_typed_special_tokens_are_said_to_be_read_as_specials(make_app):
+    """A typed [SEP] ends a segment in the model's eyes, and a typed [UNK] is no word the vocabulary failed."""
+    at = make_app(a="the bank [SEP] river [UNK] money")
+    assert not at.exception
+    said = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("Typed")]
+    assert len(said) == 1 and said[0].startswith(
+        "Typed [SEP], [UNK]: the tokenizer reads each as the special"
+    )
+    assert not [w for w in at.warning if "could not be spelt" in w.value]
+    assert [m.value for m in at.metric if m.label.replace("\\", "") == "[UNK]"] == ["1"]
+    plain = make_app(a="the bank river money")
+    assert not [c for c in plain.caption if c.value.startswith("Typed")]
+
+
 def test_sidebar_shows_model_size_and_heads(make_app):
     at = make_app()
     captions = " ".join(c.value for c in at.sidebar.caption)

@@ -239,6 +239,13 @@ def test_the_pooler_is_said_to_be_trained_for_the_familys_own_sentence_task(fami
     assert "no pre-training task of this family trains it" in _texts(at) and "BERT's pooler" not in _texts(at)
 
 
+def test_a_word_of_zero_width_characters_is_written_out_in_the_word_picker(family_dirs, monkeypatch):
+    at = _app(monkeypatch, family_dirs["roberta"], "views/masked_words.py", a="\u200b\u200b\u200b")
+    assert not at.exception
+    options = at.multiselect(key="mask_words").options
+    assert options and all(o.split(": ", 1)[1].strip() for o in options) and "\\u200b" in options[0]
+
+
 def test_masked_words_table_shows_guesses_as_the_chart_does(family_dirs, monkeypatch):
     at = _app(monkeypatch, family_dirs["roberta"], "views/masked_words.py", a="the bank of the [MASK] .")
     assert not at.exception

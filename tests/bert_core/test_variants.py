@@ -289,6 +289,12 @@ def test_byte_level_pieces_read_as_the_text_they_spell(checkpoints):
     # whitespace a piece holds is drawn, not left blank (a chart label, a box's option); its text stays text
     assert [style.display(p) for p in ("Ċ", "ĉ", "ĠĠ", "Ā")] == ["↵", "⇥", "␣␣", "\\x00"]
     assert style.strip("Ċ") == "\n" and style.word(["Ġa", "Ċ"]) == "a\n"
+    # a piece of nothing but zero-width characters is written out; a joiner inside visible text does its work
+    char_of_byte = {byte: char for char, byte in _BYTE_OF_CHAR.items()}
+    zwsp = "".join(char_of_byte[b] for b in "\u200b".encode())  # the piece RoBERTa writes for U+200B
+    assert style.display(zwsp) == "\\u200b" and style.word([zwsp]) == "\u200b"
+    assert bert_core.pieces.visible("\u200b\u200b") == "\\u200b\\u200b"
+    assert bert_core.pieces.visible("a\u200db") == "a\u200db"
     # other families are untouched: SentencePiece's ▁ and WordPiece's ## are characters, not bytes
     albert = bert_core.load_pretrained(checkpoints["albert", "model"]).info.piece_style
     assert not albert.byte_level and albert.display("▁café") == "␣café" and not albert.partial("é")
