@@ -741,6 +741,8 @@ def token_strip(
             colorscale=colorscale,
             text=[names[r * width : (r + 1) * width] for r in range(rows)],
             texttemplate="%{text}",
+            # Plotly would shrink every label to fit the longest in its cell: 8 px, unreadable on a projector.
+            textfont={"size": font_size - 2},
             customdata=[shown[r * width : (r + 1) * width] for r in range(rows)],
             hovertemplate="%{text}: " + label(value_name) + " %{customdata}<extra></extra>",
             hoverongaps=False,
@@ -780,7 +782,7 @@ def saliency_strip(
     )  # fmt: skip
 
 
-SALIENCY_ROW = 12  # tokens a saliency row holds at the normal font size (numbered labels, "17: kitchen")
+SALIENCY_ROW = 10  # tokens a saliency row holds at the normal font size (numbered labels, "17: kitchen")
 
 
 CHIP_CHARS = 60  # the longest chip span_chips draws; a row holds about 70 characters

@@ -299,7 +299,13 @@ def attribution_note(explained, score_name: str) -> None:
         return
     change = explained.score - explained.baseline_score
     gap = explained.completeness_gap
-    share = f" ({gap / abs(change):.1%} of it)" if change else ""
+    share = (
+        ""
+        if not change
+        else " (under 0.1% of it)"
+        if gap < 0.001 * abs(change)
+        else f" ({gap / abs(change):.1%} of it)"
+    )
     st.caption(
         f"Explained: {score_name}, {explained.score:.3f} for the input and {explained.baseline_score:.3f} at the "
         f"baseline, a change of {change:+.3f}; the attributions add up to it within {gap:.4f}{share}."
