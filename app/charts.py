@@ -290,8 +290,10 @@ def vector_strips(
     title: str | None = None,
     font_size: int = BASE_FONT,
     height: int | None = None,
+    width_px: int = 900,
 ) -> go.Figure:
-    """vectors (K, H) as K strips of H dimensions, red below zero and blue above (white at 0)."""
+    """vectors (K, H) as K strips of H dimensions, red below zero and blue above (white at 0); `width_px` as
+    in `heatmap` (a strip in half a page: ~450, so its dimension numbers are thinned to fit)."""
     v = np.asarray(vectors)
     fig = heatmap(
         v,
@@ -302,8 +304,12 @@ def vector_strips(
         hover_cells=False,
         font_size=font_size,
         height=height,
+        width_px=width_px,
     )
     fig.update_traces(zmid=0.0)
+    # A short strip's colour-bar values ran together in Large text: three of them.
+    if height is not None and height < 300:
+        fig.update_traces(colorbar={"nticks": 3})
     return fig
 
 

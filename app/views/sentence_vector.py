@@ -92,7 +92,9 @@ if result is not None:
     c1.metric("Length (L2 norm)", f"{np.linalg.norm(vec):.3f}")
     c1.metric("Dimensions", f"{vec.shape[0]}")
     with c2:
-        strip = charts.vector_strips(vec[None, :], ["vector"], font_size=fs, height=160)
+        strip = charts.vector_strips(
+            vec[None, :], ["vector"], font_size=fs, height=160, width_px=650
+        )  # 3/4 page
         ui.show_figure(
             strip,
             key="sv_vector",

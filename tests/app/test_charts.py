@@ -261,3 +261,15 @@ def test_rank_axis_starts_at_rank_one_and_goes_log_for_long_climbs():
 def test_span_chips_never_turn_their_text():
     fig = charts.span_chips([("Anna", "answer"), (" fished at the lake.", None)], title="t", font_size=22)
     assert all(trace.textangle == 0 for trace in fig.data)
+
+
+def test_a_vector_strip_in_part_of_a_page_thins_its_dimension_numbers_in_large_text():
+    """32 rotated dimension numbers in three quarters of a page ran together in Large text, and so did a
+    160-px strip's five colour-bar values."""
+    vec = np.linspace(-2, 2, 32)[None, :]
+    normal = charts.vector_strips(vec, ["vector"], height=160, width_px=650)
+    assert normal.layout.xaxis.tickmode == "array" and len(normal.layout.xaxis.tickvals) == 32
+    large = charts.vector_strips(vec, ["vector"], height=160, width_px=650, font_size=26)
+    assert large.layout.xaxis.tickmode != "array"  # plotly picks as many as fit the real width
+    assert large.data[0].colorbar.nticks == 3
+    assert charts.vector_strips(vec, ["vector"]).data[0].colorbar.nticks is None  # a tall chart keeps its own
