@@ -194,6 +194,11 @@ def token_chips(
 # -- matrices -------------------------------------------------------------------------------------------
 
 
+def _text_px(texts: Sequence[str], font_size: int) -> float:
+    """About how wide the longest of `texts` is drawn, in pixels (an average glyph is ~0.6 em)."""
+    return 0.6 * font_size * max((len(t) for t in texts), default=0)
+
+
 def _numbered(k: int, name: str) -> str:
     """A row or column label with its position, once: pages that number their labels ('3: bank',
     ui.token_labels) are not numbered again."""
@@ -254,15 +259,22 @@ def heatmap(
     # As many labels as fit without running together: rows in the plot's height, columns (tilted) in
     # `width_px`; about 64 each at the normal size in a full-width chart, fewer as large text grows.
     fit_r = max(4, int((height - 120) / (font_size * 0.9)))
-    fit_c = max(8, int(width_px / font_size))
     every_r = max(1, int(np.ceil(r / fit_r)))
-    every_c = max(1, int(np.ceil(c / fit_c)))
 
     def ticks(names: list[str], every: int) -> list[str]:
         # Thinned labels carry their position: without it every n-th token reads like a sentence with gaps.
         if every == 1 or numbered:
             return names[::every]
         return [_numbered(k, names[k]) for k in range(0, len(names), every)]
+
+    # The columns get what the row labels and the colour bar (12 px and its values) leave of the chart's
+    # width, a tilted label about one text height each: in Large text a half-width chart's row labels ("12:
+    # deposited") took half of it, and its column labels piled into one block.
+    plot_px = max(
+        60.0, width_px - _text_px(ticks(rl, every_r), font_size) - 12 - _text_px(["0.5"], font_size)
+    )
+    fit_c = max(3, int(plot_px / font_size))
+    every_c = max(1, int(np.ceil(c / fit_c)))
 
     def axis(names: list[str], every: int, **text_only) -> dict:
         if every > 1 and all(name == str(k) for k, name in enumerate(names)):
@@ -552,8 +564,10 @@ def bars(
     range_max: float | None = None,
     font_size: int = BASE_FONT,
     color: str = "#4c9be8",
+    width_px: int = 900,
 ) -> go.Figure:
-    """One bar per name (e.g. top-k predictions with their probabilities). Names are kept in order."""
+    """One bar per name (e.g. top-k predictions with their probabilities). Names are kept in order.
+    `width_px`: about how wide the chart is drawn (a half-width column: ~450), for the room its values need."""
     idx = list(range(len(names)))
     text = [f"{v:.3f}" for v in values]
     # Values always outside their bar, at the chart's text size: inside, plotly shrinks them to fit thin bars
@@ -564,7 +578,14 @@ def bars(
     finite = np.asarray(values, dtype=np.float64)
     finite = np.concatenate([[0.0], finite[np.isfinite(finite)]])
     low, high = float(finite.min()), float(finite.max())
-    pad = 0.18 * (high - low)
+    # The room a value needs, as a share of the bars' span: its width over what the names, the values at
+    # both ends and the margins leave of the chart (in Large text a half-width chart's "-0.659" sat on the
+    # names, "4.281" lost its last digit at the edge).
+    text_px = _text_px(text, font_size) + 8
+    names_px = _text_px(labels(names), font_size) if horizontal else 0.0
+    plot_px = max(60.0, (width_px if horizontal else 360) - names_px - 40 - 2 * text_px)
+    share = max(0.18, text_px / plot_px)
+    pad = share * (high - low)
     padded = [low - pad if low < 0 else 0.0, high + pad] if pad > 0 else None
     if horizontal:
         trace = go.Bar(x=list(values), y=idx, orientation="h", text=text, marker_color=color, **outside)
@@ -572,7 +593,7 @@ def bars(
         xaxis = {"title": {"text": value_name}}
         if range_max:
             ticks = np.linspace(0, range_max, 6).round(6).tolist()
-            xaxis |= {"range": [0, range_max * 1.18], "tickvals": ticks}
+            xaxis |= {"range": [0, range_max * (1 + share)], "tickvals": ticks}
         elif padded:
             xaxis |= {"range": padded}
         fig.update_layout(

@@ -148,6 +148,19 @@ def font_size() -> int:
     return LARGE_FONT if st.session_state.get(KEY_LARGE) else NORMAL_FONT
 
 
+def side_by_side(count: int) -> list:
+    """`count` columns for charts that sit side by side, or, in Large text, as many containers one under the
+    other: in a column of a projected page a chart's labels at that size leave its plot ~150 px wide."""
+    if st.session_state.get(KEY_LARGE):
+        return [st.container() for _ in range(count)]
+    return list(st.columns(count))
+
+
+def chart_width() -> int:
+    """About how wide (px) a chart placed by `side_by_side(2)` is drawn, for the builders' label thinning."""
+    return 900 if st.session_state.get(KEY_LARGE) else 450
+
+
 def later(build: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> functools.partial:
     """`build(*args, **kwargs)`, called only when the CSV is asked for (for tables too big to make on every
     rerun). `build` must be a function of a module, not of a page script.

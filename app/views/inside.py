@@ -76,11 +76,13 @@ def layer_and_head(prefix: str, *, heads: bool = True) -> tuple[int, int | None]
     return layer - 1, None if head is None else head - 1
 
 
-def matrix_figure(matrix: np.ndarray, title: str, key: str, value: str, *, rows=None, zmin=0.0) -> None:
+def matrix_figure(
+    matrix: np.ndarray, title: str, key: str, value: str, *, rows=None, zmin=0.0, width_px: int = 900
+) -> None:
     rows = labels if rows is None else rows
     fig = charts.heatmap(
         matrix, rows, labels, title=title, zmin=zmin, zmax=float(np.nanmax(matrix)) or 1.0,
-        value_name=value, font_size=fs,
+        value_name=value, font_size=fs, width_px=width_px,
     )  # fmt: skip
     frame = pd.DataFrame(matrix, columns=list(result.tokens)).assign(row=list(rows))
     ui.show_figure(fig, key=key, data=frame, filename=key)
@@ -133,10 +135,17 @@ if view == "qk":
     )
     scores, probs = d.scores[head, token], d.probabilities[head, token]
     frame = pd.DataFrame({"key": result.tokens, "score q·k/√d": scores, "softmax": probs})
-    c1, c2 = st.columns(2)
+    c1, c2 = ui.side_by_side(2)
     with c1:
         ui.show_figure(
-            charts.bars(labels, scores, title="Scores q·k/√d", value_name="score", font_size=fs),
+            charts.bars(
+                labels,
+                scores,
+                title="Scores q·k/√d",
+                value_name="score",
+                font_size=fs,
+                width_px=ui.chart_width(),
+            ),
             key="qk_scores",
             data=frame,
             filename="scores",
@@ -150,6 +159,7 @@ if view == "qk":
                 value_name="weight",
                 range_max=1.0,
                 font_size=fs,
+                width_px=ui.chart_width(),
             ),  # fmt: skip
             key="qk_softmax",
             data=frame,
@@ -169,12 +179,18 @@ elif view == "value":
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
         st.stop()
-    c1, c2 = st.columns(2)
+    c1, c2 = ui.side_by_side(2)
     with c1:
         matrix_figure(result.attentions[layer, head], f"Raw weights α, layer {layer + 1} head {head + 1}",
-                      "value_raw", "α")  # fmt: skip
+                      "value_raw", "α", width_px=ui.chart_width())  # fmt: skip
     with c2:
-        matrix_figure(vw.per_head[layer, head], "‖α·f(x)‖, same head", "value_weighted", "norm")
+        matrix_figure(
+            vw.per_head[layer, head],
+            "‖α·f(x)‖, same head",
+            "value_weighted",
+            "norm",
+            width_px=ui.chart_width(),
+        )
     matrix_figure(vw.summed[layer], f"‖Σ_h α·f(x)‖, the whole layer {layer + 1}", "value_summed", "norm")
     norms = vw.value_norms[layer, head]
     ui.show_figure(

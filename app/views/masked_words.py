@@ -132,7 +132,9 @@ if len(predictions) > MAX_CHARTS:
     )
 trained = active.model.info.trained_length
 large = ui.font_size() > ui.NORMAL_FONT
-columns = st.columns(min(3, len(predictions)))
+# Side by side at most three, each about a third of the page; stacked in Large text (ui.side_by_side).
+columns = ui.side_by_side(min(3, len(predictions)))
+bar_width = 900 if large else 900 // len(columns)
 for m, p in enumerate(predictions[:MAX_CHARTS]):
     with columns[m % len(columns)]:
         fig = cache.figure(
@@ -145,6 +147,7 @@ for m, p in enumerate(predictions[:MAX_CHARTS]):
             value_name="probability",
             range_max=1.0,
             font_size=ui.font_size(),
+            width_px=bar_width,
         )
         ui.show_figure(
             fig,

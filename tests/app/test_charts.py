@@ -273,3 +273,18 @@ def test_a_vector_strip_in_part_of_a_page_thins_its_dimension_numbers_in_large_t
     assert large.layout.xaxis.tickmode != "array"  # plotly picks as many as fit the real width
     assert large.data[0].colorbar.nticks == 3
     assert charts.vector_strips(vec, ["vector"]).data[0].colorbar.nticks is None  # a tall chart keeps its own
+
+
+def test_half_width_charts_in_large_text_leave_room_for_their_labels_and_values():
+    """Row labels ("12: deposited") took half of a half-width chart in Large text, its column labels piled into
+    what was left, and a bar's negative value sat on the names (its minus sign hidden)."""
+    names = [f"{i}: deposited" for i in range(18)]
+    full = charts.heatmap(np.zeros((18, 18)), names, names, font_size=22)
+    half = charts.heatmap(np.zeros((18, 18)), names, names, font_size=22, width_px=450)
+    assert len(full.layout.xaxis.tickvals) == 18 and len(half.layout.xaxis.tickvals) <= 9
+    values = [-0.659, 0.2, 4.281]
+    wide = charts.bars(names[:3], values, font_size=13)
+    narrow = charts.bars(names[:3], values, font_size=22, width_px=450)
+    low_w, high_w = wide.layout.xaxis.range
+    low_n, high_n = narrow.layout.xaxis.range
+    assert low_n < low_w < -0.659 and high_n > high_w > 4.281  # more room where the values take more of it
