@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 import sys
 from pathlib import Path
@@ -109,6 +110,24 @@ def run_app(argv: list[str]) -> int:
     parser.add_argument("--max-chars", type=int, help="characters of a sentence analysed (--shared: 2000)")
     parser.add_argument("--max-models", type=int, help="models held in memory at once (--shared: 2)")
     args, extra = parser.parse_known_args(argv)
+    # What argparse leaves is passed to `streamlit run`: its own settings (--server.headless true, ...), each a
+    # dotted name. Anything else is a mistyped command or option, which used to start the app regardless (or
+    # end in Streamlit's usage text, which names options bertscope does not have).
+    stray = [
+        a for i, a in enumerate(extra) if (a.startswith("-") and "." not in a) or (i == 0 and a[:1] != "-")
+    ]
+    if stray:
+        parser.error(
+            f"unknown command or option {stray[0]!r} (commands: pretrain, finetune; Streamlit settings are "
+            "written --section.name value)"
+        )
+    if args.port is not None and not 1 <= args.port <= 65535:
+        parser.error(f"--port must be from 1 to 65535, got {args.port}")
+    for flag, value in (("--max-chars", args.max_chars), ("--max-models", args.max_models)):
+        if value is not None and value < 1:
+            parser.error(f"{flag} must be at least 1, got {value}")
+    if args.device is not None and not re.fullmatch(r"cpu|cuda(:\d+)?", args.device):
+        parser.error(f"--device must be cpu or cuda (cuda:N for one of several GPUs), got {args.device!r}")
     if args.shared:
         os.environ["BERTSCOPE_ALLOW_HUB"] = "0"
         os.environ.setdefault("BERTSCOPE_MODEL_ROOTS", str(Path(__file__).resolve().parents[1] / "assets"))
@@ -165,7 +184,7 @@ def run_app(argv: list[str]) -> int:
         "--global.disableWidgetStateDuplicationWarning",
         "true",
     ]
-    if args.port:
+    if args.port is not None:
         flags += ["--server.port", str(args.port)]
     if args.address in EVERY_ADDRESS and not server_address_named():
         # Listening on every address, a headless Streamlit asks checkip.amazonaws.com for this machine's public

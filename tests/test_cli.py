@@ -301,3 +301,82 @@ def test_an_address_the_lecturer_named_for_streamlit_is_kept(monkeypatch, tmp_pa
     assert named()
     monkeypatch.setattr(cli, "APP_ENTRY", real_entry)
     assert not named()
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["pretrian", "--corpus", "c.txt"], "unknown command or option 'pretrian'"),
+        (["foo"], "unknown command or option 'foo'"),
+        (["--modle", "@demo"], "unknown command or option '--modle'"),
+        (["--port", "99999"], "--port must be from 1 to 65535"),
+        (["--port", "0"], "--port must be from 1 to 65535"),
+        (["--max-chars", "0"], "--max-chars must be at least 1"),
+        (["--max-models", "-5"], "--max-models must be at least 1"),
+        (["--device", "gpu"], "--device must be cpu or cuda"),
+    ],
+)
+def test_a_mistyped_command_or_a_bad_setting_is_refused_before_the_server_starts(
+    monkeypatch, capsys, argv, said
+):
+    from streamlit.web import cli as stcli
+
+    monkeypatch.setattr(stcli, "main", lambda: pytest.fail("the server was started"))
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_streamlit_settings_and_good_values_still_pass(monkeypatch):
+    from streamlit.web import cli as stcli
+
+    seen = {}
+    monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
+    _restored_after(monkeypatch)
+    cli.main(["--device", "cuda:1", "--port", "8601", "--server.headless", "true", "--theme.base=dark"])
+    argv = seen["argv"]
+    assert argv[argv.index("--server.headless") + 1] == "true"
+    assert "--theme.base=dark" in seen["argv"] and os.environ["BERTSCOPE_DEVICE"] == "cuda:1"
+
+
+@pytest.mark.parametrize("command", ["pretrain", "finetune"])
+def test_a_lab_refuses_an_output_it_cannot_write_before_any_training(tmp_path, capsys, command):
+    """A file given as --out was found only after training (minutes to hours), in a traceback."""
+    taken = tmp_path / "taken"
+    taken.write_text("x")
+    inputs = (
+        ["--corpus", str(REPO / "assets" / "corpus" / "demo_corpus.txt")]
+        if command == "pretrain"
+        else [
+            "--task",
+            "classify",
+            "--data",
+            str(tmp_path / "d.jsonl"),
+            "--from",
+            str(REPO / "assets" / "demo-model"),
+        ]
+    )
+    for out, said in ((taken, "is a file, not a directory"), (taken / "sub", "is a file")):
+        with pytest.raises(SystemExit) as exc:
+            cli.main([command, *inputs, "--out", str(out)])
+        assert exc.value.code == 2 and said in capsys.readouterr().err
+    fresh = tmp_path / "a" / "b"
+    from bert_core.paths import out_dir
+
+    assert out_dir(str(fresh)) == fresh and not (tmp_path / "a").exists()  # checked, and nothing left behind
+    with pytest.raises(SystemExit) as exc:
+        cli.main([command, "make-corpus" if command == "pretrain" else "make-data", "--out", str(tmp_path)]
+                 + ([] if command == "pretrain" else ["--task", "qa"]))  # fmt: skip
+    assert exc.value.code == 2 and "is a directory, not a file" in capsys.readouterr().err
+
+
+def test_pretrain_says_what_is_wrong_with_threads_and_vocab(tmp_path, capsys):
+    corpus = str(REPO / "assets" / "corpus" / "demo_corpus.txt")
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["pretrain", "--corpus", corpus, "--out", str(tmp_path / "o"), "--threads", "-1"])
+    assert exc.value.code == 2 and "--threads must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        cli.main(
+            ["pretrain", "--corpus", corpus, "--out", str(tmp_path / "o"), "--vocab", str(tmp_path / "no")]
+        )
+    assert exc.value.code == 2 and "--vocab: no vocabulary file" in capsys.readouterr().err

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from ..errors import BertScopeError
+from ..paths import in_path, out_dir, out_file
 from ..pretraining.cli import ProgressBar, _clock
 from ..pretraining.train import SAVE_DTYPES
 from .data import COLUMNS, TASKS
@@ -51,11 +52,15 @@ def _parser() -> argparse.ArgumentParser:
         "own data with: bertscope finetune make-data --task {senses,roles,qa} --out FILE",
     )
     p.add_argument("--task", required=True, choices=TASKS, help="what the head learns")
-    p.add_argument("--data", required=True, help="CSV (header row) or JSON Lines (.jsonl) training data")
+    p.add_argument(
+        "--data", required=True, type=in_path, help="CSV (header row) or JSON Lines (.jsonl) training data"
+    )
     p.add_argument(
         "--from", dest="source", required=True, help="checkpoint directory (or hub id) to start from"
     )
-    p.add_argument("--out", required=True, help="directory to write the fine-tuned checkpoint to")
+    p.add_argument(
+        "--out", required=True, type=out_dir, help="directory to write the fine-tuned checkpoint to"
+    )
     g = p.add_argument_group("training")
     g.add_argument("--epochs", type=int, default=d.epochs, help=f"passes over the data ({d.epochs})")
     g.add_argument(
@@ -106,7 +111,7 @@ def _make_data_parser() -> argparse.ArgumentParser:
         "tag), qa (who / where / when questions over short passages; task qa).",
     )
     p.add_argument("--task", required=True, choices=tuple(KINDS), help="which data set")
-    p.add_argument("--out", required=True, help="file to write: .jsonl or .csv")
+    p.add_argument("--out", required=True, type=out_file, help="file to write: .jsonl or .csv")
     p.add_argument("--examples", type=int, default=2000, help="rows to write (2000)")
     p.add_argument("--seed", type=int, default=0, help="generator seed (0)")
     return p

@@ -18,9 +18,9 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from ..paths import in_path, out_dir
 from .train import MASKING_MODES, PAIR_TASKS, SAVE_DTYPES, StepStats, TrainingConfig
 
 log = logging.getLogger(__name__)
@@ -34,10 +34,17 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Generate BERTScope's own corpus with: bertscope pretrain make-corpus --out corpus.txt",
     )
     p.add_argument(
-        "--corpus", required=True, help="text file: one sentence per line, blank line between documents"
+        "--corpus",
+        required=True,
+        type=in_path,
+        help="text file: one sentence per line, blank line between documents",
     )
-    p.add_argument("--out", required=True, help="directory to write the checkpoint to (created if missing)")
-    p.add_argument("--vocab", help="use this vocab.txt instead of training a WordPiece vocabulary")
+    p.add_argument(
+        "--out", required=True, type=out_dir, help="directory to write the checkpoint to (created if missing)"
+    )
+    p.add_argument(
+        "--vocab", type=in_path, help="use this vocab.txt instead of training a WordPiece vocabulary"
+    )
     g = p.add_argument_group("model size")
     g.add_argument(
         "--vocab-size", type=int, default=d.vocab_size, help=f"WordPiece pieces to learn ({d.vocab_size})"
@@ -168,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    corpus = Path(args.corpus)
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be at least 1")
+    corpus = args.corpus
     if not corpus.is_file():
         parser.error(
             f"--corpus {corpus}: no such file (make one with: bertscope pretrain make-corpus --out {corpus})"
@@ -205,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from ..errors import ModelLoadError
     from ..tokenizer import WordPieceTokenizer
     from .corpus import read_documents
     from .train import train
@@ -213,7 +223,10 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     tokenizer = None
     if args.vocab:
-        tokenizer = WordPieceTokenizer.from_vocab(Path(args.vocab), max_length=config.max_position_embeddings)
+        try:
+            tokenizer = WordPieceTokenizer.from_vocab(args.vocab, max_length=config.max_position_embeddings)
+        except ModelLoadError as exc:
+            parser.error(f"--vocab: {exc}")
     try:
         documents = read_documents(corpus)
     except ValueError as exc:

@@ -1062,10 +1062,12 @@ def read_documents(path: str | Path) -> list[list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ..paths import out_file
+
     parser = argparse.ArgumentParser(
         prog="bertscope pretrain make-corpus", description="Write BERTScope's generated pre-training corpus."
     )
-    parser.add_argument("--out", required=True, help="text file to write")
+    parser.add_argument("--out", required=True, type=out_file, help="text file to write")
     parser.add_argument("--documents", type=int, default=12000, help="number of scenes (default 12000)")
     parser.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     args = parser.parse_args(argv)

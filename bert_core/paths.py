@@ -1,0 +1,61 @@
+"""Paths the command-line labs read and write, checked before any work: `argparse` types.
+
+Why before: a run writes its checkpoint after training (minutes to hours); an output path that is a file, or a
+directory nobody may write to, was found only then, in a traceback, the training lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+
+def in_path(value: str) -> Path:
+    """A file to read: `~` expanded, as a shell does only at the start of a word (`--data=~/x` keeps it)."""
+    return Path(value).expanduser()
+
+
+def out_dir(value: str) -> Path:
+    """A directory to write a checkpoint into (made if missing): refused now if it is a file or cannot be
+    written, by trying, since permission bits say nothing for root or a read-only mount."""
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value} is a file, not a directory")
+    _try_writing_in(path, value)
+    return path
+
+
+def out_file(value: str) -> Path:
+    """A file to write (its directory made if missing): refused now if it is a directory or cannot be written."""
+    path = Path(value).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value} is a directory, not a file")
+    _try_writing_in(path.parent, value)
+    return path
+
+
+def _try_writing_in(directory: Path, value: str) -> None:
+    """Make `directory` (and missing parents), write and delete a scratch file there, and remove again what
+    this made: the run itself makes them when it writes, and a refused run leaves nothing behind."""
+    made: list[Path] = []
+    probe = directory
+    while not probe.exists():
+        made.append(probe)
+        probe = probe.parent
+    try:
+        if not probe.is_dir():
+            raise argparse.ArgumentTypeError(f"cannot write {value}: {probe} is a file")
+        directory.mkdir(parents=True, exist_ok=True)
+        handle, scratch = tempfile.mkstemp(dir=directory, prefix=".bertscope-write-test-")
+        os.close(handle)
+        os.unlink(scratch)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot write {value}: {exc.strerror or exc}") from exc
+    finally:
+        for path in made:  # deepest first
+            try:
+                path.rmdir()
+            except OSError:
+                pass
