@@ -59,3 +59,19 @@ def _try_writing_in(directory: Path, value: str) -> None:
                 path.rmdir()
             except OSError:
                 pass
+
+
+def replace_problem(out: Path, record: str, lab: str) -> str | None:
+    """Why a run must not write into `out`, or None: it is new or empty, or holds an earlier checkpoint of this
+    lab (its `record` file, e.g. pretraining.json), which re-running the command is meant to replace. A
+    directory of other files (notes, another model) is not silently written over."""
+    if not out.is_dir():
+        return None
+    present = sorted(p.name for p in out.iterdir())
+    if not present or record in present:
+        return None
+    shown = ", ".join(present[:3]) + (", ..." if len(present) > 3 else "")
+    return (
+        f"--out {out} already holds files no earlier `bertscope {lab}` run wrote ({shown}): choose a new or "
+        "empty directory"
+    )

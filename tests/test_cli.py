@@ -380,3 +380,25 @@ def test_pretrain_says_what_is_wrong_with_threads_and_vocab(tmp_path, capsys):
             ["pretrain", "--corpus", corpus, "--out", str(tmp_path / "o"), "--vocab", str(tmp_path / "no")]
         )
     assert exc.value.code == 2 and "--vocab: no vocabulary file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["pretrain", "finetune"])
+def test_a_lab_writes_over_its_own_earlier_checkpoint_only(tmp_path, capsys, command):
+    """A directory of other files (or, for fine-tuning, the model it starts from) was written over in silence."""
+    demo = REPO / "assets" / "demo-model"
+    inputs = (
+        ["--corpus", str(REPO / "assets" / "corpus" / "demo_corpus.txt")]
+        if command == "pretrain"
+        else ["--task", "classify", "--data", str(tmp_path / "d.jsonl"), "--from", str(demo)]
+    )
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit) as exc:
+        cli.main([command, *inputs, "--out", str(notes)])
+    assert exc.value.code == 2 and "already holds files no earlier" in capsys.readouterr().err
+    assert (notes / "notes.txt").read_text() == "mine"
+    if command == "finetune":
+        with pytest.raises(SystemExit) as exc:
+            cli.main([command, *inputs, "--out", str(demo)])
+        assert exc.value.code == 2 and "--out is the checkpoint --from reads" in capsys.readouterr().err

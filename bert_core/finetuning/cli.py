@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from ..errors import BertScopeError
-from ..paths import in_path, out_dir, out_file
+from ..paths import in_path, out_dir, out_file, replace_problem
 from ..pretraining.cli import ProgressBar, _clock
 from ..pretraining.train import SAVE_DTYPES
 from .data import COLUMNS, TASKS
@@ -162,6 +162,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be at least 1")
+    source = Path(args.source).expanduser()
+    if source.is_dir() and source.resolve() == args.out.resolve():
+        parser.error("--out is the checkpoint --from reads: write the fine-tuned model to another directory")
+    problem = replace_problem(args.out, "finetuning.json", "finetune")
+    if problem:
+        parser.error(problem)
+    if (args.out / "finetuning.json").is_file():
+        print(f"bertscope finetune: replacing the earlier checkpoint in {args.out}", file=sys.stderr)
 
     import torch
 
