@@ -201,7 +201,11 @@ def main(argv: list[str] | None = None) -> int:
             info=info,
         )
     except BertScopeError as exc:  # the data, the labels or the checkpoint: the user's to fix
-        print(f"bertscope finetune: error: {exc}", file=sys.stderr)
+        message = str(exc)
+        # A row the model cannot take is found after reading, by its line: named with its file, as a row
+        # the reader refused is.
+        message = f"{args.data}, {message}" if message.startswith("line ") else message
+        print(f"bertscope finetune: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"\ninterrupted; the last finished epoch (if any) is in {args.out}", file=sys.stderr)

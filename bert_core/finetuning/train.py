@@ -262,7 +262,7 @@ def make_features(
     skip: bool = False,
 ) -> tuple[list[Feature], int]:
     """(features, examples skipped). InputError for an example that cannot be fed to the model; with `skip`,
-    a QA example whose answer no window holds is skipped instead."""
+    a QA example whose answer no window holds (or whose question leaves no room for one) is skipped instead."""
     index = {label: i for i, label in enumerate(labels)}
     features, skipped = [], 0
     for example in examples:
@@ -279,7 +279,12 @@ def make_features(
                     targets[piece] = index[example.tags[word]]
                 features.append(Feature(example, enc, targets))
             else:
-                feature = _qa_feature(model, example)
+                try:
+                    feature = _qa_feature(model, example)
+                except InputError:  # a question that leaves no room for the passage: out of reach too
+                    if not skip:
+                        raise
+                    feature = None
                 if feature is None and skip:
                     skipped += 1
                 elif feature is None:

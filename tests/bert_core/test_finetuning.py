@@ -245,6 +245,11 @@ def test_an_answer_beyond_the_models_reach_is_an_error_or_skipped(tmp_path, tiny
     wordy = Example(9, "where " * 70 + "?", "the bank", answer_start=4, answer_text="bank")
     with pytest.raises(InputError, match="line 9: the question takes .* shorten it"):
         finetune([wordy, *_qa_examples(8)], tiny_checkpoint, FinetuneConfig("qa", epochs=1))
+    # a question that leaves no room for the passage is out of reach too: skipped when asked
+    result = finetune(
+        [wordy, *_qa_examples(8)], tiny_checkpoint, FinetuneConfig("qa", epochs=1, skip_unreachable=True)
+    )
+    assert result.skipped == 1 and result.train_examples + result.eval_examples == 8
     with pytest.raises(InputError, match="max_length 100 is more than the model's 64 positions"):
         finetune(examples, tiny_checkpoint, FinetuneConfig("qa", max_length=100))
 
