@@ -402,3 +402,31 @@ def test_a_lab_writes_over_its_own_earlier_checkpoint_only(tmp_path, capsys, com
         with pytest.raises(SystemExit) as exc:
             cli.main([command, *inputs, "--out", str(demo)])
         assert exc.value.code == 2 and "--out is the checkpoint --from reads" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("command", "flags", "said"),
+    [
+        ("pretrain", ["--weight-decay", "-5"], "weight_decay must not be negative"),
+        ("pretrain", ["--max-grad-norm", "-1"], "max_grad_norm must be positive"),
+        ("pretrain", ["--mlm-probability", "0"], "mlm_probability must be more than 0"),
+        ("pretrain", ["--intermediate-size", "0"], "intermediate_size must be at least 1"),
+        ("finetune", ["--weight-decay", "-1"], "weight_decay must not be negative"),
+    ],
+)
+def test_lab_numbers_that_make_no_sense_are_refused(tmp_path, capsys, command, flags, said):
+    inputs = (
+        ["--corpus", str(REPO / "assets" / "corpus" / "demo_corpus.txt")]
+        if command == "pretrain"
+        else [
+            "--task",
+            "classify",
+            "--data",
+            str(tmp_path / "d.jsonl"),
+            "--from",
+            str(REPO / "assets" / "demo-model"),
+        ]
+    )
+    with pytest.raises(SystemExit) as exc:
+        cli.main([command, *inputs, "--out", str(tmp_path / "o"), *flags])
+    assert exc.value.code == 2 and said in capsys.readouterr().err

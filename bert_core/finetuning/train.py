@@ -120,6 +120,8 @@ class FinetuneConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if not self.learning_rate > 0:
             raise ValueError(f"the learning rate must be positive, got {self.learning_rate}")
+        if not self.weight_decay >= 0:  # a negative decay grows the weights
+            raise ValueError(f"weight_decay must not be negative, got {self.weight_decay}")
         if not 0 <= self.warmup or (self.warmup >= 1 and self.warmup != int(self.warmup)):
             raise ValueError(f"warmup must be a share below 1 or a whole number of steps, got {self.warmup}")
         if not 0 <= self.eval_fraction < 1:

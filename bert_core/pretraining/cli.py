@@ -193,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
             hidden_size=args.hidden_size,
             num_hidden_layers=args.layers,
             num_attention_heads=args.heads,
-            intermediate_size=args.intermediate_size or 4 * args.hidden_size,
+            intermediate_size=4 * args.hidden_size
+            if args.intermediate_size is None
+            else args.intermediate_size,
             max_position_embeddings=args.max_positions,
             pair_task=args.pair_task,
             masking=args.masking,

@@ -113,6 +113,16 @@ class TrainingConfig:
             )
         if self.learning_rate <= 0:
             raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+        # A negative decay grows the weights and a norm of 0 or less clips nothing sensible; with no token
+        # chosen there is no MLM loss to learn from (it trained on 0.000).
+        if not self.weight_decay >= 0:
+            raise ValueError(f"weight_decay must not be negative, got {self.weight_decay}")
+        if not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm must be positive, got {self.max_grad_norm}")
+        if not self.mlm_probability > 0:
+            raise ValueError(f"mlm_probability must be more than 0, got {self.mlm_probability}")
+        if self.intermediate_size < 1:
+            raise ValueError(f"intermediate_size must be at least 1, got {self.intermediate_size}")
         MaskingConfig(self.mlm_probability, self.mask_fraction, self.random_fraction)  # raises if invalid
 
     @property
