@@ -800,9 +800,12 @@ def saliency_strip(
     tokens: Sequence[str], scores: Sequence[float], *, title: str, font_size: int = BASE_FONT
 ) -> go.Figure:
     """Tokens coloured by their attribution, centred on zero: red for the target, blue against it. In rows of
-    at most SALIENCY_ROW tokens (fewer for larger text): one row of a long input piles its labels up."""
+    at most SALIENCY_ROW tokens, fewer for longer labels or larger text: one row of a long input piled its
+    labels up."""
     bound = float(np.abs(np.asarray(scores, dtype=np.float32)).max(initial=0.0)) or 1.0
-    per_row = max(4, SALIENCY_ROW * BASE_FONT // max(font_size, 1))
+    # As many as the longest label allows in a ~800 px chart at this text size (labels are drawn 2 px smaller).
+    cell_px = _text_px([label(t) for t in tokens], font_size - 2) + 12
+    per_row = max(3, min(SALIENCY_ROW, int(800 // max(cell_px, 1))))
     return token_strip(
         tokens, scores, title=title, zmin=-bound, zmax=bound, colorscale="RdBu_r", value_name="attribution",
         value_format="+.3g", font_size=font_size, per_row=per_row,  # +.3g: a tiny share reads as itself, not +0.0000
@@ -812,15 +815,16 @@ def saliency_strip(
 SALIENCY_ROW = 10  # tokens a saliency row holds at the normal font size (numbered labels, "17: kitchen")
 
 
-CHIP_CHARS = 60  # the longest chip span_chips draws; a row holds about 70 characters
+CHIP_CHARS = 60  # the longest chip span_chips draws at the normal size; a row holds about 70 characters
+ROW_CHARS = 70
 
 
-def _chunks(text: str) -> list[str]:
-    """`text` as consecutive pieces of at most CHIP_CHARS characters, cut after a space where there is one,
+def _chunks(text: str, limit: int = CHIP_CHARS) -> list[str]:
+    """`text` as consecutive pieces of at most `limit` characters, cut after a space where there is one,
     which joined give `text` back exactly."""
     out = []
-    while len(text) > CHIP_CHARS:
-        cut = text.rfind(" ", 0, CHIP_CHARS) + 1 or CHIP_CHARS
+    while len(text) > limit:
+        cut = text.rfind(" ", 0, limit) + 1 or limit
         out.append(text[:cut])
         text = text[cut:]
     return [*out, text] if text or not out else out
@@ -840,11 +844,15 @@ def span_chips(
     wraps into rows instead of one chip as wide as the passage (which shrank every row to a hairline). Colours
     follow `all_labels` (every label the model has) in sorted order, so an entity type has the same colour in
     every chart, whichever types each chart holds; without it, the labels of this chart."""
-    pieces = [(chunk, kind) for text, kind in pieces for chunk in _chunks(text)]
+    # A row holds fewer characters as the text grows (Large text's chips shrank their words to fit), and so
+    # does a chip.
+    row_chars = max(20, ROW_CHARS * BASE_FONT // max(font_size, 1))
+    limit = CHIP_CHARS * row_chars // ROW_CHARS
+    pieces = [(chunk, kind) for text, kind in pieces for chunk in _chunks(text, limit)]
     widths = [max(len(t), 1) + 1.0 for t, _ in pieces]
     starts, rows, x, row = [], [], 0.0, 0
     for w in widths:
-        if x > 0 and x + w > 70:
+        if x > 0 and x + w > row_chars:
             row, x = row + 1, 0.0
         starts.append(x)
         rows.append(row)
@@ -857,7 +865,7 @@ def span_chips(
         idx = [i for i, (_, k) in enumerate(pieces) if k == kind]
         fig.add_trace(
             go.Bar(
-                name=label(kind or "—"),
+                name=label(kind or "other text"),
                 orientation="h",
                 base=[starts[i] for i in idx],
                 x=[widths[i] for i in idx],

@@ -243,6 +243,12 @@ def test_a_long_passage_wraps_into_rows_of_chips_and_the_answer_keeps_its_colour
     for text in (before, after, "x" * 150, "", "short"):
         chunks = charts._chunks(text)
         assert "".join(chunks) == text and all(len(c) <= charts.CHIP_CHARS for c in chunks)
+    # Large text: fewer characters a row and a chip, so the words keep their size instead of shrinking to fit
+    large = charts.span_chips([(before, None), (answer, "answer"), (after, None)], title="t", font_size=22)
+    spans = [(b, w) for trace in large.data for b, w in zip(trace.base, trace.x, strict=True)]
+    assert max(b + w for b, w in spans) <= 70 * 13 / 22 + 3
+    assert len({y for trace in large.data for y in trace.y}) > len({y for trace in fig.data for y in trace.y})
+    assert "other text" in {t.name for t in fig.data}  # a legend entry an audience can read, not "—"
     colour = {t.name: t.marker.color for t in fig.data}["answer"]
     first = charts.span_chips([(answer, "answer"), (after, None)], title="t")
     assert {t.name: t.marker.color for t in first.data}["answer"] == colour  # not by order of appearance

@@ -150,7 +150,7 @@ def test_an_entity_type_has_one_colour_in_sentence_a_and_b(monkeypatch):
     colours = {}
     for key in ("task_entities_a", "task_entities_b"):
         for trace in figure(at, key)["data"]:
-            if trace["name"] != "—":
+            if trace["name"] != "other text":
                 colours.setdefault(trace["name"], set()).add(trace["marker"]["color"])
     assert all(len(c) == 1 for c in colours.values()), colours
     types = model.entity_types()
