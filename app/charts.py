@@ -572,7 +572,13 @@ def bars(
     text = [f"{v:.3f}" for v in values]
     # Values always outside their bar, at the chart's text size: inside, plotly shrinks them to fit thin bars
     # (7 px), which nobody at the back of a room can read. The axis leaves room for them past range_max.
-    outside = {"textposition": "outside", "textfont": {"size": font_size}, "cliponaxis": False}
+    # constraintext: plotly also shrinks a value outside its bar to the bar's width (NSP's two bars' values).
+    outside = {
+        "textposition": "outside",
+        "textfont": {"size": font_size},
+        "cliponaxis": False,
+        "constraintext": "none",
+    }
     # Without a fixed range, room for the values past both ends: plotly's own range ends at the longest bar,
     # and a negative bar's value then sat on the token labels.
     finite = np.asarray(values, dtype=np.float64)
