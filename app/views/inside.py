@@ -119,6 +119,9 @@ if view == "qk":
         [f"query {labels[token]}"] + [f"key {t}" for t in labels] + [f"q×k {t}" for t in labels],
         dims,
         title="Query, keys, and their elementwise products",
+        # The labels name their tokens' positions ("key 3: drifted"): the row's own index beside it
+        # ("76: key 3: drifted") would be a second, meaningless number.
+        numbered=True,
         zmid=0.0,
         colorscale="RdBu",
         value_name="value",

@@ -300,3 +300,11 @@ def test_a_link_reproduces_the_minimal_pairs_and_a_bad_line_is_named_by_its_numb
     assert sorted(ranked["sentence"]) == ["she ate a egg .", "she ate an egg ."]
     said = [str(i.value) for i in at.info if "empty once" in str(i.value)]
     assert len(said) == 1 and said[0].startswith("Sentence 2 is empty") and "accents" in said[0]
+
+
+def test_query_key_rows_carry_one_number_each_when_thinned(make_app):
+    """Thinned, the rows were labelled with their own index too: "76: q×k 3: drifted"."""
+    long = " ".join(["the boat drifted toward the bank of the river ."] * 5)
+    at = open_view(make_app, "qk", long)
+    rows = figure(at, "qk_vectors")["layout"]["yaxis"]["ticktext"]
+    assert len(rows) < 1 + 2 * 52 and all(r.startswith(("query ", "key ", "q×k ")) for r in rows)
