@@ -292,6 +292,9 @@ def heatmap(
         xaxis=axis(cl, every_c, tickangle=-60),
         yaxis=axis(rl, every_r) | {"autorange": "reversed"},
     )
+    # As many colour-bar values as its height holds at this text size: a short chart's ran together in Large
+    # text ("1/0.5/0/−0.5/−1" in 100 px).
+    fig.update_traces(colorbar={"nticks": max(3, int((height - 120) / (2.5 * font_size)))})
     return _layout(fig, title, height, font_size)
 
 
@@ -319,9 +322,13 @@ def vector_strips(
         width_px=width_px,
     )
     fig.update_traces(zmid=0.0)
-    # A short strip's colour-bar values ran together in Large text: three of them.
-    if height is not None and height < 300:
-        fig.update_traces(colorbar={"nticks": 3})
+    # A short strip's colour bar holds two or three values: its ends and 0, written out (plotly's own choice of
+    # at most three "nice" values left only the 0 of a small range).
+    finite = v[np.isfinite(v)]
+    if height is not None and height < 300 and finite.size:
+        ends = [float(finite.min()), float(finite.max())]
+        marks = sorted({ends[0], ends[1], *([0.0] if ends[0] < 0 < ends[1] else [])})
+        fig.update_traces(colorbar={"tickvals": marks, "ticktext": [f"{m:.2g}" for m in marks]})
     return fig
 
 

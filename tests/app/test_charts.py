@@ -277,8 +277,12 @@ def test_a_vector_strip_in_part_of_a_page_thins_its_dimension_numbers_in_large_t
     assert normal.layout.xaxis.tickmode == "array" and len(normal.layout.xaxis.tickvals) == 32
     large = charts.vector_strips(vec, ["vector"], height=160, width_px=650, font_size=26)
     assert large.layout.xaxis.tickmode != "array"  # plotly picks as many as fit the real width
-    assert large.data[0].colorbar.nticks == 3
-    assert charts.vector_strips(vec, ["vector"]).data[0].colorbar.nticks is None  # a tall chart keeps its own
+    assert large.data[0].colorbar.nticks == 3 and large.data[0].colorbar.ticktext == ("-2", "0", "2")
+    small = charts.vector_strips(np.array([[-0.031, 0.012, 0.044]]), ["v"], height=160, font_size=22)
+    assert small.data[0].colorbar.ticktext == ("-0.031", "0", "0.044")  # not plotly's lone 0
+    assert (
+        charts.vector_strips(vec, ["vector"], height=600).data[0].colorbar.nticks > 3
+    )  # a tall one holds more
 
 
 def test_half_width_charts_in_large_text_leave_room_for_their_labels_and_values():
