@@ -195,8 +195,9 @@ def token_chips(
 
 
 def _text_px(texts: Sequence[str], font_size: int) -> float:
-    """About how wide the longest of `texts` is drawn, in pixels (an average glyph is ~0.6 em)."""
-    return 0.6 * font_size * max((len(t) for t in texts), default=0)
+    """About how wide the longest of `texts` is drawn, in pixels (an average glyph is ~0.6 em); a label's
+    escapes (`label`: "&lt;/s&gt;") count as the characters they draw."""
+    return 0.6 * font_size * max((len(html.unescape(t)) for t in texts), default=0)
 
 
 def _numbered(k: int, name: str) -> str:
@@ -322,8 +323,8 @@ def vector_strips(
         width_px=width_px,
     )
     fig.update_traces(zmid=0.0)
-    # A short strip's colour bar holds two or three values: its ends and 0, written out (plotly's own choice of
-    # at most three "nice" values left only the 0 of a small range).
+    # A short strip's colour bar holds two or three values: the data's lowest and highest and 0, written out
+    # (plotly's own choice of at most three "nice" values left only the 0 of a small range).
     finite = v[np.isfinite(v)]
     if height is not None and height < 300 and finite.size:
         ends = [float(finite.min()), float(finite.max())]
@@ -596,7 +597,10 @@ def bars(
     # names, "4.281" lost its last digit at the edge).
     text_px = _text_px(text, font_size) + 8
     names_px = _text_px(labels(names), font_size) if horizontal else 0.0
-    plot_px = max(60.0, (width_px if horizontal else 360) - names_px - 40 - 2 * text_px)
+    ends = (
+        2 if low < 0 else 1
+    )  # room for values past the right end, and past the left only if one is negative
+    plot_px = max(60.0, (width_px if horizontal else 360) - names_px - 40 - ends * text_px)
     share = max(0.18, text_px / plot_px)
     pad = share * (high - low)
     padded = [low - pad if low < 0 else 0.0, high + pad] if pad > 0 else None
@@ -825,7 +829,7 @@ def saliency_strip(
     )  # fmt: skip
 
 
-SALIENCY_ROW = 10  # tokens a saliency row holds at the normal font size (numbered labels, "17: kitchen")
+SALIENCY_ROW = 10  # the most tokens a saliency row holds, however short their labels
 
 
 CHIP_CHARS = 60  # the longest chip span_chips draws at the normal size; a row holds about 70 characters

@@ -113,12 +113,16 @@ def run_app(argv: list[str]) -> int:
     # What argparse leaves is passed to `streamlit run`: its own settings (--server.headless true, ...), each a
     # dotted name. Anything else is a mistyped command or option, which used to start the app regardless (or
     # end in Streamlit's usage text, which names options bertscope does not have).
-    stray = [
-        a for i, a in enumerate(extra) if (a.startswith("-") and "." not in a) or (i == 0 and a[:1] != "-")
-    ]
-    if stray:
+    stray, i = None, 0
+    while i < len(extra) and stray is None:
+        word = extra[i]
+        if word.startswith("--") and "." in word.split("=", 1)[0]:
+            i += 1 if "=" in word else 2  # a setting, and its value (which may start with "-": -apple-system)
+        else:
+            stray = word
+    if stray is not None:
         parser.error(
-            f"unknown command or option {stray[0]!r} (commands: pretrain, finetune; Streamlit settings are "
+            f"unknown command or option {stray!r} (commands: pretrain, finetune; Streamlit settings are "
             "written --section.name value)"
         )
     if args.port is not None and not 1 <= args.port <= 65535:
@@ -126,8 +130,12 @@ def run_app(argv: list[str]) -> int:
     for flag, value in (("--max-chars", args.max_chars), ("--max-models", args.max_models)):
         if value is not None and value < 1:
             parser.error(f"{flag} must be at least 1, got {value}")
-    if args.device is not None and not re.fullmatch(r"cpu|cuda(:\d+)?", args.device):
-        parser.error(f"--device must be cpu or cuda (cuda:N for one of several GPUs), got {args.device!r}")
+    # The device types torch names (the core takes any; the app never imports torch itself, so no
+    # torch.device() here): a typo such as "gpu" is refused now, not at the first page.
+    if args.device is not None and not re.fullmatch(r"(cpu|cuda|mps|xpu|hpu|mtia)(:\d+)?", args.device):
+        parser.error(
+            f"--device must be a device torch knows (cpu, cuda, cuda:1, mps, xpu), got {args.device!r}"
+        )
     if args.shared:
         os.environ["BERTSCOPE_ALLOW_HUB"] = "0"
         os.environ.setdefault("BERTSCOPE_MODEL_ROOTS", str(Path(__file__).resolve().parents[1] / "assets"))

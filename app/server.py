@@ -470,7 +470,8 @@ class Collector:
             raising = sys.exc_info()[1] is not None
             quiet = self._running == 0 and not raising
             age = now - self._frozen_at
-            overdue = self._frozen and age >= self.OVERDUE * self.refreeze_every_s
+            # Never while this run raises, overdue or not: its namespace would be frozen with the rest (below).
+            overdue = self._frozen and not raising and age >= self.OVERDUE * self.refreeze_every_s
             if self._frozen and age >= self.refreeze_every_s and (quiet or overdue):
                 gc.unfreeze()
                 self._frozen = False

@@ -342,11 +342,12 @@ def unknown_pieces_note(active: models.ActiveModel, text: str, pair: str | None 
         enc = active.model.encode(text, pair)  # tokenising only
     except bert_core.BertScopeError:  # the page says what is wrong with the text
         return
-    unknown = [
+    typed = [
         (pair if seq == 1 else text)[int(a) : int(b)]
         for token, seq, (a, b) in zip(enc.tokens, enc.sequence_ids, enc.offsets, strict=True)
         if token == unk and seq is not None
     ]
+    unknown = [u for u in typed if u != unk]  # a typed [UNK] is the piece itself, not a gap in the vocabulary
     if unknown:
         shown = ", ".join(f"'{u}'" for u in dict.fromkeys(unknown))
         st.caption(

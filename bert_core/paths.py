@@ -18,13 +18,23 @@ def in_path(value: str) -> Path:
 
 
 def out_dir(value: str) -> Path:
-    """A directory to write a checkpoint into (made if missing): refused now if it is a file or cannot be
-    written, by trying, since permission bits say nothing for root or a read-only mount."""
+    """A directory to write a checkpoint into (made if missing): refused now if it is a file. Whether it can be
+    written is `writable_problem`'s to say, once the lab's other checks have passed (its probe touches the
+    directory, which a server holding a model there would read as the model's files changing)."""
     path = Path(value).expanduser()
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{value} is a file, not a directory")
-    _try_writing_in(path, value)
     return path
+
+
+def writable_problem(path: Path) -> str | None:
+    """Why a run cannot write into directory `path`, found by trying, since permission bits say nothing for
+    root or a read-only mount; None when it can."""
+    try:
+        _try_writing_in(path, str(path))
+    except argparse.ArgumentTypeError as exc:
+        return f"--out: {exc}"
+    return None
 
 
 def out_file(value: str) -> Path:
@@ -61,13 +71,17 @@ def _try_writing_in(directory: Path, value: str) -> None:
                 pass
 
 
-def replace_problem(out: Path, record: str, lab: str) -> str | None:
+def replace_problem(out: Path, record: str, lab: str, foreign: tuple[str, ...] = ()) -> str | None:
     """Why a run must not write into `out`, or None: it is new or empty, or holds an earlier checkpoint of this
-    lab (its `record` file, e.g. pretraining.json), which re-running the command is meant to replace. A
-    directory of other files (notes, another model) is not silently written over."""
+    lab (its `record` file, e.g. pretraining.json, and none of the `foreign` records of another lab: a
+    fine-tuned checkpoint keeps a copy of its base's pretraining.json), which re-running the command is meant
+    to replace. A directory of other files (notes, another model) is not silently written over. Hidden files
+    (.DS_Store) and a save cut short (.partial-*) do not count."""
     if not out.is_dir():
         return None
-    present = sorted(p.name for p in out.iterdir())
+    present = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    if any(name in present for name in foreign):
+        return f"--out {out} holds a checkpoint of another lab ({', '.join(foreign)}): choose a new or empty directory"
     if not present or record in present:
         return None
     shown = ", ".join(present[:3]) + (", ..." if len(present) > 3 else "")

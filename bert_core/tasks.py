@@ -21,6 +21,7 @@ from .results import Attribution, Entity
 from .tokenizer import Encoding, _frozen
 
 ATTRIBUTION_METHODS = ("integrated_gradients", "gradient_x_input")
+MAX_ANSWER_TOKENS = 30  # the longest answer `answer` gives by default, in pieces
 QA_STRIDE = 128  # pieces a long passage's neighbouring windows share (at most half a window; see _qa_windows)
 
 
@@ -92,7 +93,10 @@ class TaskPasses:
                 continue
             covered = owners[sentence][start:end]
             covered = covered[covered >= 0]
-            if not len(covered):  # nothing but the space before a word (SentencePiece's lone "▁", a lone "Ġ")
+            if not len(
+                covered
+            ):  # nothing but spaces (RoBERTa's lone "Ġ"; ALBERT's lone "▁" is given the word's
+                # first character by `tokenizers`, so it is that word's first piece, as in transformers' word_ids)
                 continue
             word = (sentence, int(covered[0]))
             if word in index:  # a later piece of the same word widens its span
@@ -112,7 +116,7 @@ class TaskPasses:
         context: str,
         top_k: int = 1,
         *,
-        max_answer_tokens: int = 30,
+        max_answer_tokens: int = MAX_ANSWER_TOKENS,
         stride: int = QA_STRIDE,
     ) -> list[tuple[str, int, int, float]]:
         """[(answer_text, start_char, end_char, score), ...], the best spans of `context` by start + end logit
@@ -332,7 +336,7 @@ class TaskPasses:
                 )
             # The window the best answer scored in (`answer`'s defaults), not the passage's first: a long
             # passage's answer may lie beyond it, or score otherwise there, nearer its edge.
-            spans, windows = self._best_spans(text, text_pair, 1, 30, QA_STRIDE)
+            spans, windows = self._best_spans(text, text_pair, 1, MAX_ANSWER_TOKENS, QA_STRIDE)
             _, (_, window, start_piece, end_piece) = spans[0]
             position = start_piece if end == 0 else end_piece
             return (

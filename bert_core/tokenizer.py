@@ -60,10 +60,10 @@ _DEFAULT_SPECIAL_TOKENS = {
 }
 # Without these three the model input cannot be built at all; [PAD] and [MASK] only serve padding and
 # masked-word prediction, which a vocabulary may legitimately lack.
+_REQUIRED_SPECIAL_TOKENS = ("cls_token", "sep_token", "unk_token")
 # What a BERT-family tokenizer's normaliser drops, which may leave nothing to read (a lone U+0301 on an
 # uncased model): said in the error, so a user can tell why a text that shows characters is "empty".
 _REMOVED = "control and zero-width characters (and, where the model is uncased, accents)"
-_REQUIRED_SPECIAL_TOKENS = ("cls_token", "sep_token", "unk_token")
 
 # Python's str.lower() (which the reference tokenizer uses) turns a capital sigma into the final form "ς"
 # when a cased letter precedes it and none follows, skipping case-ignorable characters such as

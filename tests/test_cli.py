@@ -105,6 +105,7 @@ SHARED_SETTINGS = (
     "BERTSCOPE_MODEL_ROOTS",
     "BERTSCOPE_MAX_CHARS",
     "BERTSCOPE_MAX_MODELS",
+    "BERTSCOPE_DEVICE",
     "OMP_NUM_THREADS",
 )
 
@@ -313,7 +314,9 @@ def test_an_address_the_lecturer_named_for_streamlit_is_kept(monkeypatch, tmp_pa
         (["--port", "0"], "--port must be from 1 to 65535"),
         (["--max-chars", "0"], "--max-chars must be at least 1"),
         (["--max-models", "-5"], "--max-models must be at least 1"),
-        (["--device", "gpu"], "--device must be cpu or cuda"),
+        (["--device", "gpu"], "--device must be a device torch knows"),
+        (["--server.port", "8600", "stray"], "unknown command or option 'stray'"),
+        (["--", "x"], "unknown command or option '--'"),
     ],
 )
 def test_a_mistyped_command_or_a_bad_setting_is_refused_before_the_server_starts(
@@ -333,8 +336,12 @@ def test_streamlit_settings_and_good_values_still_pass(monkeypatch):
     seen = {}
     monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
     _restored_after(monkeypatch)
-    cli.main(["--device", "cuda:1", "--port", "8601", "--server.headless", "true", "--theme.base=dark"])
+    cli.main(
+        ["--device", "cuda:1", "--port", "8601", "--server.headless", "true", "--theme.base=dark"]
+        + ["--theme.font", "-apple-system"]  # a value that starts with "-"
+    )
     argv = seen["argv"]
+    assert argv[argv.index("--theme.font") + 1] == "-apple-system"
     assert argv[argv.index("--server.headless") + 1] == "true"
     assert "--theme.base=dark" in seen["argv"] and os.environ["BERTSCOPE_DEVICE"] == "cuda:1"
 
@@ -356,14 +363,16 @@ def test_a_lab_refuses_an_output_it_cannot_write_before_any_training(tmp_path, c
             str(REPO / "assets" / "demo-model"),
         ]
     )
-    for out, said in ((taken, "is a file, not a directory"), (taken / "sub", "is a file")):
+    for out, said in ((taken, "is a file, not a directory"), (taken / "sub", "cannot write")):
         with pytest.raises(SystemExit) as exc:
             cli.main([command, *inputs, "--out", str(out)])
         assert exc.value.code == 2 and said in capsys.readouterr().err
     fresh = tmp_path / "a" / "b"
-    from bert_core.paths import out_dir
+    from bert_core.paths import writable_problem
 
-    assert out_dir(str(fresh)) == fresh and not (tmp_path / "a").exists()  # checked, and nothing left behind
+    assert (
+        writable_problem(fresh) is None and not (tmp_path / "a").exists()
+    )  # checked, and nothing left behind
     with pytest.raises(SystemExit) as exc:
         cli.main([command, "make-corpus" if command == "pretrain" else "make-data", "--out", str(tmp_path)]
                  + ([] if command == "pretrain" else ["--task", "qa"]))  # fmt: skip
@@ -402,6 +411,21 @@ def test_a_lab_writes_over_its_own_earlier_checkpoint_only(tmp_path, capsys, com
         with pytest.raises(SystemExit) as exc:
             cli.main([command, *inputs, "--out", str(demo)])
         assert exc.value.code == 2 and "--out is the checkpoint --from reads" in capsys.readouterr().err
+    else:  # a fine-tuned checkpoint keeps its base's pretraining.json: still not pre-training's to replace
+        with pytest.raises(SystemExit) as exc:
+            cli.main([command, *inputs, "--out", str(REPO / "assets" / "demo-tasks" / "qa")])
+        assert exc.value.code == 2 and "checkpoint of another lab" in capsys.readouterr().err
+    # its own earlier checkpoint is what a re-run replaces (a hidden file or a save cut short aside)
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / ("pretraining.json" if command == "pretrain" else "finetuning.json")).write_text("{}")
+    (own / ".partial-x1").mkdir()
+    from bert_core.paths import replace_problem
+
+    record = "pretraining.json" if command == "pretrain" else "finetuning.json"
+    assert replace_problem(own, record, command) is None
+    (own / record).unlink()
+    assert replace_problem(own, record, command) is None  # only hidden leftovers: as good as empty
 
 
 @pytest.mark.parametrize(

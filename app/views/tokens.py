@@ -80,7 +80,11 @@ unspelt = sum(k == "unk" and r["typed text"] != unk for k, r in zip(kinds, rows,
 # Special tokens typed into the text (not the mask, which has its own note): the tokenizer reads each as the
 # special itself, so "[SEP]" typed mid-sentence ends a segment in the model's eyes.
 typed_specials = sorted(
-    {r["piece"] for r, s in zip(rows, result.special_tokens_mask.tolist(), strict=True) if not s}
+    {
+        r["piece"]
+        for r, s in zip(rows, result.special_tokens_mask.tolist(), strict=True)
+        if not s and (r["piece"] != unk or r["typed text"] == unk)  # an unspelt word is no typed [UNK]
+    }
     & ((specials | {unk}) - {tokenizer.mask_token})
 )
 c1, c2, c3 = st.columns(3)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from ..errors import BertScopeError
-from ..paths import in_path, out_dir, out_file, replace_problem
+from ..paths import in_path, out_dir, out_file, replace_problem, writable_problem
 from ..pretraining.cli import ProgressBar, _clock
 from ..pretraining.train import SAVE_DTYPES
 from .data import COLUMNS, TASKS
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     source = Path(args.source).expanduser()
     if source.is_dir() and source.resolve() == args.out.resolve():
         parser.error("--out is the checkpoint --from reads: write the fine-tuned model to another directory")
-    problem = replace_problem(args.out, "finetuning.json", "finetune")
+    problem = replace_problem(args.out, "finetuning.json", "finetune") or writable_problem(args.out)
     if problem:
         parser.error(problem)
     if (args.out / "finetuning.json").is_file():

@@ -227,6 +227,14 @@ def _items(row: dict[str, Any], column: str, where: str) -> tuple[str, ...]:
         raise InputError(f"{where}: {column!r} must be space-separated text or a list of non-empty strings")
     if not items:
         raise InputError(f"{where}: {column!r} is empty")
+    # A word is what lies between spaces, for training and for the entities the app shows (`entities`):
+    # "New York" as one list item would be one word here and two there, its tags off by one from then on.
+    spaced = next((item for item in items if any(c.isspace() for c in item)), None)
+    if spaced is not None:
+        raise InputError(
+            f"{where}: {column!r} item {spaced!r} holds a space: give each space-separated word its own item "
+            "(and its own tag)"
+        )
     return tuple(items)
 
 

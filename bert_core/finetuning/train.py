@@ -319,7 +319,8 @@ def _first_pieces(enc: Encoding, example: Example) -> list[tuple[int, int]]:
             continue
         words = owner[start:end]
         words = words[words >= 0]
-        # a piece of nothing but the space before a word (SentencePiece's lone "▁") belongs to no word
+        # a piece of nothing but spaces (RoBERTa's lone "Ġ") belongs to no word; ALBERT's lone "▁" is given the
+        # word's first character, so it is that word's first piece, as transformers' word_ids make it
         if len(words) and int(words[0]) not in seen:
             seen.add(int(words[0]))
             pairs.append((piece, int(words[0])))

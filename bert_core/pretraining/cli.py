@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..paths import in_path, out_dir, replace_problem
+from ..paths import in_path, out_dir, replace_problem, writable_problem
 from .train import MASKING_MODES, PAIR_TASKS, SAVE_DTYPES, StepStats, TrainingConfig
 
 log = logging.getLogger(__name__)
@@ -177,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be at least 1")
-    problem = replace_problem(args.out, "pretraining.json", "pretrain")
+    problem = replace_problem(args.out, "pretraining.json", "pretrain", foreign=("finetuning.json",))
+    problem = problem or writable_problem(args.out)
     if problem:
         parser.error(problem)
     if (args.out / "pretraining.json").is_file():

@@ -34,6 +34,9 @@ def test_typed_special_tokens_are_said_to_be_read_as_specials(make_app):
     assert [m.value for m in at.metric if m.label.replace("\\", "") == "[UNK]"] == ["1"]
     plain = make_app(a="the bank river money")
     assert not [c for c in plain.caption if c.value.startswith("Typed")]
+    unspelt = make_app(a="the bank 😀 river")  # a word the vocabulary cannot spell is no typed [UNK]
+    assert not [c for c in unspelt.caption if c.value.startswith("Typed")]
+    assert [w for w in unspelt.warning if "could not be spelt" in w.value]
 
 
 def test_sidebar_shows_model_size_and_heads(make_app):

@@ -232,6 +232,10 @@ def test_malformed_json_lines_name_their_line(tmp_path):
     path.write_text("", encoding="utf-8")
     with pytest.raises(InputError, match="holds no examples"):
         read_examples(path, "tag")
+    # one item holding two words would be one word in training and two in the app's entities
+    path.write_text('{"tokens": ["New York", "is", "big"], "tags": ["B-LOC", "O", "O"]}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="line 1: 'tokens' item 'New York' holds a space"):
+        read_examples(path, "tag")
 
 
 def test_an_answer_beyond_the_models_reach_is_an_error_or_skipped(tmp_path, tiny_checkpoint):
