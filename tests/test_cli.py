@@ -346,23 +346,27 @@ def test_streamlit_settings_and_good_values_still_pass(monkeypatch):
     assert "--theme.base=dark" in seen["argv"] and os.environ["BERTSCOPE_DEVICE"] == "cuda:1"
 
 
+def _lab_inputs(command: str, tmp_path: Path) -> list[str]:
+    """A lab's arguments but --out: the bundled corpus, or data (never read: the checks come first) and the
+    demo model to fine-tune."""
+    if command == "pretrain":
+        return ["--corpus", str(REPO / "assets" / "corpus" / "demo_corpus.txt")]
+    return [
+        "--task",
+        "classify",
+        "--data",
+        str(tmp_path / "d.jsonl"),
+        "--from",
+        str(REPO / "assets" / "demo-model"),
+    ]
+
+
 @pytest.mark.parametrize("command", ["pretrain", "finetune"])
 def test_a_lab_refuses_an_output_it_cannot_write_before_any_training(tmp_path, capsys, command):
     """A file given as --out was found only after training (minutes to hours), in a traceback."""
     taken = tmp_path / "taken"
     taken.write_text("x")
-    inputs = (
-        ["--corpus", str(REPO / "assets" / "corpus" / "demo_corpus.txt")]
-        if command == "pretrain"
-        else [
-            "--task",
-            "classify",
-            "--data",
-            str(tmp_path / "d.jsonl"),
-            "--from",
-            str(REPO / "assets" / "demo-model"),
-        ]
-    )
+    inputs = _lab_inputs(command, tmp_path)
     for out, said in ((taken, "is a file, not a directory"), (taken / "sub", "cannot write")):
         with pytest.raises(SystemExit) as exc:
             cli.main([command, *inputs, "--out", str(out)])
@@ -395,11 +399,7 @@ def test_pretrain_says_what_is_wrong_with_threads_and_vocab(tmp_path, capsys):
 def test_a_lab_writes_over_its_own_earlier_checkpoint_only(tmp_path, capsys, command):
     """A directory of other files (or, for fine-tuning, the model it starts from) was written over in silence."""
     demo = REPO / "assets" / "demo-model"
-    inputs = (
-        ["--corpus", str(REPO / "assets" / "corpus" / "demo_corpus.txt")]
-        if command == "pretrain"
-        else ["--task", "classify", "--data", str(tmp_path / "d.jsonl"), "--from", str(demo)]
-    )
+    inputs = _lab_inputs(command, tmp_path)
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "notes.txt").write_text("mine")
@@ -439,18 +439,7 @@ def test_a_lab_writes_over_its_own_earlier_checkpoint_only(tmp_path, capsys, com
     ],
 )
 def test_lab_numbers_that_make_no_sense_are_refused(tmp_path, capsys, command, flags, said):
-    inputs = (
-        ["--corpus", str(REPO / "assets" / "corpus" / "demo_corpus.txt")]
-        if command == "pretrain"
-        else [
-            "--task",
-            "classify",
-            "--data",
-            str(tmp_path / "d.jsonl"),
-            "--from",
-            str(REPO / "assets" / "demo-model"),
-        ]
-    )
+    inputs = _lab_inputs(command, tmp_path)
     with pytest.raises(SystemExit) as exc:
         cli.main([command, *inputs, "--out", str(tmp_path / "o"), *flags])
     assert exc.value.code == 2 and said in capsys.readouterr().err
