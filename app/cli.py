@@ -132,6 +132,11 @@ def run_app(argv: list[str]) -> int:
             parser.error(f"{flag} must be at least 1, got {value}")
     # The device types torch names (the core takes any; the app never imports torch itself, so no
     # torch.device() here): a typo such as "gpu" is refused now, not at the first page.
+    # A path written as one (absolute, ./, ../ or ~) that is not there is a typo: said now, not on every page
+    # of a room. A bare "name" or "owner/name" may be a hub id, which only loading can tell.
+    given = args.model or ""
+    if given.startswith(("/", "./", "../", "~")) and not Path(given).expanduser().exists():
+        parser.error(f"--model {given}: no such directory")
     if args.device is not None and not re.fullmatch(r"(cpu|cuda|mps|xpu|hpu|mtia)(:\d+)?", args.device):
         parser.error(
             f"--device must be a device torch knows (cpu, cuda, cuda:1, mps, xpu), got {args.device!r}"

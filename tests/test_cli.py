@@ -13,16 +13,16 @@ from app import cli
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_model_flag_sets_env_and_serves_on_loopback(monkeypatch):
+def test_model_flag_sets_env_and_serves_on_loopback(monkeypatch, tmp_path):
     from streamlit.web import cli as stcli
 
     seen = {}
     monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
     monkeypatch.delenv("BERTSCOPE_MODEL", raising=False)
-    cli.main(["--model", "/some/dir", "--port", "8600"])
+    cli.main(["--model", str(tmp_path), "--port", "8600"])
     import os
 
-    assert os.environ["BERTSCOPE_MODEL"] == "/some/dir"
+    assert os.environ["BERTSCOPE_MODEL"] == str(tmp_path)
     argv = seen["argv"]
     assert argv[:3] == ["streamlit", "run", str(cli.APP_ENTRY)]
     assert argv[argv.index("--server.address") + 1] == "127.0.0.1"
@@ -139,8 +139,8 @@ def test_shared_opens_on_the_demo_model_where_the_default_hub_model_is_not_cache
     assert os.environ["BERTSCOPE_MODEL"] == "@demo"
     assert "opens on the bundled demo model" in capsys.readouterr().err
     monkeypatch.delenv("BERTSCOPE_MODEL")
-    cli.main(["--shared", "--model", "/models/mine"])
-    assert os.environ["BERTSCOPE_MODEL"] == "/models/mine"
+    cli.main(["--shared", "--model", str(tmp_path)])
+    assert os.environ["BERTSCOPE_MODEL"] == str(tmp_path)
     monkeypatch.delenv("BERTSCOPE_MODEL")
     cli.main([])  # a personal server may download it
     assert "BERTSCOPE_MODEL" not in os.environ
@@ -317,6 +317,8 @@ def test_an_address_the_lecturer_named_for_streamlit_is_kept(monkeypatch, tmp_pa
         (["--device", "gpu"], "--device must be a device torch knows"),
         (["--server.port", "8600", "stray"], "unknown command or option 'stray'"),
         (["--", "x"], "unknown command or option '--'"),
+        (["--model", "/no/such/model/dir"], "--model /no/such/model/dir: no such directory"),
+        (["--model", "./no-such-dir"], "no such directory"),
     ],
 )
 def test_a_mistyped_command_or_a_bad_setting_is_refused_before_the_server_starts(
