@@ -257,8 +257,8 @@ def heatmap(
     fig = go.Figure(trace)
     if height is None:
         height = int(min(900, max(300, 120 + 18 * r * font_size / BASE_FONT)))
-    # As many labels as fit without running together: rows in the plot's height, columns (tilted) in
-    # `width_px`; about 64 each at the normal size in a full-width chart, fewer as large text grows.
+    # As many labels as fit without running together, fewer as large text grows: rows in the plot's height,
+    # columns (tilted) in `width_px` (below).
     fit_r = max(4, int((height - 120) / (font_size * 0.9)))
     every_r = max(1, int(np.ceil(r / fit_r)))
 
@@ -269,12 +269,12 @@ def heatmap(
         return [_numbered(k, names[k]) for k in range(0, len(names), every)]
 
     # The columns get what the row labels and the colour bar (12 px and its values) leave of the chart's
-    # width, a tilted label about one text height each: in Large text a half-width chart's row labels ("12:
-    # deposited") took half of it, and its column labels piled into one block.
+    # width, and labels tilted by 60° stand 1/sin(60°) = 1.15 text heights apart at the least: in Large text
+    # a half-width chart's row labels ("12: deposited") took half of it, and its column labels piled up.
     plot_px = max(
         60.0, width_px - _text_px(ticks(rl, every_r), font_size) - 12 - _text_px(["0.5"], font_size)
     )
-    fit_c = max(3, int(plot_px / font_size))
+    fit_c = max(3, int(plot_px / (1.15 * font_size)))
     every_c = max(1, int(np.ceil(c / fit_c)))
 
     def axis(names: list[str], every: int, **text_only) -> dict:
@@ -289,8 +289,10 @@ def heatmap(
             "ticktext": ticks(names, every),
         } | text_only
 
+    # Short column labels (sentence numbers "1".."4") stand upright; tilted, they only looked odd.
+    upright = all(len(html.unescape(t)) <= 3 for t in cl)
     fig.update_layout(
-        xaxis=axis(cl, every_c, tickangle=-60),
+        xaxis=axis(cl, every_c, tickangle=0 if upright else -60),
         yaxis=axis(rl, every_r) | {"autorange": "reversed"},
     )
     # As many colour-bar values as its height holds at this text size: a short chart's ran together in Large

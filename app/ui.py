@@ -158,7 +158,7 @@ def side_by_side(count: int) -> list:
 
 def chart_width() -> int:
     """About how wide (px) a chart placed by `side_by_side(2)` is drawn, for the builders' label thinning."""
-    return 900 if st.session_state.get(KEY_LARGE) else 450
+    return 900 if st.session_state.get(KEY_LARGE) else 400
 
 
 def later(build: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> functools.partial:

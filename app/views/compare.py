@@ -108,7 +108,7 @@ for column, name, matrix, labels, layer, head, tokens in drawn:
             zmax=top,
             value_name="attention",
             font_size=fs,
-            width_px=450,  # half the page
+            width_px=400,  # half the page (~400 px of a 1280 px screen)
         )
         ui.show_figure(
             fig,

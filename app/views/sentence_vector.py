@@ -136,7 +136,7 @@ if batch is not None:
         names,
         [str(n) for n in numbers],
         numbered=True,  # "1. text" and "1": sentence numbers, counted from 1
-        title=f"Cosine similarity of the sentence vectors ({KIND_NAMES[kind]})",
+        title=f"Cosine similarity of the sentence vectors: {KIND_NAMES[kind]}",
         zmin=-1.0,
         zmax=1.0,
         colorscale="RdBu",

@@ -106,8 +106,11 @@ def test_thinned_heatmap_ticks_carry_their_position():
     assert len(large.layout.xaxis.tickvals) < len(normal.layout.xaxis.tickvals)
     half = charts.heatmap(np.zeros((2, 200)), ["a", "b"], words, width_px=450)
     assert len(half.layout.xaxis.tickvals) < len(normal.layout.xaxis.tickvals)  # a half-width column
-    few = charts.heatmap(np.zeros((64, 64)), words[:64], words[:64])
-    assert len(few.layout.yaxis.tickvals) == len(few.layout.xaxis.tickvals) == 64  # all 64 at normal size
+    few = charts.heatmap(np.zeros((48, 48)), words[:48], words[:48])
+    assert len(few.layout.yaxis.tickvals) == len(few.layout.xaxis.tickvals) == 48  # all 48 at normal size
+    # 64 tilted labels need ~960 px (1.15 text heights each): every other one in a ~820 px chart
+    many = charts.heatmap(np.zeros((64, 64)), words[:64], words[:64])
+    assert len(many.layout.yaxis.tickvals) == 64 and len(many.layout.xaxis.tickvals) == 32
     # Labels a page already numbered (ui.token_labels) keep their one number, on the axis and in the hover.
     numbered = [f"{i}: the" for i in range(200)]
     fig = charts.heatmap(np.zeros((200, 200)), numbered, numbered)
@@ -292,6 +295,10 @@ def test_half_width_charts_in_large_text_leave_room_for_their_labels_and_values(
     full = charts.heatmap(np.zeros((18, 18)), names, names, font_size=22)
     half = charts.heatmap(np.zeros((18, 18)), names, names, font_size=22, width_px=450)
     assert len(full.layout.xaxis.tickvals) == 18 and len(half.layout.xaxis.tickvals) <= 9
+    numbers = charts.heatmap(
+        np.zeros((4, 4)), ["1. a", "2. b", "3. c", "4. d"], ["1", "2", "3", "4"], numbered=True
+    )
+    assert numbers.layout.xaxis.tickangle == 0 and full.layout.xaxis.tickangle == -60  # short labels upright
     values = [-0.659, 0.2, 4.281]
     wide = charts.bars(names[:3], values, font_size=13)
     narrow = charts.bars(names[:3], values, font_size=22, width_px=450)
