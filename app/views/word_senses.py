@@ -235,7 +235,7 @@ off_diagonal = ~np.eye(sims.shape[-1], dtype=bool)
 low = float(sims[:, off_diagonal].min()) if off_diagonal.any() else -1.0
 # Large text (a projector) stacks the two charts: side by side on a 1280 px screen, the matrix shrank to
 # ~200 px with its cell numbers running into each other.
-m1, m2 = (st.container(), st.container()) if large else st.columns(2)
+m1, m2 = ui.side_by_side(2)
 with m1:
     fig = charts.heatmap(
         sims[layer],
@@ -248,6 +248,7 @@ with m1:
         colorscale="Blues" if stretch else "RdBu",
         value_name="cosine",
         font_size=fs,
+        width_px=ui.chart_width(),
     )
     # Cell numbers a little smaller than the labels in large text: at 22 px they filled small cells edge to edge
     # (many sentences make many cells, even at full width).
