@@ -5,6 +5,7 @@ while it waits or computes, a computation that fails, a pass that runs out of me
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -816,6 +817,26 @@ def test_the_lecturers_sentence_is_not_queued_behind_a_pasted_paragraph(fresh, t
         t.join(10)
 
 
+@contextlib.contextmanager
+def collector_alone(collector: server.Collector, *, freeze: bool = False):
+    """Only `collector` collects while the block runs (Python's automatic collection off; with `freeze`, what
+    was alive before frozen, so its collections scan only the test's objects); afterwards its catch-up timer is
+    cancelled, automatic collection is back as it was and nothing stays frozen."""
+    import gc
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    if freeze:
+        gc.freeze()
+    try:
+        yield
+    finally:
+        collector.close()
+        if was_enabled:
+            gc.enable()
+        gc.unfreeze()
+
+
 def test_the_collector_frees_a_pages_namespace_cycle_and_runs_at_most_every_few_seconds():
     """A page's namespace is a reference cycle holding its analysis: only a full collection frees it. The
     collector runs one after a page run, at most every `every_s`, and freezes what is alive at its first one
@@ -834,9 +855,7 @@ def test_the_collector_frees_a_pages_namespace_cycle_and_runs_at_most_every_few_
         namespace["self"] = namespace  # the cycle: a page's functions point back at its globals
         return weakref.ref(namespace)
 
-    was_enabled = gc.isenabled()
-    gc.disable()  # only the collector may collect in this test
-    try:
+    with collector_alone(collector):  # only the collector may collect in this test
         collector.before_run()
         first = a_page_run()
         assert first() is not None  # garbage, but in a cycle: still there
@@ -848,17 +867,12 @@ def test_the_collector_frees_a_pages_namespace_cycle_and_runs_at_most_every_few_
         collector.every_s = 0.0
         collector.before_run()
         assert collector.after_run() is True and second() is None
-    finally:
-        if was_enabled:
-            gc.enable()
-        gc.unfreeze()
 
 
 def test_the_end_of_a_burst_is_collected_without_waiting_for_another_page_run():
     """The last runs of a burst come too soon after a collection to make one; a catch-up collection frees
     their namespaces `every_s` later, once, and not at all when a run has collected everything since, nor
     once the collector is closed."""
-    import gc
     import weakref
 
     collector = server.Collector(every_s=1.0)
@@ -874,10 +888,8 @@ def test_the_end_of_a_burst_is_collected_without_waiting_for_another_page_run():
         del namespace
         return ref, collector.after_run()
 
-    was_enabled = gc.isenabled()
-    gc.disable()
-    gc.freeze()  # collections scan only this test's objects: quick, well within every_s on a slow machine
-    try:
+    # Collections scan only this test's objects: quick, well within every_s on a slow machine.
+    with collector_alone(collector, freeze=True):
         start = time.monotonic()
         assert a_page_run()[1] is True
         last, collected = a_page_run()  # the burst's last run: too soon to collect
@@ -893,11 +905,6 @@ def test_the_end_of_a_burst_is_collected_without_waiting_for_another_page_run():
         collector.close()  # the server's collector is replaced (st.cache_resource cleared)
         time.sleep(1.2)
         assert collector.collections == 3 and left() is not None
-    finally:
-        collector.close()
-        if was_enabled:
-            gc.enable()
-        gc.unfreeze()
 
 
 def test_a_run_counts_as_running_for_the_collector_from_its_start_sidebar_included(make_app, monkeypatch):
@@ -931,9 +938,7 @@ def test_the_collector_does_not_freeze_a_page_still_running_in_another_session()
     class Namespace(dict):
         pass
 
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_alone(collector):
         collector.before_run()  # session 1's page, still running
         running = Namespace(result=np.zeros(1000))
         running["self"] = running
@@ -944,10 +949,6 @@ def test_the_collector_does_not_freeze_a_page_still_running_in_another_session()
         del running  # session 1's page ends: its namespace is garbage now
         assert collector.after_run() is True and ended() is None
         assert gc.get_freeze_count() > unfrozen + 1000  # no page running any more: the heap is frozen now
-    finally:
-        if was_enabled:
-            gc.enable()
-        gc.unfreeze()
 
 
 def test_the_collector_does_not_freeze_a_page_ending_with_st_stop():
@@ -966,9 +967,7 @@ def test_the_collector_does_not_freeze_a_page_ending_with_st_stop():
         namespace["self"] = namespace
         raise KeyboardInterrupt  # a BaseException, like Streamlit's StopException
 
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_alone(collector):
         collector.before_run()
         try:
             page_that_stops()
@@ -980,16 +979,11 @@ def test_the_collector_does_not_freeze_a_page_ending_with_st_stop():
         assert gc.get_freeze_count() > unfrozen + 1000
         # the stopped page's namespace was collected, not frozen (get_objects counts frozen objects too)
         assert not [o for o in gc.get_objects() if type(o) is Namespace]
-    finally:
-        if was_enabled:
-            gc.enable()
-        gc.unfreeze()
 
 
 def test_a_page_ending_with_st_stop_is_collected_without_waiting_for_another_page_run():
     """Its traceback holds its namespace while the run's own collection runs: a catch-up collection frees it
     `every_s` later, or an idle server kept the page's analysis (and model) until some other page ran."""
-    import gc
     import weakref
 
     collector = server.Collector(every_s=0.5)
@@ -1005,10 +999,7 @@ def test_a_page_ending_with_st_stop_is_collected_without_waiting_for_another_pag
         refs.append(weakref.ref(namespace))
         raise KeyboardInterrupt  # a BaseException, like Streamlit's StopException
 
-    was_enabled = gc.isenabled()
-    gc.disable()
-    gc.freeze()  # collections scan only this test's objects
-    try:
+    with collector_alone(collector, freeze=True):  # collections scan only this test's objects
         collector.before_run()
         try:
             page_that_stops()
@@ -1017,11 +1008,6 @@ def test_a_page_ending_with_st_stop_is_collected_without_waiting_for_another_pag
         assert refs[0]() is not None
         wait_until(lambda: refs[0]() is None, timeout=10)
         assert collector.collections == 2
-    finally:
-        collector.close()
-        if was_enabled:
-            gc.enable()
-        gc.unfreeze()
 
 
 def test_what_was_frozen_is_collected_once_it_is_garbage_at_the_next_refreeze():
@@ -1036,9 +1022,7 @@ def test_what_was_frozen_is_collected_once_it_is_garbage_at_the_next_refreeze():
     class Session(dict):
         pass
 
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_alone(collector):
         open_tab = Session(downloads=np.zeros(1000))
         open_tab["self"] = open_tab  # a session is a reference cycle
         closed = weakref.ref(open_tab)
@@ -1052,11 +1036,6 @@ def test_what_was_frozen_is_collected_once_it_is_garbage_at_the_next_refreeze():
         collector.before_run()
         collector.after_run()
         assert closed() is None and gc.get_freeze_count() > unfrozen  # freed, and the heap frozen again
-    finally:
-        collector.close()
-        if was_enabled:
-            gc.enable()
-        gc.unfreeze()
 
 
 def test_a_server_that_is_never_quiet_again_still_refreezes_once_overdue():
@@ -1072,9 +1051,7 @@ def test_a_server_that_is_never_quiet_again_still_refreezes_once_overdue():
     class Session(dict):
         pass
 
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_alone(collector):
         open_tab = Session(downloads=np.zeros(1000))
         open_tab["self"] = open_tab
         closed = weakref.ref(open_tab)
@@ -1101,11 +1078,6 @@ def test_a_server_that_is_never_quiet_again_still_refreezes_once_overdue():
         collector.before_run()
         collector.after_run()
         assert still_running() is None
-    finally:
-        collector.close()
-        if was_enabled:
-            gc.enable()
-        gc.unfreeze()
 
 
 def test_the_place_of_a_shared_short_computation_is_the_one_its_own_session_is_told():
