@@ -64,22 +64,29 @@ def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
     return text, notes
 
 
+def line_chars() -> int:
+    """Characters of one sentence of a list that are used: MAX_LINE_CHARS, or a shared server's lower
+    --max-chars (a list page runs a pass per line; pseudo-likelihood one per piece of each)."""
+    return min(MAX_LINE_CHARS, max_chars())
+
+
 def prepare_lines(lines: list[str]) -> tuple[list[str], list[str]]:
-    """(the lines a list page uses: the first MAX_LINES, each cut to MAX_LINE_CHARS; notes on what was cut)."""
+    """(the lines a list page uses: the first MAX_LINES, each cut to line_chars(); notes on what was cut)."""
     notes: list[str] = []
     if len(lines) > MAX_LINES:
         notes.append(
             f"{len(lines)} sentences: only the first {MAX_LINES} are used (your text is kept as typed)."
         )
         lines = lines[:MAX_LINES]
-    long_lines = [n for n, line in enumerate(lines) if len(line) > MAX_LINE_CHARS]
+    limit = line_chars()
+    long_lines = [n for n, line in enumerate(lines) if len(line) > limit]
     if long_lines:
         notes.append(
-            f"Only the first {MAX_LINE_CHARS:,} characters of a sentence are used: "
+            f"Only the first {limit:,} characters of a sentence are used: "
             + ", ".join(f"sentence {n + 1}" for n in long_lines)
             + " is cut."
         )
-    return [line[:MAX_LINE_CHARS] for line in lines], notes
+    return [line[:limit] for line in lines], notes
 
 
 @dataclass(frozen=True)

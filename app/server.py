@@ -222,11 +222,13 @@ class Admission:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """A MemoryError, or torch's RuntimeError / torch.cuda.OutOfMemoryError ("... out of memory ..."),
-    recognised without importing torch."""
+    """A MemoryError, or torch's RuntimeError / torch.cuda.OutOfMemoryError, recognised without importing torch.
+    On a GPU torch says "... out of memory ..."; its CPU allocator says "DefaultCPUAllocator: can't allocate
+    memory: you tried to allocate N bytes" (torch 2.13), with no "out of" in it."""
     if isinstance(exc, MemoryError):
         return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
 
 
 def _out_of_memory():

@@ -9,7 +9,7 @@ import streamlit as st
 
 import bert_core
 from app import cache, charts, transforms, ui
-from app.inputs import EXAMPLES_DIR, MAX_LINE_CHARS, MAX_LINES, prepare_lines
+from app.inputs import EXAMPLES_DIR, MAX_LINES, line_chars, prepare_lines
 
 PRESET_FILE = EXAMPLES_DIR / "sentences.txt"
 FALLBACK = "The cat sat on the mat.\nA kitten was sleeping on the rug.\nThe stock market fell sharply today."
@@ -110,7 +110,7 @@ raw = st.text_area(
     persist_state="session",
     bind="query-params",
     height=150,
-    help=f"At most {MAX_LINES} sentences of {MAX_LINE_CHARS:,} characters each are used.",
+    help=f"At most {MAX_LINES} sentences of {line_chars():,} characters each are used.",
 )
 lines, notes = prepare_lines([line.strip() for line in raw.splitlines() if line.strip()])
 for note in notes:

@@ -56,7 +56,7 @@ raw = c1.text_area(
     bind="query-params",
     height=200,
     help="The sense after | colours the points and decides which pairs count as same-sense. "
-    f"At most {inputs.MAX_LINES} lines of {inputs.MAX_LINE_CHARS:,} characters each are used.",
+    f"At most {inputs.MAX_LINES} lines of {inputs.line_chars():,} characters each are used.",
 )
 typed_target = c2.text_input(
     "Target word",

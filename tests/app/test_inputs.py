@@ -44,6 +44,16 @@ def test_prepare_lines_keeps_the_first_lines_and_cuts_long_ones():
     assert inputs.prepare_lines(["a", "b"]) == (["a", "b"], [])
 
 
+def test_a_shared_servers_max_chars_also_cuts_the_lines_of_a_list(monkeypatch):
+    # Word senses, Sentence vector and sentence scores run a pass per line (pseudo-likelihood one per piece):
+    # a lecturer's --max-chars 100 must hold there too, not only for sentence A.
+    monkeypatch.setenv(inputs.ENV_MAX_CHARS, "100")
+    used, notes = inputs.prepare_lines(["x" * 5000, "short"])
+    assert [len(line) for line in used] == [100, 5] and "first 100 characters" in notes[0]
+    monkeypatch.setenv(inputs.ENV_MAX_CHARS, "50000")  # never more than a list's own limit
+    assert len(inputs.prepare_lines(["x" * 5000])[0][0]) == inputs.MAX_LINE_CHARS
+
+
 def test_a_typed_mask_is_written_as_the_models_own():
     typed = inputs.Inputs("the [MASK] of the river", "a [MASK] b", ("a note",))
     assert inputs.with_mask_token(typed, "[MASK]") is typed
