@@ -469,6 +469,10 @@ class ModelStore:
         when, reason, signature = failure
         if signature is not None:
             return reason if directory_signature(key) == signature else None
+        if directory_signature(key) is not None:
+            # Missing when asked (a lecturer copying a model in, rm -rf then cp -r): the directory there now
+            # is read, not refused to the room for the rest of the hub-failure wait.
+            return None
         return reason if time.monotonic() - when < self.failure_ttl_s else None
 
     def forget_failure(self, key: str) -> None:

@@ -479,6 +479,21 @@ def test_a_model_directory_deleted_while_serving(tmp_path, tiny_checkpoint):
     assert other.load(str(tiny_checkpoint)).analyze("the cat").tokens[0] == "[CLS]"
 
 
+def test_a_directory_missing_for_a_moment_loads_as_soon_as_it_is_there(tmp_path, tiny_checkpoint):
+    """A student asks while the lecturer replaces a model (rm -rf, then cp -r): told it is missing, but the
+    next ask after the copy loads it, without waiting out the two minutes a hub failure is remembered."""
+    import shutil
+
+    store = models.ModelStore()
+    swap = tmp_path / "swap"
+    with pytest.raises(bert_core.ModelLoadError, match="no such directory|not a valid hub id"):
+        store.load(str(swap))
+    with pytest.raises(bert_core.ModelLoadError):  # still missing: remembered, not looked for on every rerun
+        store.load(str(swap))
+    shutil.copytree(tiny_checkpoint, swap)
+    assert store.load(str(swap)).analyze("the cat").tokens[0] == "[CLS]"
+
+
 def test_a_passing_load_failure_is_not_remembered_against_the_model(tmp_path, tiny_checkpoint, monkeypatch):
     """A load that failed for a reason of the moment (memory, a file being copied in) is told to that session
     only; the next one loads the model. The loader's own verdict on a checkpoint is remembered."""
