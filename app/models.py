@@ -183,20 +183,36 @@ def refusal(source: str) -> str | None:
     )
 
 
+MAX_DIRECTORY_ENTRIES = 2_000  # a model directory holds a handful of files; see _link_out
+
+
 def _link_out(directory: Path, inside: Callable[[Path], bool]) -> str | None:
     """Why a directory inside the roots still may not be opened: a file in it (config.json, vocab.txt, the
     weights) that is a link to somewhere outside them, which the loader would read and whose contents an
     error message could echo."""
+    # Every entry is looked at: the loader reads only plain names in the directory itself (shard names with a
+    # "/" are refused), so no link it could follow is missed. One that holds thousands of entries is no model
+    # directory, and is refused rather than scanned on every ask.
     try:
-        entries = list(os.scandir(directory))[:500] if directory.is_dir() else []
+        if not directory.is_dir():
+            return None
+        with os.scandir(directory) as entries:
+            for count, entry in enumerate(entries):
+                if count >= MAX_DIRECTORY_ENTRIES:
+                    return (
+                        f"this directory holds more than {MAX_DIRECTORY_ENTRIES:,} entries; a model directory "
+                        "holds a few files (config.json, the weights, the vocabulary)"
+                    )
+                try:
+                    if entry.is_symlink() and not inside(Path(entry.path).resolve()):
+                        return (
+                            f"{entry.name} in this directory links outside the directories this server opens "
+                            "models from"
+                        )
+                except (OSError, RuntimeError):  # a loop of links
+                    return f"{entry.name} in this directory is a link that cannot be followed"
     except OSError:
         return None  # the loader says what is wrong with an unreadable directory
-    for entry in entries:
-        try:
-            if entry.is_symlink() and not inside(Path(entry.path).resolve()):
-                return f"{entry.name} in this directory links outside the directories this server opens models from"
-        except (OSError, RuntimeError):  # a loop of links
-            return f"{entry.name} in this directory is a link that cannot be followed"
     return None
 
 

@@ -429,6 +429,17 @@ def test_a_file_in_an_allowed_directory_that_links_out_of_the_roots_is_refused(t
     reason = models.refusal(str(root / "m"))
     assert reason is not None and "vocab.txt" in reason and "links outside" in reason
     assert "not for students" not in reason and str(tmp_path) not in reason
+    (root / "m" / "vocab.txt").unlink()
+    # A link anywhere in the listing counts, however many files come before it in the directory's order.
+    for n in range(models.MAX_DIRECTORY_ENTRIES - 2):
+        (root / "m" / f"junk{n:05}").touch()
+    (root / "m" / "zzz-tokenizer.json").symlink_to(secret)
+    assert "zzz-tokenizer.json" in (models.refusal(str(root / "m")) or "")
+    (root / "m" / "zzz-tokenizer.json").unlink()
+    assert models.refusal(str(root / "m")) is None
+    (root / "m" / "one-too-many").touch()
+    (root / "m" / "and-another").touch()  # past the bound: refused, not scanned on every ask
+    assert "more than" in (models.refusal(str(root / "m")) or "")
 
 
 def test_an_unusable_root_narrows_what_opens_instead_of_raising(tmp_path, monkeypatch):
