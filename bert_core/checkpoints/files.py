@@ -237,8 +237,55 @@ def _index_shards(index: Path) -> list[str]:
     return sorted(names)
 
 
-def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
-    """Read the weights in `directory`: safetensors preferred, else a weights-only unpickle of the .bin."""
+class StoredWeights:
+    """A checkpoint's weights before they are read: `tensors` maps each name to a meta tensor with the shape
+    and dtype the file declares, and `read` turns the ones the network takes into real tensors.
+
+    Why not read everything at once: the loader checks every name and shape against the config first, so a
+    safetensors file that also holds what the model never uses (an optimizer's state, a second model; a 3 GB
+    tensor stored sparse in a 9 MB file) is refused, or its extra tensors skipped, without allocating them.
+    A pickled .bin is read whole (its tensors are in memory already): only the safetensors header says what
+    is there before reading it."""
+
+    def __init__(self) -> None:
+        self.tensors: dict[str, torch.Tensor] = {}
+        # id(meta tensor) -> (file, byte offset of its data, bytes): the meta tensors are renamed by the
+        # architecture, never copied, so identity finds where each one's bytes are
+        self._where: dict[int, tuple[Path, int, int]] = {}
+
+    def add_stored(self, name: str, meta: torch.Tensor, file: Path, offset: int, nbytes: int) -> None:
+        self.tensors[name] = meta
+        self._where[id(meta)] = (file, offset, nbytes)
+
+    def read(self, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """`state` (names -> this object's tensors, renamed or not) with every meta tensor read from its file."""
+        out = dict(state)
+        pending = sorted(
+            ((*self._where[id(t)], key) for key, t in state.items() if t.is_meta), key=lambda w: (w[0], w[1])
+        )
+        current: Path | None = None
+        f = None
+        try:
+            for file, offset, nbytes, key in pending:
+                if file != current:
+                    if f is not None:
+                        f.close()
+                    f, current = open(file, "rb"), file
+                meta = state[key]
+                out[key] = _read_bytes(f, offset, nbytes, key).view(meta.dtype).reshape(meta.shape)
+        except (OSError, ValueError) as exc:  # the file shrank or vanished between its header and its data
+            raise ModelLoadError(
+                f"{current.name if current else 'a weights file'} could not be read: {exc}"
+            ) from exc
+        finally:
+            if f is not None:
+                f.close()
+        return out
+
+
+def open_state_dict(directory: Path) -> StoredWeights:
+    """What the weights in `directory` are (safetensors preferred, else a weights-only unpickle of the .bin),
+    read from the safetensors headers alone; `StoredWeights.read` reads the bytes."""
     single = directory / SAFETENSORS_FILE
     index = directory / SAFETENSORS_INDEX
     files: list[Path] = []
@@ -246,28 +293,43 @@ def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
         files = [single]
     elif index.is_file():
         files = [directory / name for name in _index_shards(index)]
+    stored = StoredWeights()
     if files:
-        state: dict[str, torch.Tensor] = {}
         for file in files:
             try:
-                state.update(read_safetensors(file))
+                if sys.byteorder != "little":  # read whole by the library, which swaps the bytes
+                    stored.tensors.update(read_safetensors(file))
+                    continue
+                with open(file, "rb") as f:
+                    base, entries = _safetensors_entries(f)
             except FileNotFoundError as exc:
                 raise ModelLoadError(f"missing weights shard {file}") from exc
             except (OSError, ValueError) as exc:
                 raise ModelLoadError(
                     f"{file.name} in {directory} is not a readable safetensors file (truncated or corrupt?): {exc}"
                 ) from exc
-        return state
+            for begin, end, name, dtype, shape in entries:
+                stored.add_stored(
+                    name, torch.empty(shape, dtype=dtype, device="meta"), file, base + begin, end - begin
+                )
+        return stored
 
     bin_path = directory / PYTORCH_FILE
     if bin_path.is_file():
-        return _read_pickled_weights(bin_path)
+        stored.tensors.update(_read_pickled_weights(bin_path))
+        return stored
 
     others = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
     hint = ""
     if any(n.endswith((".h5", ".ckpt.index", ".msgpack")) for n in others):
         hint = " (TensorFlow/Flax weights are not supported; convert them to safetensors)"
     raise ModelLoadError(f"no weights in {directory}: expected {SAFETENSORS_FILE} or {PYTORCH_FILE}{hint}")
+
+
+def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
+    """Read every weight in `directory` (the loader reads only what the network takes: `open_state_dict`)."""
+    stored = open_state_dict(directory)
+    return stored.read(stored.tensors)
 
 
 # -- safetensors ------------------------------------------------------------------------------------------
@@ -370,28 +432,37 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
 
         return {k: v.clone() for k, v in load_file(str(path), device="cpu").items()}
     with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        head = f.read(8)
-        if len(head) != 8:
-            raise ValueError("the file is shorter than its 8-byte header length")
-        header_len = int.from_bytes(head, "little")
-        if header_len > min(size - 8, _MAX_HEADER_BYTES):
-            raise ValueError(f"the header claims {header_len} bytes in a {size}-byte file")
-        base = 8 + header_len
-        entries = _parse_safetensors_header(f.read(header_len), size - base)
-        state = {}
-        for begin, end, name, dtype, shape in entries:
-            nbytes = end - begin
-            if nbytes == 0:
-                state[name] = torch.empty(shape, dtype=dtype)
-                continue
-            # numpy allocates large buffers on transparent huge pages: fewer page faults for 440 MB
-            raw = torch.from_numpy(np.empty(nbytes, dtype=np.uint8))
-            f.seek(base + begin)
-            if f.readinto(memoryview(raw.numpy())) != nbytes:
-                raise ValueError(f"the file ends inside {name!r}")
-            state[name] = raw.view(dtype).reshape(shape)
-        return state
+        base, entries = _safetensors_entries(f)
+        return {
+            name: _read_bytes(f, base + begin, end - begin, name).view(dtype).reshape(shape)
+            for begin, end, name, dtype, shape in entries
+        }
+
+
+def _safetensors_entries(f) -> tuple[int, list[tuple[int, int, str, torch.dtype, list[int]]]]:
+    """(where the data starts, the header's sorted tensors) of an open .safetensors file; ValueError when
+    malformed. Reads the header only."""
+    size = os.fstat(f.fileno()).st_size
+    head = f.read(8)
+    if len(head) != 8:
+        raise ValueError("the file is shorter than its 8-byte header length")
+    header_len = int.from_bytes(head, "little")
+    if header_len > min(size - 8, _MAX_HEADER_BYTES):
+        raise ValueError(f"the header claims {header_len} bytes in a {size}-byte file")
+    base = 8 + header_len
+    return base, _parse_safetensors_header(f.read(header_len), size - base)
+
+
+def _read_bytes(f, offset: int, nbytes: int, name: str) -> torch.Tensor:
+    """`nbytes` bytes of an open file from `offset`, as a uint8 tensor this process owns."""
+    if nbytes == 0:
+        return torch.empty(0, dtype=torch.uint8)
+    # numpy allocates large buffers on transparent huge pages: fewer page faults for 440 MB
+    raw = torch.from_numpy(np.empty(nbytes, dtype=np.uint8))
+    f.seek(offset)
+    if f.readinto(memoryview(raw.numpy())) != nbytes:
+        raise ValueError(f"the file ends inside {name!r}")
+    return raw
 
 
 def _read_pickled_weights(path: Path) -> dict[str, torch.Tensor]:

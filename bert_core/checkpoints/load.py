@@ -2,10 +2,11 @@
 `ARCHITECTURES`.
 
 Order of work matters for safety and memory: the config is validated before anything is allocated, the
-weights are read without executing anything (files.py), names are mapped by the architecture's short rename
-table, the heads present are read off the `HEADS` table, every shape is checked against the config, and only
-then is the network materialised directly from the checkpoint tensors (no random initialisation, no second
-copy).
+weights' names, shapes and dtypes are read from the safetensors headers (files.py; a pickled .bin is read
+whole, without executing anything), names are mapped by the architecture's short rename table, the heads
+present are read off the `HEADS` table, every shape is checked against the config, and only then are the
+bytes the network takes read and the network materialised directly from them (no random initialisation, no
+second copy).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -26,7 +28,7 @@ from .architecture import Architecture, StateDict
 from .bert import BERT
 from .distilbert import DISTILBERT
 from .electra import ELECTRA
-from .files import CONFIG_FILE, Progress, read_state_dict, resolve_source
+from .files import CONFIG_FILE, Progress, open_state_dict, resolve_source
 from .roberta import ROBERTA
 
 log = logging.getLogger(__name__)
@@ -85,9 +87,16 @@ class _NoNormalInit(TorchFunctionMode):
 
 
 def build_network(
-    arch: Architecture, config: BertConfig, state: StateDict, *, tie_word_embeddings: bool = True
+    arch: Architecture,
+    config: BertConfig,
+    state: StateDict,
+    *,
+    tie_word_embeddings: bool = True,
+    read: Callable[[StateDict], StateDict] | None = None,
 ) -> Network:
-    """Materialise the network straight from (renamed) checkpoint tensors; ModelLoadError on any mismatch."""
+    """Materialise the network straight from (renamed) checkpoint tensors; ModelLoadError on any mismatch.
+    `state` may hold meta tensors (what the files declare): `read` reads those the network takes, once every
+    name, shape and dtype has been checked."""
     heads, _ = detect_heads(arch, config, state)
     pooler = any(k.startswith(f"{arch.base_prefix}.pooler.") for k in state)
     needs_pooler = [arch.heads[name].path for name in heads if arch.heads[name].reads == "pooled"]
@@ -139,6 +148,8 @@ def build_network(
     ]
     if not_float:
         raise ModelLoadError("weights must be floating point; the checkpoint has " + _summarise(not_float))
+    if read is not None:
+        state = read({k: state[k] for k in expected})
     floats = {k: (v.to(torch.float32) if v.is_floating_point() else v).contiguous() for k, v in state.items()}
     network.load_state_dict(floats, strict=True, assign=True)
     return network.eval()
@@ -199,11 +210,15 @@ def load_pretrained(
         )
     if progress:
         progress("reading weights")
-    state = arch.rename_keys(read_state_dict(directory), tie)
+    stored = open_state_dict(
+        directory
+    )  # names, shapes and dtypes only: nothing is read before they are checked
+    state = arch.rename_keys(stored.tensors, tie)
     _, ignored = detect_heads(arch, config, state)
     if ignored:
         log.info("ignoring fine-tuning head weights config.json does not name: %s", ", ".join(ignored))
-    network = build_network(arch, config, state, tie_word_embeddings=tie)
+    network = build_network(arch, config, state, tie_word_embeddings=tie, read=stored.read)
+    del stored
     del state  # the network now holds the only reference to each weight, so packing frees them as it goes
     target = _resolve_device(device)
     if target.type != "cpu":

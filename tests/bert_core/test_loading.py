@@ -4,6 +4,8 @@ checkpoint can be broken (each must give ModelLoadError with a message naming th
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import pickle
 import shutil
@@ -349,7 +351,7 @@ def test_absurd_or_unsupported_config_is_refused_before_allocating(
     def never(*args, **kwargs):
         raise AssertionError("weights were read or a network built before the config was refused")
 
-    monkeypatch.setattr(bert_core.checkpoints.load, "read_state_dict", never)
+    monkeypatch.setattr(bert_core.checkpoints.load, "open_state_dict", never)
     monkeypatch.setattr(bert_core.checkpoints.load, "build_network", never)
     with pytest.raises(ModelLoadError, match=match):
         bert_core.load_pretrained(directory)
@@ -522,6 +524,35 @@ def test_safetensors_hostile_headers_give_model_load_errors(tmp_path, tiny_check
     (directory / "model.safetensors").write_bytes(len(blob).to_bytes(8, "little") + blob)
     with pytest.raises(ModelLoadError, match=message):
         bert_core.load_pretrained(directory)
+
+
+def _with_extra_tensor(path, name: str, shape: list[int]) -> None:
+    """Add a float32 tensor `name` to a safetensors file as a hole: the file grows to the size the header
+    declares, but no bytes are written (a sparse file, as an optimizer's state copied in by mistake can be)."""
+    header_len = int.from_bytes(path.read_bytes()[:8], "little")
+    raw = path.read_bytes()
+    header = json.loads(raw[8 : 8 + header_len])
+    data = raw[8 + header_len :]
+    header[name] = _f32(shape, [len(data), len(data) + 4 * math.prod(shape)])
+    _raw_safetensors(path, header, data)
+    with open(path, "r+b") as f:
+        f.truncate(f.seek(0, 2) + 4 * math.prod(shape))
+
+
+def test_weights_the_model_does_not_take_are_never_read(tmp_path, tiny_checkpoint, caplog):
+    """Names and shapes are checked against the config from the header alone: a file that also holds 4 TB
+    the model does not know is refused at once by name (reading first ran out of memory), and the weights of
+    a fine-tuning head config.json does not name are set aside unread."""
+    directory = _copy(tmp_path, tiny_checkpoint)
+    _with_extra_tensor(directory / "model.safetensors", "junk.optimizer_state", [2**20, 2**20])
+    with pytest.raises(ModelLoadError, match="does not know: bert.junk.optimizer_state"):
+        bert_core.load_pretrained(directory)
+
+    directory = _copy(tmp_path, tiny_checkpoint, "with_head")
+    _with_extra_tensor(directory / "model.safetensors", "classifier.weight", [2**20, 2**20])
+    with caplog.at_level(logging.INFO, logger="bert_core.checkpoints.load"):
+        model = bert_core.load_pretrained(directory)
+    assert "classifier.weight" in caplog.text and model.analyze("the cat").tokens[0] == "[CLS]"
 
 
 def test_safetensors_reader_reads_unsigned_and_float8(tmp_path):
