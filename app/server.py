@@ -255,11 +255,11 @@ def nbytes(value: Any, _seen: set[int] | None = None) -> int:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return 64 + sum(nbytes(getattr(value, f.name), seen) for f in dataclasses.fields(value))
     if isinstance(value, (list, tuple)):
-        return 56 + 8 * len(value) + sum(nbytes(v, seen) for v in value)
+        return sys.getsizeof(value) + sum(nbytes(v, seen) for v in value)
     if isinstance(value, dict):
-        return 64 + sum(nbytes(k, seen) + nbytes(v, seen) for k, v in value.items())
+        return sys.getsizeof(value) + sum(nbytes(k, seen) + nbytes(v, seen) for k, v in value.items())
     if isinstance(value, (str, bytes)):
-        return 49 + len(value)
+        return sys.getsizeof(value)  # a str with one "→" in it takes two or four bytes a character
     return 32
 
 
@@ -374,7 +374,7 @@ class ResultCache:
             with admitted(flight.since) if admitted is not None else contextlib.nullcontext():
                 started = time.monotonic()
                 value = compute()
-            size = (sizeof or nbytes)(value)
+            size = (sizeof or nbytes)(value) + nbytes(key)  # a key can hold a pasted text
             with self._lock:
                 self._store(key, value, size)
                 self.computed += model_pass

@@ -302,16 +302,18 @@ def test_bertscope_gives_torch_as_many_threads_as_the_quota_allows(tmp_path, mon
 
 def test_results_are_evicted_by_bytes_least_recent_first_and_the_budget_holds():
     mb = 1024 * 1024
-    results = server.ResultCache(budget_bytes=3 * mb)
+    results = server.ResultCache(budget_bytes=3 * mb + 1024)  # room for three, keys counted too
     for n in range(5):
         results.get(n, lambda: np.zeros(mb, np.uint8))
-        assert results.total <= 3 * mb + 4096  # within the budget (plus the small per-object allowance)
+        assert results.total <= 3 * mb + 1024  # within the budget
     assert 0 not in results and 4 in results
     results.get(2, lambda: pytest.fail("2 is cached"))  # a hit makes 2 the most recent...
     results.get(5, lambda: np.zeros(mb, np.uint8))
     assert 2 in results and 3 not in results  # ...so 3 went instead
     big = results.get("big", lambda: np.zeros(5 * mb, np.uint8))  # larger than the whole budget: kept alone
     assert len(results) == 1 and results.total < 5 * mb + 4096 and big.nbytes == 5 * mb
+    results.get(("analysis", "x" * mb), lambda: 0)  # a key holding a pasted text counts too
+    assert results.total >= 6 * mb
 
 
 def test_nbytes_counts_the_arrays_of_an_analysis(tiny_model):
