@@ -178,7 +178,7 @@ def refusal(source: str) -> str | None:
         return None
     return (
         f"downloading models from the hub is switched off on this server (bertscope --shared, or "
-        f"{ENV_ALLOW_HUB}=0) and {source} "
+        f"{ENV_ALLOW_HUB}=0) and {source[:80]} "
         "is not in the local cache; pick a cached model or a local directory"
     )
 

@@ -92,6 +92,8 @@ def test_hub_downloads_can_be_switched_off(make_app, monkeypatch, empty_hub_cach
     assert "BERTSCOPE_ALLOW_HUB=0" in errors and "not in the local cache" in errors
     assert calls == []  # refused before any download was tried
     assert models.refusal("someone/bert-tiny")
+    long_name = "someone/" + "b" * 5000  # shaped like a hub id: echoed in part, not whole
+    assert len(models.refusal(long_name) or "") < 400
     monkeypatch.setenv("BERTSCOPE_ALLOW_HUB", "1")
     assert models.refusal("someone/bert-tiny") is None
 
