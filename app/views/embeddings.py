@@ -8,13 +8,17 @@ import streamlit as st
 
 from app import charts, transforms, ui
 
+# The choices' labels are the same for every model: Streamlit writes the label, not the key, into the link,
+# so a label that changed with the model (the "sum of the three/two") left a link, and the radio after a model
+# switch, on a choice that no longer existed. What differs by model is in the chart title (TITLES).
 COMPONENTS = {
     "word": "word (token) embedding",
     "segment": "segment (A/B) embedding",
     "position": "position embedding",
-    "summed": "sum of the three",
-    "normalized": "after LayerNorm (what layer 1 receives)",
+    "summed": "their sum",
+    "normalized": "after LayerNorm",
 }
+TITLES = {**COMPONENTS, "summed": "sum of the three", "normalized": "after LayerNorm (what layer 1 receives)"}
 POSITION_LIMIT = 512
 
 st.header("Embeddings")
@@ -24,9 +28,8 @@ result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
 emb = result.embeddings
 if emb.segment is None:
     # DistilBERT: no segment table; never draw a missing component as zeros
-    COMPONENTS = {
-        k: v.replace("sum of the three", "sum of the two") for k, v in COMPONENTS.items() if k != "segment"
-    }
+    COMPONENTS = {k: v for k, v in COMPONENTS.items() if k != "segment"}
+    TITLES = {**TITLES, "summed": "sum of the two"}
     st.caption(
         ui.md_escape(
             f"Each piece enters {info.architecture_name} as the sum of two learned vectors — which piece it is and "
@@ -44,8 +47,9 @@ else:
         )
     )
 if info.embedding_size is not None:
-    COMPONENTS = {
-        **COMPONENTS,
+    COMPONENTS = {**COMPONENTS, "projected": "projected (what layer 1 receives)"}
+    TITLES = {
+        **TITLES,
         "normalized": f"after LayerNorm ({info.embedding_size} wide)",
         "projected": f"projected to {info.hidden_size} (what layer 1 receives)",
     }
@@ -67,6 +71,7 @@ tokens = ui.token_labels(result.tokens, active.model.info.piece_style)
 fs = ui.font_size()
 
 st.subheader("Per token")
+ui.start("emb_component", "word", lambda v: v in COMPONENTS)  # a choice this model lacks starts over
 component = st.radio(
     "Component",
     list(COMPONENTS),
@@ -81,7 +86,7 @@ hidden = matrix.shape[1]
 fig = charts.vector_strips(
     matrix,
     tokens,
-    title=f"{COMPONENTS[component]} (rows: tokens, columns: the {hidden} dimensions)",
+    title=f"{TITLES[component]} (rows: tokens, columns: the {hidden} dimensions)",
     font_size=fs,
 )
 

@@ -50,11 +50,15 @@ st.caption(
     )
 )
 fs = ui.font_size()
-KIND_NAMES = {
-    POOLED: f"pooled {cls} (pooler output)",
-    CLS: f"{cls}, last layer",
+# The choices' labels are the same for every model: Streamlit writes the label into the link, so one naming
+# this model's first token ("[CLS]", "<s>") emptied the radio after a switch of family and left the link on
+# a choice that no longer existed. The titles name the token.
+KIND_LABELS = {
+    POOLED: "pooler output",
+    CLS: "first token, last layer",
     MEAN: "mean of the pieces, last layer",
 }
+KIND_NAMES = {POOLED: f"pooled {cls} (pooler output)", CLS: f"{cls}, last layer", MEAN: KIND_LABELS[MEAN]}
 kinds = [POOLED, CLS, MEAN] if info.has_pooler else [CLS, MEAN]
 if not info.has_pooler:
     st.info(
@@ -68,7 +72,8 @@ kind = st.radio(
     "Sentence vector",
     kinds,
     index=0,
-    format_func=KIND_NAMES.get,  # unescaped, as the Attention toggle: a label shows <s> as written
+    format_func=KIND_LABELS.get,
+    help=ui.md_escape(f"The first token is {cls}; the mean leaves out {cls} and {sep}."),
     key="sv_kind",
     persist_state="session",
     bind="query-params",

@@ -130,6 +130,39 @@ def test_embeddings_page_says_what_each_family_changes(family_dirs, monkeypatch)
     assert "the tables are E = 16 wide" in _texts(at)
 
 
+def test_a_choice_keeps_its_label_and_its_value_across_a_switch_of_family(
+    family_dirs, tiny_checkpoint, monkeypatch
+):
+    """Streamlit writes a choice's label into the link: labels naming the model ("sum of the two",
+    "<s>, last layer") emptied the radio after a switch and left the link on a choice that no longer existed."""
+    from app import inputs, models
+
+    # Listed in the model box (as cached hub models are), so that AppTest can pick them there
+    listed = [str(tiny_checkpoint), *map(str, family_dirs.values())]
+    monkeypatch.setattr(models, "cached_hub_models", lambda: listed)
+
+    def switch(at, source):
+        at.selectbox(key=inputs.KEY_MODEL).set_value(source).run()
+
+    at = _app(monkeypatch, family_dirs["distilbert"], "views/embeddings.py")
+    at.radio(key="emb_component").set_value("summed").run()
+    switch(at, str(tiny_checkpoint))
+    radio = at.radio(key="emb_component")
+    assert not at.exception and radio.value == "summed" and "their sum" in radio.options
+    assert "sum of the three" in figure(at, "emb_heatmap")["layout"]["title"]["text"]  # the title says which
+    switch(at, str(family_dirs["albert"]))
+    at.radio(key="emb_component").set_value("projected").run()
+    switch(at, str(tiny_checkpoint))  # BERT: no projection
+    assert not at.exception and at.radio(key="emb_component").value == "word"
+
+    at = _app(monkeypatch, tiny_checkpoint, "views/sentence_vector.py")
+    at.radio(key="sv_kind").set_value("cls").run()
+    assert "first token, last layer" in at.radio(key="sv_kind").options
+    switch(at, str(family_dirs["roberta"]))  # [CLS] -> <s>
+    assert not at.exception and at.radio(key="sv_kind").value == "cls"
+    assert "first token, last layer" in at.radio(key="sv_kind").options
+
+
 def test_sentence_page_shows_sop_for_albert(family_dirs, monkeypatch):
     at = _app(monkeypatch, family_dirs["albert"], "views/sentence_vector.py", b="the water ran by")
     metrics = {m.label: float(m.value) for m in at.metric}
