@@ -171,9 +171,11 @@ def load_example(examples: list[Example]) -> None:
     st.session_state[KEY_EXAMPLE] = None  # back to the placeholder, ready for the next one
 
 
-def bump(key: str) -> None:
-    """A button's callback: one more than the session's counter `key` (e.g. a seed to draw again with)."""
-    st.session_state[key] = int(st.session_state.get(key, 0)) + 1
+def bump(key: str, most: int | None = None) -> None:
+    """A button's callback: one more than the session's counter `key` (e.g. a seed to draw again with), back
+    to 1 past `most` (a number box's maximum: beyond it the box fell back to 1 while the link said more)."""
+    value = int(st.session_state.get(key, 0)) + 1
+    st.session_state[key] = 1 if most is not None and value > most else value
 
 
 def _clicked_points(event_key: str) -> list[dict]:

@@ -20,6 +20,7 @@ from bert_core.pretraining.masking import (
 from bert_core.pretraining.pairs import IS_NEXT, NOT_NEXT
 
 KEY_DRAW = "pt_draw"  # the draw shown (1, 2, ...), in the URL; the re-draw button moves it on
+MAX_DRAW = 1_000_000
 
 
 def action_text(mask: str) -> dict[MaskAction, str]:
@@ -54,11 +55,11 @@ if not info.has_mlm_head:
 # The draw is in the URL, so a lecturer's "draw 3" opens as draw 3 for the room; the button moves it on.
 c1, c2 = st.columns([1, 3], vertical_alignment="bottom")
 shown = c1.number_input(
-    "Draw", min_value=1, max_value=1_000_000, value=1, step=1, key=KEY_DRAW, persist_state="session",
+    "Draw", min_value=1, max_value=MAX_DRAW, value=1, step=1, key=KEY_DRAW, persist_state="session",
     bind="query-params",
 )  # fmt: skip
 # A module's function as the callback: Streamlit keeps it while the page is shown (see inputs.py).
-c2.button("Re-draw the masking", key="pt_redraw", on_click=bump, args=(KEY_DRAW,))
+c2.button("Re-draw the masking", key="pt_redraw", on_click=bump, args=(KEY_DRAW, MAX_DRAW))
 draw = int(shown) - 1  # draw 1 is seed 0, the masking this page always opened on
 rng = np.random.default_rng([draw, 20])
 
@@ -177,14 +178,14 @@ else:
     ui.table(
         pd.DataFrame(
             [
-                {
+                {  # the sentences last: long ones pushed the draw and the model's answer out of sight
                     "objective": task,
                     "example": label,
-                    "sentence 1": first,
-                    "sentence 2": second,
                     "label": 0 if label.startswith(("IsNext", "in order")) else 1,
                     "drawn": chosen,
                     f"model's {head}": score,
+                    "sentence 1": first,
+                    "sentence 2": second,
                 }
                 for (task, label, first, second, chosen), score in zip(examples, scores, strict=True)
             ]

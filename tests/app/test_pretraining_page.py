@@ -55,6 +55,8 @@ def test_page_shows_a_masking_draw_with_predictions_and_pairs(page, tiny_checkpo
 
     pairs = _table(at, "model's P(IsNext)")
     assert len(pairs) == 4 and pairs["drawn"].sum() == 2
+    # what was drawn and the model's answer before the sentences, which can be long enough to hide them
+    assert list(pairs.columns).index("model's P(IsNext)") < list(pairs.columns).index("sentence 1")
     first = pairs.iloc[0]
     assert first["model's P(IsNext)"] == pytest.approx(
         model.next_sentence(text, "she was by the river"), abs=1e-6
@@ -83,6 +85,18 @@ def test_the_draw_is_in_the_link(page):
     assert not linked.exception and linked.number_input(key="pt_draw").value == 3
     chosen = _table(at, "what happened")["chosen"].tolist()
     assert _table(linked, "what happened")["chosen"].tolist() == chosen
+    last = page(a=text, pt_draw="1000000")  # the box's maximum: the next draw is 1 again, in the link too
+    last.button(key="pt_redraw").click().run()
+    assert last.number_input(key="pt_draw").value == 1 and last.query_params.get("pt_draw") in (
+        None,
+        [],
+        "1",
+        ["1"],
+    )
+    assert (
+        _table(last, "what happened")["chosen"].tolist()
+        == _table(page(a=text), "what happened")["chosen"].tolist()
+    )
 
 
 def test_page_without_sentence_b_explains_the_pair_examples(page):
