@@ -268,6 +268,7 @@ def analysis_or_stop(
         st.stop()
     if notes:
         length_notes(active, result)
+        unknown_pieces_note(active, text, pair)
     return result
 
 
@@ -288,6 +289,7 @@ def lines_analysis(active: models.ActiveModel, lines: list[str]) -> cache.Lines 
         untrained_positions_note(
             active, max(len(r.tokens) for r in batch.results), what="The longest sentence"
         )
+    unknown_pieces_lines_note(active, lines)
     return batch
 
 
@@ -330,29 +332,57 @@ def attribution_note(explained, score_name: str) -> None:
         )
 
 
-def unknown_pieces_note(active: models.ActiveModel, text: str, pair: str | None = None) -> None:
-    """Say which typed characters the model reads as its unknown piece (a demo model's small vocabulary has no
-    "?"): the page's answer then rests on [UNK], not on what was typed."""
+def unknown_typed(active: models.ActiveModel, text: str, pair: str | None = None) -> list[str]:
+    """What was typed where the model reads its unknown piece, in order, repeats kept ([] without one)."""
     unk = active.model.tokenizer.unk_token
     if unk is None:
-        return
+        return []
     import bert_core
 
     try:
         enc = active.model.encode(text, pair)  # tokenising only
     except bert_core.BertScopeError:  # the page says what is wrong with the text
-        return
+        return []
     typed = [
         (pair if seq == 1 else text)[int(a) : int(b)]
         for token, seq, (a, b) in zip(enc.tokens, enc.sequence_ids, enc.offsets, strict=True)
         if token == unk and seq is not None
     ]
-    unknown = [u for u in typed if u != unk]  # a typed [UNK] is the piece itself, not a gap in the vocabulary
+    return [u for u in typed if u != unk]  # a typed [UNK] is the piece itself, not a gap in the vocabulary
+
+
+def unknown_pieces_note(active: models.ActiveModel, text: str, pair: str | None = None) -> None:
+    """Say which typed characters the model reads as its unknown piece (a demo model's small vocabulary has no
+    "?", most have no emoji): the page's answer then rests on [UNK], not on what was typed, and two sentences
+    of different emoji are the same input."""
+    unknown = list(dict.fromkeys(unknown_typed(active, text, pair)))
     if unknown:
-        shown = ", ".join(f"'{u}'" for u in dict.fromkeys(unknown))
+        shown = ", ".join(f"'{u}'" for u in unknown)
+        unk = active.model.tokenizer.unk_token
         st.caption(
             md_escape(
-                f"This model's vocabulary has no piece for {shown}: it reads {'it' if len(set(unknown)) == 1 else 'them'} as {unk}."
+                f"This model's vocabulary has no piece for {shown}: it reads {'it' if len(unknown) == 1 else 'them'} "
+                f"as {unk}."
+            )
+        )
+
+
+def unknown_pieces_lines_note(active: models.ActiveModel, lines: list[str]) -> None:
+    """unknown_pieces_note for a list page's sentences, each unknown text with the sentences it is in."""
+    where: dict[str, list[int]] = {}
+    for n, line in enumerate(lines):
+        for typed in dict.fromkeys(unknown_typed(active, line)):
+            where.setdefault(typed, []).append(n + 1)
+    if where:
+        shown = ", ".join(
+            f"'{u}' (sentence{'s' if len(ns) > 1 else ''} {', '.join(map(str, ns))})"
+            for u, ns in where.items()
+        )
+        unk = active.model.tokenizer.unk_token
+        st.caption(
+            md_escape(
+                f"This model's vocabulary has no piece for {shown}: it reads {'it' if len(where) == 1 else 'them'} "
+                f"as {unk}."
             )
         )
 

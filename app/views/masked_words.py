@@ -98,6 +98,7 @@ except bert_core.BertScopeError as exc:
 
 enc = active.model.encode(masked, inputs.text_b)  # tokenising only: the prediction above is cached
 ui.length_notes(active, enc)
+ui.unknown_pieces_note(active, masked, inputs.text_b)
 if enc.truncated:
     # predict_masks can only predict the masks the model reads; the ones past its limit must not vanish
     # silently.

@@ -69,6 +69,7 @@ except bert_core.BertScopeError as exc:
     st.error(ui.user_message(exc))  # in the sidebar's words: 'Sentence B', not 'text_pair'
     st.stop()
 ui.length_notes(active, enc)
+ui.unknown_pieces_note(active, inputs.text_a, inputs.text_b)
 ids = np.asarray(enc.input_ids)
 # As in training: a [MASK] or [SEP] typed into the text is not a word either, so it is never chosen; a random
 # replacement is never a special token or [UNK], and always an id the vocabulary has a piece for.

@@ -195,6 +195,7 @@ if "sop" in info.heads:
         except bert_core.BertScopeError as exc:
             st.error(ui.user_message(exc))
         else:
+            ui.unknown_pieces_note(active, inputs.text_b)  # sentence A's are said in its own section above
             c1, c2 = st.columns(2)
             c1.metric("P(in order): A then B", f"{forward:.3f}")
             c2.metric("P(in order): B then A", f"{backward:.3f}")
@@ -305,6 +306,7 @@ else:
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
     else:
+        ui.unknown_pieces_note(active, inputs.text_b)  # sentence A's are said in its own section above
         st.metric("P(IsNext)", f"{p:.3f}")
         fig = charts.bars(
             ["IsNext", "NotNext"],

@@ -167,6 +167,31 @@ def test_sentence_vector_page(make_app, tiny_checkpoint):
     np.testing.assert_allclose(z(at, "sv_similarity"), unit @ unit.T, atol=1e-5)
 
 
+def test_pages_say_what_the_model_reads_as_its_unknown_piece(make_app):
+    """Two sentences of different emoji are one input to a vocabulary that has none: a similarity of 1, an NSP
+    answer or a prediction then rests on [UNK], which every page that reads the text says."""
+
+    def notes(at):
+        return [c.value.replace("\\", "") for c in at.caption if "vocabulary has no piece" in c.value]
+
+    for page in ("views/attention.py", "views/masked_words.py", "views/pretraining.py"):
+        at = make_app(page, a="the cat sat ☃ on the mat", b="a dog ♞ ran")
+        assert not at.exception and notes(at) == [
+            "This model's vocabulary has no piece for '☃', '♞': it reads them as [UNK]."
+        ], page
+        assert not notes(make_app(page, a="the cat sat on the mat")), page
+    at = make_app("views/sentence_vector.py", a="the cat sat ☃ on the mat", b="a dog ♞ ran")
+    assert notes(at) == [  # sentence A alone in its own section, then B where the pair is read (NSP)
+        "This model's vocabulary has no piece for '☃': it reads it as [UNK].",
+        "This model's vocabulary has no piece for '♞': it reads it as [UNK].",
+    ]
+    at = make_app("views/sentence_vector.py", a="the cat sat")
+    at.text_area(key="sv_sentences").set_value("the cat ☃\nthe dog\nmy ☃ bank ♞").run()
+    assert notes(at) == [
+        "This model's vocabulary has no piece for '☃' (sentences 1, 3), '♞' (sentence 3): it reads them as [UNK]."
+    ]
+
+
 def test_large_text_option_enlarges_figures(make_app):
     at = make_app("views/word_senses.py")
     assert figure(at, "senses_matrix")["layout"]["font"]["size"] == 13
