@@ -93,6 +93,8 @@ _LARGE_TEXT_CSS = """<style>
 [data-testid="stMain"] [data-testid="stSelectbox"] input,
 [data-testid="stMain"] [data-testid="stMultiSelect"] input,
 [data-testid="stMain"] textarea,
+[data-testid="stMain"] [data-testid="stTextInput"] input,
+[data-testid="stMain"] [data-testid="stNumberInput"] input,
 [data-testid="stMain"] [data-testid="stCode"] code,
 [data-testid="stMain"] [data-testid="stTable"] th,
 [data-testid="stMain"] [data-testid="stTable"] td,
