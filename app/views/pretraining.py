@@ -105,7 +105,14 @@ rows = pd.DataFrame(
 ui.table(rows, key="pt_masking")
 
 positions = [int(p) for p in masked.positions]
-if not positions:
+if not candidates:
+    st.info(
+        ui.md_escape(
+            f"Every piece of this text is a special token ({tokenizer.mask_token}, {tokenizer.sep_token}, …), "
+            "which pre-training never chooses: type some words to see a draw."
+        )
+    )
+elif not positions:
     st.info("No piece was chosen this time (a short text often draws none): press Re-draw.")
 else:
     scores = cache.mlm_scores(

@@ -99,6 +99,14 @@ def test_the_draw_is_in_the_link(page):
     )
 
 
+def test_a_text_of_special_tokens_alone_is_not_told_to_draw_again(page):
+    at = page(a="[MASK] [MASK] [SEP]")
+    said = " ".join(i.value for i in at.info).replace("\\", "")
+    assert (
+        not at.exception and "Every piece of this text is a special token" in said and "Re-draw" not in said
+    )
+
+
 def test_page_without_sentence_b_explains_the_pair_examples(page):
     at = page(a="the dog sat by the river")
     assert any("sentence B" in i.value for i in at.info)
