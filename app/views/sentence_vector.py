@@ -256,9 +256,13 @@ if "rtd" in info.heads:
             # Side by side, so a class sees the swapped word turn red while the rest stays as it was.
             c1, c2 = st.columns(2)
 
-            # The strips score the pair: both sentences are named above them, as the model read them.
+            # The strips score the pair: both sentences are named above them, as the model read them (the
+            # first 300 characters of each: a pasted page printed whole, twice, pushed the strips far down).
             def as_read(a: str) -> str:
-                return a if inputs.text_b is None else f"A: {a}\nB: {inputs.text_b}"
+                def cut(text: str) -> str:
+                    return text if len(text) <= 300 else text[:300] + " …"
+
+                return cut(a) if inputs.text_b is None else f"A: {cut(a)}\nB: {cut(inputs.text_b)}"
 
             with c1:
                 st.text(as_read(inputs.text_a))

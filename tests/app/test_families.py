@@ -200,6 +200,10 @@ def test_replaced_tokens_view_for_an_electra_discriminator(family_dirs, monkeypa
     assert abs(metrics["P(replaced) of 'bank' (mean of its pieces)"] - expected[2]) < 1e-3
     cash = [p for t, p in after if t in ("c", "##a", "##s", "##h", "cash")]
     assert abs(metrics["P(replaced) of 'cash'"] - np.mean(cash)) < 1e-3
+    long_text = text + " and the water ran by" * 40  # named above the strips in part, not printed whole
+    at.text_area(key="a").set_value(long_text).run()
+    shown = [t.value for t in at.text]
+    assert shown and all(len(t) < 400 and t.endswith("…") for t in shown), shown
 
 
 def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
