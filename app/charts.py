@@ -800,6 +800,14 @@ def token_strip(
     return _layout(fig, title, int(100 + rows * (40 + 2 * font_size)), font_size)
 
 
+def strip_row(tokens: Sequence[str], font_size: int, width_px: int = 900) -> int:
+    """Tokens a strip row of a chart about `width_px` wide holds: as many as the longest label allows (drawn
+    2 px smaller than the text) beside the colour bar and its title, at least 3, at most STRIP_ROW."""
+    cell_px = _text_px([label(t) for t in tokens], font_size - 2) + 12
+    colour_bar_px = 60 + 4 * font_size  # ~150 px at Large text's 22 px (measured in Chromium)
+    return max(3, min(STRIP_ROW, int((width_px - colour_bar_px) // max(cell_px, 1))))
+
+
 def replaced_strip(
     tokens: Sequence[str],
     probabilities: Sequence[float],
@@ -807,31 +815,35 @@ def replaced_strip(
     title: str,
     font_size: int = BASE_FONT,
     per_row: int | None = None,
+    width_px: int = 900,
 ) -> go.Figure:
-    """Tokens coloured by the probability that each was replaced (ELECTRA's discriminator): white at 0, red at 1."""
+    """Tokens coloured by the probability that each was replaced (ELECTRA's discriminator): white at 0, red at 1.
+    In rows of `per_row`, or as many as fit a chart `width_px` wide (strip_row)."""
     return token_strip(
         tokens, probabilities, title=title, zmin=0.0, zmax=1.0, colorscale=[[0.0, "#ffffff"], [1.0, "#d62728"]],
-        value_name="P(replaced)", font_size=font_size, per_row=per_row,
+        value_name="P(replaced)", font_size=font_size, per_row=per_row or strip_row(tokens, font_size, width_px),
     )  # fmt: skip
 
 
 def saliency_strip(
-    tokens: Sequence[str], scores: Sequence[float], *, title: str, font_size: int = BASE_FONT
+    tokens: Sequence[str],
+    scores: Sequence[float],
+    *,
+    title: str,
+    font_size: int = BASE_FONT,
+    width_px: int = 900,
 ) -> go.Figure:
     """Tokens coloured by their attribution, centred on zero: red for the target, blue against it. In rows of
-    at most SALIENCY_ROW tokens, fewer for longer labels or larger text: one row of a long input piled its
+    at most STRIP_ROW tokens, fewer for longer labels or larger text: one row of a long input piled its
     labels up."""
     bound = float(np.abs(np.asarray(scores, dtype=np.float32)).max(initial=0.0)) or 1.0
-    # As many as the longest label allows in a ~800 px chart at this text size (labels are drawn 2 px smaller).
-    cell_px = _text_px([label(t) for t in tokens], font_size - 2) + 12
-    per_row = max(3, min(SALIENCY_ROW, int(800 // max(cell_px, 1))))
     return token_strip(
         tokens, scores, title=title, zmin=-bound, zmax=bound, colorscale="RdBu_r", value_name="attribution",
-        value_format="+.3g", font_size=font_size, per_row=per_row,  # +.3g: a tiny share reads as itself, not +0.0000
+        value_format="+.3g", font_size=font_size, per_row=strip_row(tokens, font_size, width_px),  # +.3g: a tiny share reads as itself, not +0.0000
     )  # fmt: skip
 
 
-SALIENCY_ROW = 10  # the most tokens a saliency row holds, however short their labels
+STRIP_ROW = 10  # the most tokens a strip row holds, however short their labels
 
 
 CHIP_CHARS = 60  # the longest chip span_chips draws at the normal size; a row holds about 70 characters

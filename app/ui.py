@@ -163,6 +163,18 @@ def chart_width() -> int:
     return 900 if st.session_state.get(KEY_LARGE) else 400
 
 
+PROJECTOR_WIDTH = 560  # px a page's main area leaves a chart on a 1024 px projector with the sidebar open
+
+
+def strip_width(half: bool = False) -> int:
+    """About how wide (px) a token strip is drawn, for how many tokens a row holds: a column of `side_by_side(2)`
+    (`half`) or the page's width; in Large text, a projector's. Rows too long for the real width run their
+    labels together, rows too short only make the strip taller."""
+    if st.session_state.get(KEY_LARGE):
+        return PROJECTOR_WIDTH
+    return 400 if half else 900
+
+
 def later(build: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> functools.partial:
     """`build(*args, **kwargs)`, called only when the CSV is asked for (for tables too big to make on every
     rerun). `build` must be a function of a module, not of a page script.

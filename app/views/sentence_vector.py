@@ -158,16 +158,16 @@ if batch is not None:
     )
 
 
-# Tokens per row of a replaced-token strip: two strips share the page's width, and a longer row crowds labels.
-STRIP_ROW = 8 if fs == ui.NORMAL_FONT else 5
-
-
 def replaced_figure(scored: list[tuple[str, float]], title: str, key: str) -> None:
     """A discriminator's per-token P(replaced) as a coloured strip, with its CSV."""
     tokens, probs = [t for t, _ in scored], [p for _, p in scored]
     ui.show_figure(
         charts.replaced_strip(
-            [info.piece_style.display(t) for t in tokens], probs, title=title, font_size=fs, per_row=STRIP_ROW
+            [info.piece_style.display(t) for t in tokens],
+            probs,
+            title=title,
+            font_size=fs,
+            width_px=ui.strip_width(half=True),
         ),
         key=key,
         data=pd.DataFrame({"token": tokens, "p_replaced": probs}),
@@ -253,8 +253,9 @@ if "rtd" in info.heads:
                         changed = cache.replaced_tokens(active, edited, inputs.text_b)
                     except bert_core.BertScopeError as exc:
                         st.error(ui.user_message(exc))
-            # Side by side, so a class sees the swapped word turn red while the rest stays as it was.
-            c1, c2 = st.columns(2)
+            # Side by side, so a class sees the swapped word turn red while the rest stays as it was (one under
+            # the other in Large text, where a column left the strip's labels no room).
+            c1, c2 = ui.side_by_side(2)
 
             # The strips score the pair: both sentences are named above them, as the model read them (the
             # first 300 characters of each: a pasted page printed whole, twice, pushed the strips far down).

@@ -213,7 +213,11 @@ if explained is not None:
     shown = ui.token_labels(explained.tokens, style)
     ui.show_figure(
         charts.saliency_strip(
-            shown, explained.scores, title=f"Attribution to {explained.target}", font_size=fs
+            shown,
+            explained.scores,
+            title=f"Attribution to {explained.target}",
+            font_size=fs,
+            width_px=ui.strip_width(),
         ),
         key="task_saliency",
         data=pd.DataFrame({"token": explained.tokens, "attribution": explained.scores}),

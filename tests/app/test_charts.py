@@ -210,16 +210,23 @@ def test_token_strip_wraps_into_rows_with_every_value_once():
     assert [t for row in fig.data[0].text for t in row][:11] == [f"t{i}" for i in range(11)]
     one_row = charts.replaced_strip(["a", "b"], [0.1, 0.9], title="x")
     assert np.asarray(one_row.data[0].z).shape == (1, 2)
+    # Without a row length: as many as the labels leave room for in the chart's width ("deposit" and "##ed"
+    # ran together in a half-width column in Large text)
+    words = ["she", "deposit", "##ed", "her", "salary", "at", "the", "bank", "on", "monday", "morning", "."]
+    wide = charts.replaced_strip(words, np.linspace(0, 1, 12), title="x", font_size=22, width_px=900)
+    narrow = charts.replaced_strip(words, np.linspace(0, 1, 12), title="x", font_size=22, width_px=400)
+    assert 3 <= np.asarray(narrow.data[0].z).shape[1] < np.asarray(wide.data[0].z).shape[1]
+    assert np.asarray(narrow.data[0].z).shape[1] * charts._text_px(["deposit"], 20) < 400
 
 
 def test_a_long_saliency_strip_wraps_so_its_labels_do_not_pile_up():
     values = np.linspace(-1, 1, 40)
     normal = charts.saliency_strip([f"{i}: t" for i in range(40)], values, title="x")
     z = np.asarray(normal.data[0].z, dtype=float)
-    assert z.shape == (40 // charts.SALIENCY_ROW, charts.SALIENCY_ROW)  # 40 tokens, in full rows
+    assert z.shape == (40 // charts.STRIP_ROW, charts.STRIP_ROW)  # 40 tokens, in full rows
     np.testing.assert_allclose(z.reshape(-1)[:40], values, rtol=1e-6)
     large = charts.saliency_strip([f"{i}: t" for i in range(40)], values, title="x", font_size=26)
-    assert np.asarray(large.data[0].z).shape[1] < charts.SALIENCY_ROW  # larger text, fewer a row
+    assert np.asarray(large.data[0].z).shape[1] < charts.STRIP_ROW  # larger text, fewer a row
     assert large.layout.height > normal.layout.height
 
 
