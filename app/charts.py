@@ -638,12 +638,13 @@ def grouped_bars(
     title: str | None = None,
     value_name: str = "value",
     font_size: int = BASE_FONT,
+    width_px: int = 900,
 ) -> go.Figure:
     """Several values per category (e.g. the norm of each embedding component per token).
 
-    Above GROUPED_BARS_LIMIT categories the series are drawn as lines and only every n-th category is
-    labelled (hover names each one): thousands of bars and hundreds of rotated labels took the browser ~10 s
-    at 512 tokens and could not be read anyway."""
+    Above GROUPED_BARS_LIMIT categories the series are drawn as lines (thousands of bars took the browser
+    ~10 s at 512 tokens). Only every n-th category is labelled where more would run together in a chart
+    `width_px` wide (hover names each one): 128 tokens' labels piled up."""
     n = len(categories)
     idx = list(range(n))
     names = labels(categories)
@@ -663,7 +664,9 @@ def grouped_bars(
             )
         else:
             fig.add_trace(go.Bar(marker_color=SEQUENCE_COLORS[i % 8], **common))
-    step = max(1, -(-n // GROUPED_BARS_LIMIT))  # ceil(n / limit): at most ~limit labels
+    # Labels tilted by 60° stand 1.15 text heights apart at the least, beside the value axis (~80 px)
+    fit = max(3, min(GROUPED_BARS_LIMIT, int(max(60, width_px - 80) / (1.15 * font_size))))
+    step = max(1, -(-n // fit))  # ceil(n / fit)
     fig.update_layout(
         barmode="group",
         xaxis={"tickmode": "array", "tickvals": idx[::step], "ticktext": names[::step], "tickangle": -60},

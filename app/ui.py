@@ -167,9 +167,9 @@ PROJECTOR_WIDTH = 560  # px a page's main area leaves a chart on a 1024 px proje
 
 
 def strip_width(half: bool = False) -> int:
-    """About how wide (px) a token strip is drawn, for how many tokens a row holds: a column of `side_by_side(2)`
-    (`half`) or the page's width; in Large text, a projector's. Rows too long for the real width run their
-    labels together, rows too short only make the strip taller."""
+    """About how wide (px) a token strip or a per-token bar chart is drawn, for how many token labels it
+    writes: a column of `side_by_side(2)` (`half`) or the page's width; in Large text, a projector's. Too
+    many for the real width run together; too few only make a strip taller or leave gaps between labels."""
     if st.session_state.get(KEY_LARGE):
         return PROJECTOR_WIDTH
     return 400 if half else 900

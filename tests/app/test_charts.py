@@ -84,10 +84,18 @@ def test_many_categories_become_lines_with_numbered_thinned_labels():
     names = [f"w{i}" for i in range(512)]
     fig = charts.grouped_bars(names, {"x": np.arange(512.0), "y": np.ones(512)})
     assert {t.type for t in fig.data} == {"scatter"}
-    assert len(fig.layout.xaxis.tickvals) <= 64 and fig.layout.xaxis.ticktext[1] == "w8"
+    step = fig.layout.xaxis.tickvals[1]
+    assert len(fig.layout.xaxis.tickvals) <= 64 and fig.layout.xaxis.ticktext[1] == f"w{step}"
     assert list(fig.data[0].customdata[:2]) == ["w0", "w1"]  # hover names every category
     few = charts.grouped_bars(names[:10], {"x": np.arange(10.0)})
     assert {t.type for t in few.data} == {"bar"} and list(few.layout.xaxis.ticktext) == names[:10]
+    # 128 tokens in Large text on a projector: no more labels than stand 1.15 text heights apart (they piled up)
+    for font, width in ((charts.BASE_FONT, 900), (22, 560)):
+        bars = charts.grouped_bars(names[:128], {"x": np.arange(128.0)}, font_size=font, width_px=width)
+        assert (
+            3 <= len(bars.layout.xaxis.tickvals)
+            and len(bars.layout.xaxis.tickvals) * 1.15 * font <= width - 80
+        )
 
 
 def test_thinned_heatmap_ticks_carry_their_position():
