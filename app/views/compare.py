@@ -33,8 +33,11 @@ listed = [
     *models.model_options(current),
 ]
 # The sidebar's model is left out, unless it is the one picked here: a value missing from its options dropped
-# out of the URL, and the link then opened another comparison than the one on screen.
-options = [o for o in dict.fromkeys(listed) if o != left.source or o == current] or [left.source]
+# out of the URL, and the link then opened another comparison than the one on screen. Picked, it comes last:
+# Streamlit also leaves the first option (the box's default) out of the URL, and a link without it opened on
+# another model, the sidebar's being left out again.
+options = [o for o in dict.fromkeys(listed) if o != left.source]
+options = [*options, left.source] if current == left.source or not options else options
 second = st.selectbox(
     "Second model",
     options,

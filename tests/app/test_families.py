@@ -420,3 +420,8 @@ def test_compare_keeps_the_second_model_when_the_sidebar_picks_it_too(
     assert not at.exception
     assert at.selectbox(key="model2").value == second and second in at.selectbox(key="model2").options
     assert "Both sides run the same model" in _texts(at)
+    # Picked there, it is not the box's first option either: Streamlit leaves the first (its default) out of
+    # the URL, and the address then opened on another second model (the demo model, first of the bundled).
+    at = _app(monkeypatch, "@demo", "views/compare.py", model2="@demo")
+    assert not at.exception and at.selectbox(key="model2").value == "@demo"
+    assert at.selectbox(key="model2").options[0] != "@demo"
