@@ -207,7 +207,9 @@ elif view == "rollout":
     st.caption(
         "Information mixes across layers, so one layer's map says little about the input. Rollout multiplies "
         "each layer's (0.5·mean over heads + 0.5·I) maps up to a layer; flow treats them as capacities of a "
-        "layered graph (Abnar & Zuidema, 2020)."
+        "layered graph and takes the maximum flow from each token at that layer to each input token, each row "
+        "then scaled to sum to 1 (Abnar & Zuidema, 2020). Row = the token at that layer, column = the input "
+        "token."
     )
     layer, _ = layer_and_head("rollout", heads=False)
     rolled = cache.attention_rollout(active, inputs.text_a, inputs.text_b, result)
