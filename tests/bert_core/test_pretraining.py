@@ -340,6 +340,27 @@ def trained(small_corpus, tmp_path_factory):
     return result, out
 
 
+def test_the_same_seed_and_vocabulary_give_the_same_checkpoint_byte_for_byte(trained, small_corpus, tmp_path):
+    """What the README promises for a rerun: given the vocabulary (tokenizers' WordPiece trainer is not
+    deterministic, huggingface/tokenizers#1794), the same seed trains the same weights."""
+    from bert_core.pretraining.train import TrainingConfig, train
+    from bert_core.tokenizer import WordPieceTokenizer
+
+    _, first = trained
+    vocab = (first / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    config = TrainingConfig(
+        vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        max_position_embeddings=64, steps=12, batch_size=8, warmup_steps=2, checkpoint_every=50, eval_sequences=16,
+    )  # fmt: skip
+    weights = []
+    with one_thread():
+        for run in ("a", "b"):
+            tokenizer = WordPieceTokenizer.from_vocab(vocab, max_length=64)
+            train(small_corpus, config, out_dir=tmp_path / run, tokenizer=tokenizer)
+            weights.append((tmp_path / run / "model.safetensors").read_bytes())
+    assert weights[0] == weights[1]
+
+
 def test_short_training_run_lowers_the_mlm_loss(trained):
     result, _ = trained
     # From ln(vocab) ~ 5.7 nats at the start; 120 tiny steps reliably take off more than half a nat.
