@@ -387,10 +387,13 @@ def _logits(model: BertScopeModel, batch: dict[str, torch.Tensor], dropout: floa
 
 
 def _loss(logits: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    if "start" in batch:  # as transformers' QA heads: the mean of the start and end cross-entropies
-        return (
-            F.cross_entropy(logits[..., 0], batch["start"]) + F.cross_entropy(logits[..., 1], batch["end"])
-        ) / 2
+    if "start" in batch:
+        # As transformers' QA heads, the mean of the start and end cross-entropies, but over the example's own
+        # pieces: padding is never an answer, and with its logits in the softmax an example's loss depended on
+        # how long the other examples of its batch were (transformers' heads include them).
+        pad = batch["mask"] == 0  # (B, S)
+        start, end = (logits[..., k].masked_fill(pad, float("-inf")) for k in (0, 1))
+        return (F.cross_entropy(start, batch["start"]) + F.cross_entropy(end, batch["end"])) / 2
     return F.cross_entropy(logits.flatten(0, -2), batch["labels"].flatten(), ignore_index=IGNORE_INDEX)
 
 

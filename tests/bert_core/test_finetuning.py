@@ -66,6 +66,34 @@ HEAD = {"classify": "classify", "pair": "classify", "tag": "tag", "qa": "qa"}
 # -- training ---------------------------------------------------------------------------------------------
 
 
+def test_a_qa_examples_loss_does_not_depend_on_the_padding_its_batch_adds(tiny_checkpoint):
+    """Padding is never an answer: it stays out of the start/end softmax, so an example scores the same alone
+    and beside a longer one (with padding's logits in, the loss moved with the batch's longest passage)."""
+    from bert_core.finetuning.train import _batch, _logits, _loss
+
+    source = bert_core.load_pretrained(tiny_checkpoint)
+    config = FinetuneConfig(task="qa", **FAST)
+    model, labels, _ = build_model(source, config, ())
+    short = _qa_examples(1)[0]
+    long = Example(
+        3,
+        "where did we sit?",
+        "we sat by the bank and it ran by " * 6,
+        answer_start=10,
+        answer_text="the bank",
+    )
+    features, _ = make_features(model, [short, long], "qa", labels)
+    model.network.eval()
+    with torch.no_grad():
+        alone = _batch(model, features[:1])
+        together = _batch(model, features)
+        assert together["mask"][0].sum() < together["mask"].shape[1]  # the short one is padded here
+        one = _loss(_logits(model, alone, 0.0), alone)
+        logits = _logits(model, together, 0.0)
+        first = _loss(logits[:1], {k: v[:1] for k, v in together.items()})
+    assert float(first) == pytest.approx(float(one), abs=1e-5)
+
+
 @pytest.mark.parametrize("task", ["classify", "tag", "qa", "pair"])
 def test_a_few_steps_lower_the_loss_on_a_separable_task(tiny_checkpoint, task):
     result = finetune(EXAMPLES[task](), tiny_checkpoint, FinetuneConfig(task, **FAST))
