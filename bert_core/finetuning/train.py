@@ -562,6 +562,11 @@ def _finetune(
     )
     per_epoch = math.ceil(len(train_set) / config.batch_size)
     total = per_epoch * config.epochs
+    if config.warmup_steps(total) > total:  # the rate would never reach its peak, nor decay
+        raise InputError(
+            f"--warmup {int(config.warmup)} is longer than the run's {total} steps ({per_epoch} an epoch): "
+            "give fewer steps, or a share below 1"
+        )
     optimizer, scheduler = optimizer_and_schedule(
         network, config, warmup_steps=config.warmup_steps(total), total_steps=total
     )

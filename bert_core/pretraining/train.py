@@ -82,7 +82,9 @@ class TrainingConfig:
     steps: int = 2000
     batch_size: int = 64
     learning_rate: float = 1e-3
-    warmup_steps: int = 200  # linear warm-up from 0, then linear decay to 0 at `steps`
+    warmup_steps: int = (
+        200  # linear warm-up (step 1 at 1/warmup_steps of the peak), then decay to 0 at `steps`
+    )
     weight_decay: float = 0.01
     adam_betas: tuple[float, float] = (0.9, 0.98)
     adam_eps: float = 1e-6
@@ -107,6 +109,8 @@ class TrainingConfig:
         for name in ("warmup_steps", "checkpoint_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
+        if self.warmup_steps > self.steps:  # the rate would never reach its peak, nor decay
+            raise ValueError(f"warmup_steps ({self.warmup_steps}) must not exceed steps ({self.steps})")
         if self.max_position_embeddings < 8:
             raise ValueError(
                 f"max_position_embeddings must be at least 8, got {self.max_position_embeddings}"
@@ -398,10 +402,14 @@ def optimizer_and_schedule(
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW as BERT uses it, and its learning rate warmed up then decayed (`warmup_then_decay`). `config` is
     either lab's (TrainingConfig, FinetuneConfig): its learning_rate, weight_decay, adam_betas, adam_eps."""
+    # As in BERT: biases and LayerNorm gains are not pulled towards zero. Found by the module's type, not its
+    # name: DistilBERT's sa_layer_norm and ALBERT's full_layer_layer_norm were decayed by a name test.
+    norms = {
+        id(p) for m in network.modules() if isinstance(m, nn.LayerNorm) for p in m.parameters(recurse=False)
+    }
     decay, no_decay = [], []
     for name, param in network.named_parameters():
-        # As in BERT: biases and LayerNorm gains are not pulled towards zero.
-        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(param)
+        (no_decay if name.endswith("bias") or id(param) in norms else decay).append(param)
     groups = [
         {"params": decay, "weight_decay": config.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},

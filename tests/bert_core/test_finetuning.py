@@ -66,6 +66,13 @@ HEAD = {"classify": "classify", "pair": "classify", "tag": "tag", "qa": "qa"}
 # -- training ---------------------------------------------------------------------------------------------
 
 
+def test_a_warm_up_longer_than_the_run_is_refused(tiny_checkpoint):
+    """A rate that never reached its peak nor decayed, said nowhere: 48 examples, 6 epochs of 12 steps."""
+    config = FinetuneConfig(task="classify", **{**FAST, "warmup": 1000})
+    with pytest.raises(InputError, match="--warmup 1000 is longer than the run's 54 steps"):
+        finetune(_classify_examples(), str(tiny_checkpoint), config)
+
+
 def test_a_qa_examples_loss_does_not_depend_on_the_padding_its_batch_adds(tiny_checkpoint):
     """Padding is never an answer: it stays out of the start/end softmax, so an example scores the same alone
     and beside a longer one (with padding's logits in, the loss moved with the batch's longest passage)."""

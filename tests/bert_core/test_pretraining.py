@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import bert_core
 from bert_core.pretraining.corpus import (
     AMBIGUOUS_WORDS,
     TOPICS,
@@ -492,6 +493,32 @@ def test_bert_initialisation_and_learning_rate_schedule():
     assert factors[0] == pytest.approx(0.1) and factors[9] == pytest.approx(1.0)
     assert all(a >= b for a, b in zip(factors[9:], factors[10:], strict=False))
     assert factors[-1] == pytest.approx(1 / 90)
+    with pytest.raises(ValueError, match="warmup_steps"):  # a rate that would never reach its peak nor decay
+        TrainingConfig(steps=5, warmup_steps=30)
+
+
+@pytest.mark.parametrize("family", ["bert", "distilbert", "albert"])
+def test_weight_decay_spares_every_layer_norm_and_bias_whatever_its_name(family, tmp_path, request):
+    """As BERT's optimiser: no decay on biases and LayerNorm gains. By name, DistilBERT's sa_layer_norm and
+    ALBERT's full_layer_layer_norm were decayed."""
+    from torch import nn
+
+    from bert_core.pretraining.train import TrainingConfig, optimizer_and_schedule
+    from tests.variants import make_variant
+
+    directory = (
+        request.getfixturevalue("tiny_checkpoint")
+        if family == "bert"
+        else make_variant(tmp_path, family, "mlm")
+    )
+    model = bert_core.load_pretrained(directory, pack_weights=False)
+    optimizer, _ = optimizer_and_schedule(model.network, TrainingConfig(), warmup_steps=1, total_steps=2)
+    decayed, spared = ({id(p) for p in g["params"]} for g in optimizer.param_groups)
+    norms = [m for m in model.network.modules() if isinstance(m, nn.LayerNorm)]
+    assert norms and all(id(p) in spared for m in norms for p in m.parameters())
+    assert all(
+        id(p) in decayed for n, p in model.network.named_parameters() if n.endswith("weight") and p.dim() == 2
+    )
 
 
 def test_static_masking_and_sop_train_too(small_corpus):
