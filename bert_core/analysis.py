@@ -19,7 +19,7 @@ from .analysis_passes import AnalysisPasses
 from .checkpoints.architecture import Architecture
 from .checkpoints.bert import BERT
 from .config import BertConfig
-from .errors import InputError
+from .errors import InputError, MissingHeadError
 from .modeling.encoder import EncoderOutput
 from .modeling.heads import Network
 from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo, Vectors
@@ -68,6 +68,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         device: torch.device | None = None,
         ignored_weights: tuple[str, ...] = (),
         trained_length: int | None = None,
+        nsp_trained_as_sop: bool = False,
     ) -> None:
         self.network = network.eval()
         self.tokenizer = tokenizer
@@ -80,13 +81,18 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         self.ignored_weights = ignored_weights
         # Longest pre-training input, when the checkpoint records it (see ModelInfo).
         self.trained_length = trained_length
+        # A BERT the pre-training lab trained for sentence order (--pair-task sop): the checkpoint format keeps
+        # its pair head where BERT's NSP head goes (cls.seq_relationship), and only its pretraining.json says
+        # which task it learned. Its label 0 is "in order", as ALBERT's; it is the "sop" head here.
+        self.nsp_trained_as_sop = nsp_trained_as_sop and "nsp" in network.head_names
 
     # -- facts ----------------------------------------------------------------------------------------
 
     @property
     def heads(self) -> tuple[str, ...]:
         """The prediction heads this checkpoint has, by name (see `bert_core.modeling.heads.HEADS`)."""
-        return self.network.head_names
+        names = self.network.head_names
+        return tuple("sop" if n == "nsp" else n for n in names) if self.nsp_trained_as_sop else names
 
     @property
     def task(self) -> str | None:
@@ -462,6 +468,11 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
 
     def next_sentence(self, text_a: str, text_b: str) -> float:
         """Probability that `text_b` follows `text_a` (IsNext); MissingHeadError without an NSP head."""
+        if self.nsp_trained_as_sop:
+            raise MissingHeadError(
+                "this model has no NSP head (next-sentence prediction): its pair head was pre-trained for "
+                "sentence order (its pretraining.json); ask it for the sentence order instead"
+            )
         self.network.head("nsp")
         enc = self.encode(text_a, text_b)
         out = self._run([enc], None)
@@ -472,12 +483,11 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
     def sentence_order(self, text_a: str, text_b: str) -> float:
         """Probability that A then B is the original order (ALBERT's sentence-order prediction, SOP);
         MissingHeadError without an SOP head."""
-        self.network.head("sop")
+        head = "nsp" if self.nsp_trained_as_sop else "sop"
+        self.network.head(head)
         out = self._run([self.encode(text_a, text_b)], None)
         with torch.inference_mode():
-            probs = torch.softmax(
-                self.network.logits("sop", out.pooled), dim=-1
-            )  # (1, 2); index 0 = in order
+            probs = torch.softmax(self.network.logits(head, out.pooled), dim=-1)  # (1, 2); index 0 = in order
         return float(probs[0, 0])
 
     def replaced_tokens(self, text: str, text_pair: str | None = None) -> list[tuple[str, float]]:

@@ -41,7 +41,8 @@ cls, sep = tokenizer.cls_token, tokenizer.sep_token
 # What pre-training trained the pooler for: BERT's NSP, ALBERT's SOP; RoBERTa dropped the sentence task, and
 # DistilBERT and ELECTRA have no pooler at all (said below).
 POOLER_TASKS = {"BERT": "next-sentence prediction", "ALBERT": "sentence-order prediction"}
-task = POOLER_TASKS.get(info.architecture_name)
+# A BERT the pre-training lab trained for sentence order says so by its head
+task = "sentence-order prediction" if "sop" in info.heads else POOLER_TASKS.get(info.architecture_name)
 trained = f"it was trained only for {task}" if task else "no pre-training task of this family trains it"
 st.caption(
     ui.md_escape(

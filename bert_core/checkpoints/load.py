@@ -219,6 +219,7 @@ def load_pretrained(
         log.info("ignoring fine-tuning head weights config.json does not name: %s", ", ".join(ignored))
     network = build_network(arch, config, state, tie_word_embeddings=tie, read=stored.read)
     del stored
+    record = _lab_record(directory)
     del state  # the network now holds the only reference to each weight, so packing frees them as it goes
     target = _resolve_device(device)
     if target.type != "cpu":
@@ -234,20 +235,33 @@ def load_pretrained(
         directory=directory,
         device=target,
         ignored_weights=tuple(ignored),
-        trained_length=_trained_length(directory, config),
+        trained_length=_trained_length(record, config),
+        nsp_trained_as_sop=arch is BERT and _pair_task(record) == "sop",
     )
 
 
-def _trained_length(directory: Path, config: BertConfig) -> int | None:
-    """The longest pre-training input recorded in BERTScope's pretraining.json, if any. Only a hint for the
-    app, so a missing, unreadable or odd file is simply no record (never a load error)."""
+def _lab_record(directory: Path) -> dict:
+    """BERTScope's pretraining.json, or {}: only hints, so a missing, unreadable or odd file is simply no record
+    (never a load error)."""
     path = directory / "pretraining.json"
     if not path.is_file():
-        return None
+        return {}
     try:
-        value = json.loads(path.read_text(encoding="utf-8")).get("longest_sequence")
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-        return None
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _pair_task(record: dict) -> str | None:
+    """The sentence-pair task the lab pre-trained with ("nsp", "sop", "none"), if recorded."""
+    training = record.get("training_config")
+    return training.get("pair_task") if isinstance(training, dict) else None
+
+
+def _trained_length(record: dict, config: BertConfig) -> int | None:
+    """The longest pre-training input the lab recorded, if any."""
+    value = record.get("longest_sequence")
     if (
         isinstance(value, bool)
         or not isinstance(value, int)

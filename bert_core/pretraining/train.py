@@ -145,7 +145,8 @@ class TrainingConfig:
             attention_probs_dropout_prob=self.attention_probs_dropout_prob,
             max_position_embeddings=self.max_position_embeddings,
             initializer_range=self.initializer_range,
-            architectures=("BertForPreTraining",),
+            # MLM only: no pooler nor pair head, which transformers' BertForPreTraining would make up at random
+            architectures=("BertForMaskedLM",) if self.pair_task == "none" else ("BertForPreTraining",),
         )
 
     def to_dict(self) -> dict[str, Any]:

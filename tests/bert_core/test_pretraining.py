@@ -521,8 +521,9 @@ def test_weight_decay_spares_every_layer_norm_and_bias_whatever_its_name(family,
     )
 
 
-def test_static_masking_and_sop_train_too(small_corpus):
-
+def test_static_masking_and_sop_train_too(small_corpus, tmp_path):
+    """And the model loads as what it learned: an SOP head (its pair head sits where BERT's NSP head goes, so
+    it was offered as next-sentence prediction); an MLM-only one is a BertForMaskedLM for transformers."""
     from bert_core.pretraining.train import TrainingConfig, train
 
     with one_thread():
@@ -531,8 +532,24 @@ def test_static_masking_and_sop_train_too(small_corpus):
             max_position_embeddings=64, steps=8, batch_size=8, warmup_steps=2, eval_sequences=16,
             masking="static", static_duplicates=2, pair_task="sop", max_segment_sentences=2,
         )  # fmt: skip
-        result = train(small_corpus[:50], config)
+        result = train(small_corpus[:50], config, out_dir=tmp_path / "sop")
+        mlm_only = TrainingConfig(**{**config.to_dict(), "pair_task": "none", "adam_betas": (0.9, 0.98)})
+        train(small_corpus[:50], mlm_only, out_dir=tmp_path / "mlm")
     assert len(result.history) == 8 and result.history[-1].pair_loss is not None
+    model = bert_core.load_pretrained(tmp_path / "sop")
+    assert model.heads == ("mlm", "sop") and model.info.has_nsp_head is False
+    in_order = model.sentence_order("the dog ran.", "it was fast.")
+    pooled = model.analyze("the dog ran.", "it was fast.").pooled
+    import torch
+
+    with torch.no_grad():
+        logits = model.network.head("nsp")(torch.from_numpy(pooled)[None])  # the trained pair head itself
+    assert in_order == pytest.approx(float(torch.softmax(logits, -1)[0, 0]), abs=1e-6)
+    with pytest.raises(bert_core.MissingHeadError, match="sentence order"):
+        model.next_sentence("the dog ran.", "it was fast.")
+    saved = json.loads((tmp_path / "mlm" / "config.json").read_text())
+    assert saved["architectures"] == ["BertForMaskedLM"]
+    assert bert_core.load_pretrained(tmp_path / "mlm").heads == ("mlm",)
 
 
 def test_training_config_errors_name_the_option():
