@@ -130,11 +130,19 @@ class ProgressBar:
         self.tty = self.stream.isatty()
         self.every = every
         self.detail = detail or _pretraining_detail
-        self.smoothed: float | None = None
+        self._average = 0.0  # an exponential moving average of the loss from 0, and the steps it has seen
+        self._seen = 0
+
+    @property
+    def smoothed(self) -> float:
+        """The recent steps' loss: single-batch losses jump around too much to read. Corrected for its start at
+        0 (as Adam's moments are), so it weighs the steps seen alike at first; started at step 1's loss
+        instead, that one step still made half of it after 34 steps."""
+        return self._average / (1 - 0.98**self._seen) if self._seen else 0.0
 
     def __call__(self, s) -> None:
-        # An exponential moving average: single-batch losses jump around too much to read.
-        self.smoothed = s.loss if self.smoothed is None else 0.98 * self.smoothed + 0.02 * s.loss
+        self._average = 0.98 * self._average + 0.02 * s.loss
+        self._seen += 1
         if not self.tty and s.step % self.every and s.step != s.total_steps:
             return
         done = s.step / s.total_steps
@@ -142,7 +150,7 @@ class ProgressBar:
         bar = "#" * int(done * width) + "." * (width - int(done * width))
         eta = s.elapsed_s / s.step * (s.total_steps - s.step)
         line = (
-            f"step {s.step}/{s.total_steps} [{bar}] loss {self.smoothed:.3f}{self.detail(s)}"
+            f"step {s.step}/{s.total_steps} [{bar}] recent loss {self.smoothed:.3f}{self.detail(s)}"
             f" lr {s.learning_rate:.1e} {_clock(s.elapsed_s)} elapsed, {_clock(eta)} left"
         )
         if self.tty:
@@ -154,7 +162,7 @@ class ProgressBar:
 
 def _pretraining_detail(s: StepStats) -> str:
     pair = "" if s.pair_loss is None else f" pair {s.pair_loss:.3f} acc {s.pair_accuracy:.2f}"
-    return f" (mlm {s.mlm_loss:.3f}{pair})"
+    return f" (this step: mlm {s.mlm_loss:.3f}{pair})"
 
 
 def _clock(seconds: float) -> str:

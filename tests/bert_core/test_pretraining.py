@@ -552,6 +552,25 @@ def test_static_masking_and_sop_train_too(small_corpus, tmp_path):
     assert bert_core.load_pretrained(tmp_path / "mlm").heads == ("mlm",)
 
 
+def test_the_progress_line_averages_recent_steps_without_leaning_on_the_first():
+    """Started at step 1's loss, the average still weighed it at half after 34 steps: a short run's last line
+    read 3.085 where its last epoch averaged 2.849."""
+    import io
+    from types import SimpleNamespace
+
+    from bert_core.pretraining.cli import ProgressBar
+
+    bar = ProgressBar(stream=io.StringIO(), every=1, detail=lambda s: "")
+    losses = [10.0] + [2.0] * 33
+    for n, loss in enumerate(losses, 1):
+        bar(SimpleNamespace(step=n, total_steps=34, loss=loss, learning_rate=1e-3, elapsed_s=1.0))
+    weights = [0.98 ** (34 - n) for n in range(1, 35)]
+    assert bar.smoothed == pytest.approx(
+        sum(w * x for w, x in zip(weights, losses, strict=True)) / sum(weights)
+    )
+    assert bar.smoothed < 2.4 and "recent loss" in bar.stream.getvalue()
+
+
 def test_training_config_errors_name_the_option():
     from bert_core.pretraining.train import TrainingConfig
 
