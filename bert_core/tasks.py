@@ -9,6 +9,7 @@ E = embedding size, C = classes, K = interpolation steps.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -422,7 +423,23 @@ def _merge_entities(words, texts) -> list[Entity]:
             current = [sentence, start, end, kind, [p], prefix]
     if current:
         entities.append(current)
+    spans = [
+        (s, *_without_outer_punctuation(texts[s] or "", a, b), kind, ps) for s, a, b, kind, ps, _ in entities
+    ]
     return [
         Entity(label=kind, text=(texts[s] or "")[a:b], start=a, end=b, score=float(np.mean(ps)), sentence=s)
-        for s, a, b, kind, ps, _ in entities
+        for s, a, b, kind, ps in spans
     ]
+
+
+def _without_outer_punctuation(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span less the punctuation at its ends ("Norway." -> "Norway", "(Russia)" -> "Russia"): a word runs
+    from space to space, but its punctuation is pieces of its own, which a tagger labels O (the lab's generated
+    data makes it words of its own), as transformers' pipeline leaves it out. Punctuation inside ("U.S",
+    "New-York") stays; a span of punctuation alone is kept whole."""
+    a, b = start, end
+    while a < b and unicodedata.category(text[a]).startswith("P"):
+        a += 1
+    while b > a and unicodedata.category(text[b - 1]).startswith("P"):
+        b -= 1
+    return (a, b) if a < b else (start, end)
