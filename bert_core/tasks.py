@@ -8,6 +8,7 @@ E = embedding size, C = classes, K = interpolation steps.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -107,7 +108,11 @@ class TaskPasses:
             index[word] = len(words)
             first = int(np.flatnonzero(owners[sentence] == word[1])[0])  # the word's own first character
             words.append((sentence, max(start, first), end, tags[i][1], tags[i][2]))
-        return _merge_entities(words, texts)
+        found = []
+        for entity in _merge_entities(words, texts):
+            a, b = _without_outer_punctuation(texts[entity.sentence], entity.start, entity.end)
+            found.append(dataclasses.replace(entity, start=a, end=b, text=texts[entity.sentence][a:b]))
+        return found
 
     # -- question answering ---------------------------------------------------------------------------------
 
@@ -119,17 +124,19 @@ class TaskPasses:
         *,
         max_answer_tokens: int = MAX_ANSWER_TOKENS,
         stride: int = QA_STRIDE,
-    ) -> list[tuple[str, int, int, float]]:
-        """[(answer_text, start_char, end_char, score), ...], the best spans of `context` by start + end logit
-        (the score), end >= start, at most `max_answer_tokens` pieces, over context pieces only. A context
-        longer than the model's positions is read in overlapping windows (`stride` pieces shared between
-        neighbours, at most half a window), as the reference pipelines do."""
+    ) -> list[tuple[str, int, int, float, float]]:
+        """[(answer_text, start_char, end_char, score, probability), ...], the best spans of `context` by start +
+        end logit (the score), end >= start, at most `max_answer_tokens` pieces, over context pieces only. The
+        probability is transformers' pipeline's: the start's softmax over its window's context pieces times the
+        end's (the head has no "no answer": it always picks a span, however unsure). A context longer than the
+        model's positions is read in overlapping windows (`stride` pieces shared between neighbours, at most
+        half a window), as the reference pipelines do."""
         spans, _ = self._best_spans(question, context, top_k, max_answer_tokens, stride)
-        return [(context[a:b], a, b, score) for (a, b), (score, _, _, _) in spans]
+        return [(context[a:b], a, b, score, p) for (a, b), (score, _, _, _, p) in spans]
 
     def _best_spans(self, question: str, context: str, top_k: int, max_answer_tokens: int, stride: int):
-        """([((start_char, end_char), (score, window, start_piece, end_piece)), ...] best first, the windows):
-        `answer`'s spans with where each scored best, which `attribute` explains."""
+        """([((start_char, end_char), (score, window, start_piece, end_piece, probability)), ...] best first, the
+        windows): `answer`'s spans with where each scored best, which `attribute` explains."""
         self.network.head("qa")
         if not isinstance(question, str) or not question.strip():
             raise InputError("the question is empty: type a question about the passage")
@@ -142,7 +149,7 @@ class TaskPasses:
             raise InputError(f"max_answer_tokens must be a positive integer, got {max_answer_tokens!r}")
         windows = self._qa_windows(question, context, stride)
         logits = self._task_logits("qa", windows)  # (B, S, 2)
-        best: dict[tuple[int, int], tuple[float, int, int, int]] = {}
+        best: dict[tuple[int, int], tuple[float, int, int, int, float]] = {}
         for row, enc in enumerate(windows):
             in_context = [i for i, seq in enumerate(enc.sequence_ids) if seq == 1]
             starts, ends = logits[row, : len(enc), 0], logits[row, : len(enc), 1]
@@ -152,6 +159,8 @@ class TaskPasses:
             valid = torch.triu(torch.ones_like(scores, dtype=torch.bool))
             valid &= ~torch.triu(valid, diagonal=max_answer_tokens)
             scores = scores.masked_fill(~valid, float("-inf"))
+            p_start = torch.softmax(starts[first : last + 1], 0)  # over this window's context pieces
+            p_end = torch.softmax(ends[first : last + 1], 0)
             # Best first until top_k distinct spans: pieces that share a character span (a lone "▁" before its
             # word) make pairs that read as the same answer, and must not take the places of others.
             found: set[tuple[int, int]] = set()
@@ -160,7 +169,7 @@ class TaskPasses:
                 span = (int(enc.offsets[first + i][0]), int(enc.offsets[first + j][1]))
                 score = float(scores[i, j])
                 if span not in best or score > best[span][0]:
-                    best[span] = (score, row, first + i, first + j)
+                    best[span] = (score, row, first + i, first + j, float(p_start[i] * p_end[j]))
                 found.add(span)
                 if len(found) == top_k:
                     break
@@ -338,7 +347,7 @@ class TaskPasses:
             # The window the best answer scored in (`answer`'s defaults), not the passage's first: a long
             # passage's answer may lie beyond it, or score otherwise there, nearer its edge.
             spans, windows = self._best_spans(text, text_pair, 1, MAX_ANSWER_TOKENS, QA_STRIDE)
-            _, (_, window, start_piece, end_piece) = spans[0]
+            _, (_, window, start_piece, end_piece, _) = spans[0]
             position = start_piece if end == 0 else end_piece
             return (
                 windows[window],
@@ -423,12 +432,9 @@ def _merge_entities(words, texts) -> list[Entity]:
             current = [sentence, start, end, kind, [p], prefix]
     if current:
         entities.append(current)
-    spans = [
-        (s, *_without_outer_punctuation(texts[s] or "", a, b), kind, ps) for s, a, b, kind, ps, _ in entities
-    ]
     return [
         Entity(label=kind, text=(texts[s] or "")[a:b], start=a, end=b, score=float(np.mean(ps)), sentence=s)
-        for s, a, b, kind, ps in spans
+        for s, a, b, kind, ps, _ in entities
     ]
 
 

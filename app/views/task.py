@@ -16,6 +16,7 @@ EXAMPLES = (
     "distilbert-base-cased-distilled-squad or deepset/roberta-base-squad2 (question answering), "
     "roberta-large-mnli (sentence pairs), or a head trained here with `bertscope finetune`"
 )
+ANSWER_COLUMNS = ["answer", "start", "end", "score", "probability"]
 METHODS = {"integrated_gradients": "integrated gradients", "gradient_x_input": "gradient × input"}
 
 st.header("Task")
@@ -33,7 +34,8 @@ if text:
 if info.task == "qa":
     st.caption(
         "A question-answering head scores every context piece as the answer's start and end; the answer is the "
-        "span with the best start + end score (Devlin et al., 2019). Sentence A is the question, B the passage."
+        "span with the best start + end score (Devlin et al., 2019). It always picks a span, so a question the "
+        "passage does not answer gets one too: its probability tells. Sentence A is the question, B the passage."
     )
     if not text or not text.strip() or not pair:
         st.info("Type the question as sentence A and the passage as sentence B in the sidebar.")
@@ -49,7 +51,15 @@ if info.task == "qa":
         st.stop()
     best = answers[0]
     # A metric's value is Markdown: the passage's words are shown as written (`2*3*4`, `$x$`), not rendered.
-    st.metric("Answer", ui.md_escape(best[0]), help=f"score (start + end logit) {best[3]:.3f}")
+    st.metric(
+        "Answer",
+        ui.md_escape(best[0]),
+        f"probability {best[4]:.0%}",
+        delta_color="off",
+        help=f"score (start + end logit) {best[3]:.3f}; probability: the start's softmax over the passage's "
+        "pieces times the end's, as transformers' pipeline gives it",
+    )
+
     ui.show_figure(
         charts.span_chips(
             transforms.labelled_fragments(pair, [(best[1], best[2], "answer")]),
@@ -57,10 +67,10 @@ if info.task == "qa":
             font_size=fs,
         ),  # fmt: skip
         key="task_answer",
-        data=pd.DataFrame(answers, columns=["answer", "start", "end", "score"]),
+        data=pd.DataFrame(answers, columns=ANSWER_COLUMNS),
         filename="answers",
     )
-    ui.table(pd.DataFrame(answers, columns=["answer", "start", "end", "score"]),
+    ui.table(pd.DataFrame(answers, columns=ANSWER_COLUMNS),
                  key="task_answers")  # fmt: skip
 elif info.task == "choice":
     st.caption(

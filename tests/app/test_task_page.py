@@ -68,7 +68,7 @@ def test_tagger_answer_and_choices(heads, monkeypatch):
     question, passage = "where was the cash?", "we deposited the cash at the bank by the river."
     at = _app(monkeypatch, heads["qa"], a=question, b=passage)
     best = bert_core.load_pretrained(heads["qa"]).answer(question, passage)[0]
-    assert at.metric[0].value == best[0]
+    assert at.metric[0].value == best[0] and at.metric[0].delta == f"probability {best[4]:.0%}"
 
     at = _app(monkeypatch, heads["choice"], a="we went to the bank")
     probs = decode(figure(at, "task_choose")["data"][0]["x"])

@@ -98,9 +98,17 @@ def test_question_answering_finds_the_same_best_span(task_dirs, arch, pack):
                 if score > best:
                     best, span = score, (ours_enc.offsets[i][0], ours_enc.offsets[j][1])
     answers = m.answer(question, context, top_k=3)
-    text, start, end, score = answers[0]
+    text, start, end, score, probability = answers[0]
     assert (start, end) == tuple(int(x) for x in span) and text == context[start:end]
     assert abs(score - best) <= TOL
+    # transformers' pipeline's probability: each end's softmax over the context pieces, multiplied
+    i, j = (
+        next(k for k in context_at if ours_enc.offsets[k][side] == edge)
+        for side, edge in ((0, start), (1, end))
+    )
+    p_start = torch.softmax(out.start_logits[0, context_at], 0)[context_at.index(i)]
+    p_end = torch.softmax(out.end_logits[0, context_at], 0)[context_at.index(j)]
+    assert abs(probability - float(p_start * p_end)) <= 1e-5 and 0 < probability <= 1
     assert [a[3] for a in answers] == sorted((a[3] for a in answers), reverse=True)
     assert offsets  # transformers' offsets exist for the same pieces
 
@@ -116,7 +124,7 @@ def test_long_context_is_read_in_overlapping_windows(task_dirs):
     assert covered == {int(full.offsets[i][0]) for i, s in enumerate(full.sequence_ids) if s == 1}
     best = m.answer(question, context, top_k=2)
     # the best span over windows is the best within its own window
-    assert all(context[a:b] == t for t, a, b, _ in best)
+    assert all(context[a:b] == t for t, a, b, _, _ in best)
     with pytest.raises(InputError, match="question is empty"):
         m.answer("  ", context)
 
@@ -298,7 +306,7 @@ def test_answer_gives_top_k_distinct_spans_and_checks_its_length_limit(task_dirs
     m = bert_core.load_pretrained(task_dirs[arch, "qa"])
     question, context = "where was the cash?", "we deposited the cash at the bank by the river."
     answers = m.answer(question, context, top_k=8)
-    assert len(answers) == 8 and len({(a, b) for _, a, b, _ in answers}) == 8
+    assert len(answers) == 8 and len({(a, b) for _, a, b, _, _ in answers}) == 8
     assert [s for *_, s in answers] == sorted((s for *_, s in answers), reverse=True)
     assert answers[0] == m.answer(question, context)[0]
     for bad in (0, -3, 1.5, True):
@@ -323,7 +331,7 @@ def test_an_answer_beyond_the_first_window_is_explained_in_the_window_it_scored_
             break
     else:
         pytest.fail("no passage put the best answer past the first window")
-    text, start_char, end_char, score = m.answer(question, context)[0]
+    text, start_char, end_char, score, _ = m.answer(question, context)[0]
     start = m.attribute(question, context, target="start", steps=2)
     end = m.attribute(question, context, target="end", steps=2)
     assert start.encoding.tokens == end.encoding.tokens != m.encode(question, context).tokens
