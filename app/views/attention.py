@@ -252,6 +252,7 @@ else:
             every,
             key="att_heads_shown",
             persist_state="session",
+            bind="query-params",  # a shared link draws the same heads
             help="Each keeps its colour.",
         )
         shown_heads = sorted(picked_heads) or every  # none picked: all rather than an empty chart

@@ -256,7 +256,12 @@ elif view == "roles":
     )  # fmt: skip
     ui.show_figure(fig, key="roles_grid", data=table, filename="head_roles")
     ui.table(table, key="roles_table")
-    if st.toggle("Across the preset sentences: which heads keep their role", key="roles_stability"):
+    if st.toggle(
+        "Across the preset sentences: which heads keep their role",
+        key="roles_stability",
+        persist_state="session",
+        bind="query-params",
+    ):
         presets = [e.text_a for e in inputs_module.examples()]
         analyses = []
         for text in presets:
@@ -375,7 +380,12 @@ elif view == "ablation":
             )
     if not info.has_mlm_head:
         st.info("Head importance needs an MLM head: load a masked-language-model checkpoint.")
-    elif st.toggle(f"Importance of every head for the first {mask}", key="ablation_importance"):
+    elif st.toggle(
+        f"Importance of every head for the first {mask}",
+        key="ablation_importance",
+        persist_state="session",
+        bind="query-params",
+    ):
         try:
             imp = cache.head_importance(active, inputs.text_a, inputs.text_b)
         except bert_core.BertScopeError as exc:

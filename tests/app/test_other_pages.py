@@ -329,3 +329,20 @@ def test_each_pages_controls_come_from_a_shared_link(make_app):
     assert at.radio(key="emb_component").value == "position"
     at = make_app("views/sentence_vector.py", sv_sentences="one line\nanother line")
     assert at.text_area(key="sv_sentences").value == "one line\nanother line"
+    # the heads drawn and the toggles that open a computation (their tick was lost on a trip to another page)
+    at = make_app(
+        "views/attention.py", att_view="Head view", att_all_heads="true", att_heads_shown=["1", "3"]
+    )
+    assert at.multiselect(key="att_heads_shown").value == [1, 3]
+    at = make_app(
+        "views/inside.py",
+        a="the [MASK] of the river",
+        inside_view="Head ablation",
+        ablation_importance="true",
+    )
+    assert at.toggle(key="ablation_importance").value is True and at.get("plotly_chart")
+    at.switch_page("views/tokens.py").run()
+    at.switch_page("views/inside.py").run()
+    assert at.toggle(key="ablation_importance").value is True
+    at = make_app("views/inside.py", inside_view="Head roles", roles_stability="true")
+    assert at.toggle(key="roles_stability").value is True
