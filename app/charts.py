@@ -32,6 +32,7 @@ HEAD_COLORS = [
 ]  # fmt: skip
 SEQUENCE_COLORS = ["#4c9be8", "#f2a541", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7"]
 BASE_FONT = 13
+PROJECTOR_WIDTH = 560  # px a page's main area leaves a chart on a 1024 px projector with the sidebar open
 GROUPED_BARS_LIMIT = 64  # categories drawn as bars, each labelled; more become lines
 
 
@@ -67,10 +68,12 @@ def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> g
     title_px = round(title_size * (0.6 + 1.2 * lines)) if title else 0
     legend_px = 0
     if top_legend:
-        # Rows the legend wraps into, for a chart ~900 px wide: each entry is its name plus a swatch.
+        # Rows the legend wraps into, for a chart ~900 px wide, or in larger text a projector's width (at 1024
+        # px the legend ran into the title): each entry is its name plus a swatch.
         names = [t.name or "" for t in fig.data if t.showlegend is not False and t.name]
         width = sum((len(n) + 5) * 0.6 * font_size for n in dict.fromkeys(names))
-        legend_px = round(font_size * 2) * max(1, math.ceil(width / 900))
+        chart_px = 900 if font_size <= BASE_FONT else PROJECTOR_WIDTH
+        legend_px = round(font_size * 2) * max(1, math.ceil(width / chart_px))
     top = 10 + title_px + legend_px
     fig.update_layout(
         title=None

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import cache, inputs, models
+from app import cache, charts, inputs, models
 
 if TYPE_CHECKING:
     from bert_core import PieceStyle
@@ -163,15 +163,12 @@ def chart_width() -> int:
     return 900 if st.session_state.get(KEY_LARGE) else 400
 
 
-PROJECTOR_WIDTH = 560  # px a page's main area leaves a chart on a 1024 px projector with the sidebar open
-
-
 def strip_width(half: bool = False) -> int:
     """About how wide (px) a token strip or a per-token bar chart is drawn, for how many token labels it
     writes: a column of `side_by_side(2)` (`half`) or the page's width; in Large text, a projector's. Too
     many for the real width run together; too few only make a strip taller or leave gaps between labels."""
     if st.session_state.get(KEY_LARGE):
-        return PROJECTOR_WIDTH
+        return charts.PROJECTOR_WIDTH
     return 400 if half else 900
 
 

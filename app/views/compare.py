@@ -73,7 +73,7 @@ def card(active: models.ActiveModel) -> str:
 
 st.subheader("Attention")
 st.caption("Both maps share one colour scale, so the same colour is the same weight on either side.")
-columns = st.columns(2)
+columns = ui.side_by_side(2)  # stacked in Large text: a projector's half page left ~90 px of map
 drawn = []  # (column, name, matrix, labels, layer, head, tokens): drawn once both sides' maxima are known
 for (name, active), column in zip(sides, columns, strict=True):
     with column:
@@ -111,7 +111,7 @@ for column, name, matrix, labels, layer, head, tokens in drawn:
             zmax=top,
             value_name="attention",
             font_size=fs,
-            width_px=400,  # half the page (~400 px of a 1280 px screen)
+            width_px=ui.chart_width(),
         )
         ui.show_figure(
             fig,
@@ -121,7 +121,7 @@ for column, name, matrix, labels, layer, head, tokens in drawn:
         )
 
 st.subheader("Masked words")
-columns = st.columns(2)
+columns = ui.side_by_side(2)  # stacked in Large text: a projector's half page left ~90 px of map
 for (name, active), column in zip(sides, columns, strict=True):
     with column:
         if not active.model.info.has_mlm_head:
