@@ -292,8 +292,12 @@ def heatmap(
             "ticktext": ticks(names, every),
         } | text_only
 
-    # Short column labels (sentence numbers "1".."4") stand upright; tilted, they only looked odd.
-    upright = all(len(html.unescape(t)) <= 3 for t in cl)
+    # Short column labels (sentence numbers "1".."4") stand upright where they fit side by side; tilted, they
+    # only looked odd. ("d10".."d47", a head's dimensions, are short too but ran together upright.)
+    shown_c = -(-c // every_c)
+    upright = (
+        all(len(html.unescape(t)) <= 3 for t in cl) and shown_c * (_text_px(cl, font_size) + 6) <= plot_px
+    )
     fig.update_layout(
         xaxis=axis(cl, every_c, tickangle=0 if upright else -60),
         yaxis=axis(rl, every_r) | {"autorange": "reversed"},

@@ -126,6 +126,7 @@ if view == "qk":
         colorscale="RdBu",
         value_name="value",
         font_size=fs,
+        width_px=ui.strip_width(),  # dimension numbers: thinned for a projector's width, nothing is lost
     )
     ui.show_figure(
         fig,

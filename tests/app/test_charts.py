@@ -324,6 +324,9 @@ def test_half_width_charts_in_large_text_leave_room_for_their_labels_and_values(
         np.zeros((4, 4)), ["1. a", "2. b", "3. c", "4. d"], ["1", "2", "3", "4"], numbered=True
     )
     assert numbers.layout.xaxis.tickangle == 0 and full.layout.xaxis.tickangle == -60  # short labels upright
+    dims = [f"d{i}" for i in range(48)]  # a head's dimensions: short, but too many to stand side by side
+    rows = ["query 3: drifted", *(f"key {i}" for i in range(12))]
+    assert charts.heatmap(np.zeros((13, 48)), rows, dims, numbered=True).layout.xaxis.tickangle == -60
     values = [-0.659, 0.2, 4.281]
     wide = charts.bars(names[:3], values, font_size=13)
     narrow = charts.bars(names[:3], values, font_size=22, width_px=450)

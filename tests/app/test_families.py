@@ -235,9 +235,15 @@ def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
     # In Large text one above the other: side by side on a 1024 px projector each map had ~90 px
     at.toggle(key="large").set_value(True).run()
     assert not at.exception and figure(at, "cmp_attention_right")
-    assert len(at.columns) == len(
-        _app(monkeypatch, tiny_checkpoint, "views/compare.py", model2=str(family_dirs["distilbert"])).columns
-    ) - 4
+    assert (
+        len(at.columns)
+        == len(
+            _app(
+                monkeypatch, tiny_checkpoint, "views/compare.py", model2=str(family_dirs["distilbert"])
+            ).columns
+        )
+        - 4
+    )
 
 
 def test_compare_says_when_each_side_cut_a_long_text(family_dirs, monkeypatch, tiny_checkpoint):
