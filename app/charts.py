@@ -732,9 +732,13 @@ def scatter_2d(
     axis_names: tuple[str, str] = ("PC 1", "PC 2"),
     font_size: int = BASE_FONT,
     marker_size: int = 14,
+    texts: Sequence[str] | None = None,
 ) -> go.Figure:
-    """Points (P, 2) coloured by group (one trace per group, named by `group_names`)."""
+    """Points (P, 2) coloured by group (one trace per group, named by `group_names`). `texts` are written
+    beside the points, up to SCATTER_TEXT_LIMIT of them: a projector shows no hover, and unlabelled dots said
+    nothing to a room."""
     points = np.asarray(points, dtype=np.float32)
+    written = texts is not None and len(points) <= SCATTER_TEXT_LIMIT
     fig = go.Figure()
     for g, name in enumerate(group_names):
         idx = [i for i, gi in enumerate(groups) if gi == g]
@@ -744,7 +748,7 @@ def scatter_2d(
             go.Scatter(
                 x=points[idx, 0],
                 y=points[idx, 1],
-                mode="markers",
+                mode="markers+text" if written else "markers",
                 name=label(name),
                 marker={
                     "size": marker_size,
@@ -753,6 +757,15 @@ def scatter_2d(
                 },
                 hovertext=[label(hovers[i]) for i in idx],
                 hoverinfo="text",
+                **(
+                    {
+                        "text": [label(texts[i]) for i in idx],
+                        "textposition": "top center",
+                        "textfont": {"size": font_size - 1},
+                    }
+                    if written
+                    else {}
+                ),  # fmt: skip
             )
         )
     fig.update_layout(
@@ -760,7 +773,15 @@ def scatter_2d(
         yaxis={"title": {"text": axis_names[1]}, "zeroline": False},
         legend={"orientation": "v"},
     )
+    if written and len(points):
+        # Room above the highest point for its label, which the plot's edge cut in half
+        low, high = float(points[:, 1].min()), float(points[:, 1].max())
+        pad = (high - low or 1.0) * 0.08
+        fig.update_yaxes(range=[low - pad, high + 2 * pad])
     return _layout(fig, title, 460, font_size)
+
+
+SCATTER_TEXT_LIMIT = 40  # points a scatter writes its labels beside; more would cover each other
 
 
 def token_strip(

@@ -280,13 +280,15 @@ with m2:
         title=f"PCA of the target word's vectors, layer {layer}",
         font_size=fs,
         marker_size=24 if large else 14,
+        texts=[f"{n + 1}{suffix}" for n, _, suffix in found],  # the sentence numbers of the matrix
     )
     ui.show_figure(
         scatter,
         key="senses_pca",
         data=pd.DataFrame({"sentence": names, "sense": senses, "pc1": points[:, 0], "pc2": points[:, 1]}),
         filename=f"word_sense_pca_layer{layer}",
-        caption="Colour = the sense written after | on the sentence's line. Hover a point for its sentence.",
+        caption="Colour = the sense written after | on the sentence's line; the number is its line. Hover a "
+        "point for its sentence.",
     )
 
 labelled = [s for s in senses if s]

@@ -333,3 +333,15 @@ def test_half_width_charts_in_large_text_leave_room_for_their_labels_and_values(
     low_w, high_w = wide.layout.xaxis.range
     low_n, high_n = narrow.layout.xaxis.range
     assert low_n < low_w < -0.659 and high_n > high_w > 4.281  # more room where the values take more of it
+
+
+def test_a_scatters_points_are_labelled_where_a_projector_shows_no_hover():
+    points = np.arange(20.0).reshape(10, 2)
+    few = charts.scatter_2d(points, [0] * 5 + [1] * 5, ["a", "b"], [f"h{i}" for i in range(10)],
+                            texts=[f"t{i}" for i in range(10)])  # fmt: skip
+    assert [d.mode for d in few.data] == ["markers+text"] * 2 and list(few.data[1].text) == [
+        f"t{i}" for i in range(5, 10)
+    ]
+    many = np.zeros((charts.SCATTER_TEXT_LIMIT + 1, 2))
+    crowded = charts.scatter_2d(many, [0] * len(many), ["a"], ["h"] * len(many), texts=["t"] * len(many))
+    assert crowded.data[0].mode == "markers"  # more would cover each other: hover only
