@@ -255,9 +255,36 @@ def bundled_models() -> list[str]:
     ]
 
 
+MAX_ROOT_MODELS = 100  # checkpoint directories listed from the model roots; more are still opened when typed
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def root_models() -> list[str]:
+    """The checkpoint directories under the model roots (each root and its folders, one level down, with a
+    config.json), for the picker: a lecturer's --model-roots /models listed nothing, so the room had to type
+    paths. Only those `refusal` lets open."""
+    found: list[str] = []
+    # The bundled ones are listed by their names (@demo, ...): a second name would load a second copy
+    bundled = {DEMO_MODEL_DIR.resolve(), *(DEMO_TASKS_DIR.resolve() / f for f in DEMO_TASKS.values())}
+    for root in model_roots() or []:
+        try:
+            folders = [root, *sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))]
+        except OSError:
+            continue
+        for folder in folders[: MAX_ROOT_MODELS * 4]:
+            if folder.resolve() in bundled:
+                continue
+            if (folder / "config.json").is_file() and refusal(str(folder)) is None:
+                found.append(str(folder))
+            if len(found) >= MAX_ROOT_MODELS:
+                return found
+    return found
+
+
 def model_options(current: str | None = None) -> list[str]:
-    """The picker's list: the default source first, then the demo model, cached hub models, the current one."""
-    options = [default_model_source(), *bundled_models(), *cached_hub_models()]
+    """The picker's list: the default source first, then the demo model, cached hub models, the checkpoints under
+    the model roots, the current one."""
+    options = [default_model_source(), *bundled_models(), *cached_hub_models(), *root_models()]
     if current:
         options.append(current)
     return list(dict.fromkeys(o for o in options if o))

@@ -444,6 +444,27 @@ def test_a_file_in_an_allowed_directory_that_links_out_of_the_roots_is_refused(t
     assert "more than" in (models.refusal(str(root / "m")) or "")
 
 
+def test_the_picker_lists_the_checkpoints_under_the_model_roots(tmp_path, monkeypatch):
+    """A lecturer's --model-roots /models listed nothing in the model box: the room had to type paths."""
+    import streamlit as st
+
+    root = tmp_path / "models"
+    make_checkpoint(root / "tiny-bert", "model")
+    (root / "notes").mkdir()  # no config.json: not a model
+    make_checkpoint(root / ".hidden", "model")
+    monkeypatch.setenv(
+        "BERTSCOPE_MODEL_ROOTS", os.pathsep.join([str(root), str(models.DEMO_MODEL_DIR.parent)])
+    )
+    monkeypatch.setenv("BERTSCOPE_MODEL", "")
+    st.cache_data.clear()
+    try:
+        listed = models.model_options()
+    finally:
+        st.cache_data.clear()
+    assert str(root / "tiny-bert") in listed and not any("notes" in o or ".hidden" in o for o in listed)
+    assert str(models.DEMO_MODEL_DIR) not in listed and "@demo" in listed  # by its name only
+
+
 def test_an_unusable_root_narrows_what_opens_instead_of_raising(tmp_path, monkeypatch):
     from app import models
 
