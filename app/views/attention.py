@@ -18,6 +18,7 @@ HEATMAP, HEAD_VIEW, MODEL_VIEW = "Heatmap", "Head view", "Model view"
 HOVER_LABEL_LIMIT = 128  # above this many rows, heatmap cells carry no per-cell hover labels
 HEAD_VIEW_FULL_LIMIT = 64  # above this many tokens, the head view draws each token's strongest lines only
 ALL_TOKENS = "(all tokens)"
+KEY_FOCUS_UNIT = "att_focus_unit"
 THUMB_SIDE = 24  # model-view thumbnails are average-pooled to at most this many rows and columns
 
 st.header("Attention")
@@ -224,8 +225,17 @@ else:
     from_options = [f"{n}: {row_names[n]} → …" for n in range(len(rows))]
     to_options = [f"… → {n}: {col_names[n]}" for n in range(len(cols))]
     focus_options = [ALL_TOKENS, *from_options, *to_options]
+    # The isolated token as (side, its place among the tokens or words, which tokens or words): hiding
+    # [CLS]/[SEP] or picking a direction renumbers the choices, and the token was let go of.
+    axes = (merge, hash(tuple(names)))
     if "att_focus" in st.session_state and st.session_state["att_focus"] not in focus_options:
-        st.session_state["att_focus"] = ALL_TOKENS  # the tokens changed under a stale choice
+        again = ALL_TOKENS  # the tokens changed under a stale choice
+        kept = st.session_state.get(KEY_FOCUS_UNIT)
+        if kept and kept[2] == axes:
+            axis, options = (rows, from_options) if kept[0] == "from" else (cols, to_options)
+            if kept[1] in axis:
+                again = options[axis.index(kept[1])]
+        st.session_state["att_focus"] = again
 
     f1, f2 = st.columns([3, 2])
     focus_label = f1.selectbox(
@@ -259,6 +269,13 @@ else:
     index = focus_options.index(focus_label)
     focus = index - 1 if 1 <= index <= len(from_options) else None
     focus_to = index - 1 - len(from_options) if index > len(from_options) else None
+    st.session_state[KEY_FOCUS_UNIT] = (
+        ("from", rows[focus], axes)
+        if focus is not None
+        else ("to", cols[focus_to], axes)
+        if focus_to is not None
+        else None
+    )
     large = len(rows) > HEAD_VIEW_FULL_LIMIT and focus is None and focus_to is None
     # Fewer links per token with every head drawn: N times the lines otherwise.
     per_token = 2 if all_heads else 5

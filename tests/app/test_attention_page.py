@@ -125,6 +125,17 @@ def test_a_stale_isolated_token_falls_back_to_all(make_app):
     assert at.selectbox(key="att_focus").value == "(all tokens)"
 
 
+def test_hiding_the_specials_keeps_the_isolated_token_under_its_new_number(make_app):
+    at = make_app(PAGE, a=TEXT, att_view="Head view")
+    box = at.selectbox(key="att_focus")
+    box.set_value(next(o for o in box.options if o.startswith("3: "))).run()
+    word = at.selectbox(key="att_focus").value.split(": ", 1)[1]
+    at.toggle(key="att_hide_special").set_value(True).run()  # [CLS] goes: every number moves down by one
+    assert not at.exception and at.selectbox(key="att_focus").value == f"2: {word}"
+    at.toggle(key="att_hide_special").set_value(False).run()
+    assert at.selectbox(key="att_focus").value == f"3: {word}"
+
+
 def test_out_of_range_layer_in_the_link_is_harmless(make_app):
     at = make_app(PAGE, a=TEXT, layer="20", head="9")
     assert not at.exception and not at.error
