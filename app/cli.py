@@ -84,7 +84,13 @@ def default_model_cached() -> bool:
 
 
 def run_app(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="bertscope", description="Start the BERTScope app in the browser.")
+    parser = argparse.ArgumentParser(
+        prog="bertscope",
+        description="Start the BERTScope app in the browser.",
+        epilog="Other commands: bertscope pretrain ... (the pre-training lab), bertscope finetune ... (the "
+        "fine-tuning lab); each has --help. Streamlit's own settings pass through, written --section.name "
+        "value (e.g. --server.headless true).",
+    )
     parser.add_argument("--model", help="default model: a local directory or a hub id (env: BERTSCOPE_MODEL)")
     parser.add_argument("--port", type=int, default=None, help="port to serve on (default: Streamlit's 8501)")
     parser.add_argument(
@@ -106,9 +112,21 @@ def run_app(argv: list[str]) -> int:
         "where bert-base-uncased is not cached), local models only under --model-roots (default: the bundled "
         "models), sentences cut at --max-chars, at most --max-models in memory",
     )
-    parser.add_argument("--model-roots", help="directories local models may be opened from, ':'-separated")
-    parser.add_argument("--max-chars", type=int, help="characters of a sentence analysed (--shared: 2000)")
-    parser.add_argument("--max-models", type=int, help="models held in memory at once (--shared: 2)")
+    parser.add_argument(
+        "--model-roots",
+        help="directories local models may be opened from, ':'-separated (default: anywhere; --shared: the "
+        "bundled models; env: BERTSCOPE_MODEL_ROOTS)",
+    )
+    parser.add_argument(
+        "--max-chars",
+        type=int,
+        help="characters of a sentence analysed (default 5000; --shared: 2000; env: BERTSCOPE_MAX_CHARS)",
+    )
+    parser.add_argument(
+        "--max-models",
+        type=int,
+        help="models held in memory at once (default 3; --shared: 2; env: BERTSCOPE_MAX_MODELS)",
+    )
     args, extra = parser.parse_known_args(argv)
     # What argparse leaves is passed to `streamlit run`: its own settings (--server.headless true, ...), each a
     # dotted name. Anything else is a mistyped command or option, which used to start the app regardless (or

@@ -1,7 +1,7 @@
 """Check a running `deploy/compose.yaml` stack the way a room uses it: through the proxy, with Docker's DNS.
 
     docker compose -f deploy/compose.yaml up -d --scale app=2
-    python deploy/check_compose.py [--url http://127.0.0.1:8080] [--compose "docker compose"]
+    python deploy/check_compose.py [--url http://127.0.0.1:8080] [--compose "docker compose -f deploy/compose.yaml"]
 
 What it checks, printing one line each and exiting non-zero at the first that fails:
   1. every replica answers Docker's health check (`healthy`), the proxy answers /_stcore/health, and it

@@ -95,7 +95,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     g = p.add_argument_group("output")
     g.add_argument(
-        "--save-dtype", choices=tuple(SAVE_DTYPES), default=d.save_dtype, help="weights' storage type"
+        "--save-dtype",
+        choices=tuple(SAVE_DTYPES),
+        default=d.save_dtype,
+        help=f"weights' storage type ({d.save_dtype})",
     )
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     return p

@@ -75,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
         "--static-duplicates",
         type=int,
         default=d.static_duplicates,
-        help="static masking: copies per sequence",
+        help=f"static masking: copies per sequence ({d.static_duplicates})",
     )
     g.add_argument(
         "--mlm-probability", type=float, default=d.mlm_probability, help="share of tokens chosen (0.15)"
@@ -109,10 +109,13 @@ def _parser() -> argparse.ArgumentParser:
         "--checkpoint-every",
         type=int,
         default=d.checkpoint_every,
-        help="steps between checkpoints (0: only at the end)",
+        help=f"steps between checkpoints ({d.checkpoint_every}; 0: only at the end)",
     )
     g.add_argument(
-        "--save-dtype", choices=tuple(SAVE_DTYPES), default=d.save_dtype, help="weights' storage type"
+        "--save-dtype",
+        choices=tuple(SAVE_DTYPES),
+        default=d.save_dtype,
+        help=f"weights' storage type ({d.save_dtype})",
     )
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     return p

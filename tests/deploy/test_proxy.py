@@ -100,6 +100,7 @@ def wait_for_port(port: int, timeout: float = 30.0) -> None:
     raise RuntimeError(f"nothing listens on {port}")
 
 
+@pytest.mark.skipif(os.environ.get("BERTSCOPE_SKIP_BROWSER") == "1", reason="BERTSCOPE_SKIP_BROWSER=1")
 def test_two_replicas_behind_the_caddyfile_keep_each_browser_on_its_replica(tiny_checkpoint, tmp_path):
     ports = [free_port(), free_port()]
     upstreams = [f"127.0.0.1:{p}" for p in ports]
