@@ -127,8 +127,8 @@ class TaskPasses:
     ) -> list[tuple[str, int, int, float, float]]:
         """[(answer_text, start_char, end_char, score, probability), ...], the best spans of `context` by start +
         end logit (the score), end >= start, at most `max_answer_tokens` pieces, over context pieces only. The
-        probability is transformers' pipeline's: the start's softmax over its window's context pieces times the
-        end's (the head has no "no answer": it always picks a span, however unsure). A context longer than the
+        probability is transformers' pipeline's: the start's softmax over its window's context pieces and its
+        first token times the end's (a span is always picked, however unsure). A context longer than the
         model's positions is read in overlapping windows (`stride` pieces shared between neighbours, at most
         half a window), as the reference pipelines do."""
         spans, _ = self._best_spans(question, context, top_k, max_answer_tokens, stride)
@@ -159,8 +159,11 @@ class TaskPasses:
             valid = torch.triu(torch.ones_like(scores, dtype=torch.bool))
             valid &= ~torch.triu(valid, diagonal=max_answer_tokens)
             scores = scores.masked_fill(~valid, float("-inf"))
-            p_start = torch.softmax(starts[first : last + 1], 0)  # over this window's context pieces
-            p_end = torch.softmax(ends[first : last + 1], 0)
+            # The pipeline's softmax: over this window's passage pieces and the first token ([CLS], <s>), where a
+            # model trained for unanswerable questions puts "no answer"; left out, that share went to the spans.
+            keep = [0, *range(first, last + 1)]
+            p_start = torch.softmax(starts[keep], 0)[1:]
+            p_end = torch.softmax(ends[keep], 0)[1:]
             # Best first until top_k distinct spans: pieces that share a character span (a lone "▁" before its
             # word) make pairs that read as the same answer, and must not take the places of others.
             found: set[tuple[int, int]] = set()
