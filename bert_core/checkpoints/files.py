@@ -252,6 +252,13 @@ class StoredWeights:
         # id(meta tensor) -> (file, byte offset of its data, bytes): the meta tensors are renamed by the
         # architecture, never copied, so identity finds where each one's bytes are
         self._where: dict[int, tuple[Path, int, int]] = {}
+        # file -> what identified it when its header was read: a file replaced before its data is read (a
+        # directory being copied over) would have its bytes read at the old header's offsets
+        self._identity: dict[Path, tuple[int, int, int, int]] = {}
+
+    def add_file(self, file: Path, handle) -> None:
+        stat = os.fstat(handle.fileno())
+        self._identity[file] = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
     def add_stored(self, name: str, meta: torch.Tensor, file: Path, offset: int, nbytes: int) -> None:
         self.tensors[name] = meta
@@ -270,12 +277,19 @@ class StoredWeights:
                 if file != current:
                     if f is not None:
                         f.close()
-                    f, current = open(file, "rb"), file
+                    current = file
+                    f = open(file, "rb")
+                    stat = os.fstat(f.fileno())
+                    if (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns) != self._identity[file]:
+                        raise ValueError(
+                            "it changed after its header was read (is it being copied?): try again"
+                        )
                 meta = state[key]
                 out[key] = _read_bytes(f, offset, nbytes, key).view(meta.dtype).reshape(meta.shape)
         except (OSError, ValueError) as exc:  # the file shrank or vanished between its header and its data
             raise ModelLoadError(
-                f"{current.name if current else 'a weights file'} could not be read: {exc}"
+                f"{current.name if current else 'a weights file'} in {current.parent if current else 'the checkpoint'} "
+                f"could not be read: {exc}"
             ) from exc
         finally:
             if f is not None:
@@ -301,6 +315,7 @@ def open_state_dict(directory: Path) -> StoredWeights:
                     stored.tensors.update(read_safetensors(file))
                     continue
                 with open(file, "rb") as f:
+                    stored.add_file(file, f)
                     base, entries = _safetensors_entries(f)
             except FileNotFoundError as exc:
                 raise ModelLoadError(f"missing weights shard {file}") from exc

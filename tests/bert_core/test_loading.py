@@ -555,6 +555,23 @@ def test_weights_the_model_does_not_take_are_never_read(tmp_path, tiny_checkpoin
     assert "classifier.weight" in caplog.text and model.analyze("the cat").tokens[0] == "[CLS]"
 
 
+def test_a_weights_file_replaced_between_its_header_and_its_data_is_refused(tmp_path, tiny_checkpoint):
+    """Its bytes would be read at the old header's offsets: a model of garbage weights, without an error."""
+    import shutil
+
+    from bert_core.checkpoints.files import open_state_dict
+
+    directory = _copy(tmp_path, tiny_checkpoint)
+    stored = open_state_dict(directory)
+    weights = directory / "model.safetensors"
+    replacement = tmp_path / "other.safetensors"
+    shutil.copy(weights, replacement)
+    _with_extra_tensor(replacement, "aaa.first", [64])  # another layout, copied over the checked one
+    replacement.replace(weights)
+    with pytest.raises(ModelLoadError, match="changed after its header was read"):
+        stored.read(stored.tensors)
+
+
 def test_safetensors_reader_reads_unsigned_and_float8(tmp_path):
     from bert_core.checkpoints.files import read_safetensors
 
