@@ -46,6 +46,7 @@ from ..pretraining.train import (
     init_bert_weights,
     optimizer_and_schedule,
     optimizer_step,
+    warmup_problem,
     write_checkpoint,
 )
 from ..tasks import word_owner
@@ -562,11 +563,8 @@ def _finetune(
     )
     per_epoch = math.ceil(len(train_set) / config.batch_size)
     total = per_epoch * config.epochs
-    if config.warmup_steps(total) > total:  # the rate would never reach its peak, nor decay
-        raise InputError(
-            f"--warmup {int(config.warmup)} is longer than the run's {total} steps ({per_epoch} an epoch): "
-            "give fewer steps, or a share below 1"
-        )
+    if problem := warmup_problem(config.warmup_steps(total), total):
+        raise InputError(f"{problem}, {per_epoch} an epoch: give fewer warm-up steps, or a share below 1")
     optimizer, scheduler = optimizer_and_schedule(
         network, config, warmup_steps=config.warmup_steps(total), total_steps=total
     )

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..paths import in_path, out_dir, replace_problem, writable_problem
-from .train import MASKING_MODES, PAIR_TASKS, SAVE_DTYPES, StepStats, TrainingConfig
+from .train import DEFAULT_WARMUP_STEPS, MASKING_MODES, PAIR_TASKS, SAVE_DTYPES, StepStats, TrainingConfig
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--lr", type=float, default=d.learning_rate, help=f"peak learning rate ({d.learning_rate})"
     )
-    g.add_argument("--warmup", type=int, default=d.warmup_steps, help=f"warm-up steps ({d.warmup_steps})")
+    g.add_argument(
+        "--warmup",
+        type=int,
+        help=f"warm-up steps (default: a tenth of --steps, at most {DEFAULT_WARMUP_STEPS})",
+    )
     g.add_argument(
         "--weight-decay", type=float, default=d.weight_decay, help=f"AdamW decay ({d.weight_decay})"
     )

@@ -57,6 +57,9 @@ STALE_CHECKPOINT_FILES = (
 STALE_SHARD = re.compile(r"(model|pytorch_model)-\d+-of-\d+\.(safetensors|bin)")
 
 
+DEFAULT_WARMUP_STEPS = 200  # the most a run warms up for by default (a tenth of its steps when shorter)
+
+
 @dataclass(frozen=True)
 class TrainingConfig:
     # -- the model ------------------------------------------------------------------------------------
@@ -82,9 +85,9 @@ class TrainingConfig:
     steps: int = 2000
     batch_size: int = 64
     learning_rate: float = 1e-3
-    warmup_steps: int = (
-        200  # linear warm-up (step 1 at 1/warmup_steps of the peak), then decay to 0 at `steps`
-    )
+    # Linear warm-up (step 1 at 1/warmup_steps of the peak), then decay to 0 at `steps`. None: a tenth of the
+    # steps, at most 200 (a fixed 200 would be longer than a short run).
+    warmup_steps: int | None = None
     weight_decay: float = 0.01
     adam_betas: tuple[float, float] = (0.9, 0.98)
     adam_eps: float = 1e-6
@@ -106,11 +109,13 @@ class TrainingConfig:
         for name in ("steps", "batch_size", "max_segment_sentences", "static_duplicates", "eval_sequences"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.warmup_steps is None:
+            object.__setattr__(self, "warmup_steps", min(DEFAULT_WARMUP_STEPS, self.steps // 10))
         for name in ("warmup_steps", "checkpoint_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
-        if self.warmup_steps > self.steps:  # the rate would never reach its peak, nor decay
-            raise ValueError(f"warmup_steps ({self.warmup_steps}) must not exceed steps ({self.steps})")
+        if problem := warmup_problem(self.warmup_steps, self.steps):
+            raise ValueError(problem)
         if self.max_position_embeddings < 8:
             raise ValueError(
                 f"max_position_embeddings must be at least 8, got {self.max_position_embeddings}"
@@ -422,6 +427,14 @@ def optimizer_and_schedule(
         optimizer, lambda step: warmup_then_decay(step, warmup_steps, total_steps)
     )
     return optimizer, schedule
+
+
+def warmup_problem(warmup_steps: int, total_steps: int) -> str | None:
+    """Why a warm-up cannot be used for a run of `total_steps`: longer than the run, the rate would never reach
+    its peak, nor decay (both labs check it, each when it knows its step count)."""
+    if warmup_steps > total_steps:
+        return f"the warm-up (--warmup, {warmup_steps} steps) is longer than the run ({total_steps} steps)"
+    return None
 
 
 def warmup_then_decay(step: int, warmup_steps: int, total_steps: int) -> float:

@@ -493,8 +493,10 @@ def test_bert_initialisation_and_learning_rate_schedule():
     assert factors[0] == pytest.approx(0.1) and factors[9] == pytest.approx(1.0)
     assert all(a >= b for a, b in zip(factors[9:], factors[10:], strict=False))
     assert factors[-1] == pytest.approx(1 / 90)
-    with pytest.raises(ValueError, match="warmup_steps"):  # a rate that would never reach its peak nor decay
+    with pytest.raises(ValueError, match="warm-up"):  # a rate that would never reach its peak nor decay
         TrainingConfig(steps=5, warmup_steps=30)
+    # by default a tenth of the run, at most 200: a short run no longer meets a warm-up longer than itself
+    assert TrainingConfig(steps=100).warmup_steps == 10 and TrainingConfig(steps=5000).warmup_steps == 200
 
 
 @pytest.mark.parametrize("family", ["bert", "distilbert", "albert"])
