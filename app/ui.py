@@ -158,15 +158,11 @@ def side_by_side(count: int) -> list:
     return list(st.columns(count))
 
 
-def chart_width() -> int:
-    """About how wide (px) a chart placed by `side_by_side(2)` is drawn, for the builders' label thinning."""
-    return 900 if st.session_state.get(KEY_LARGE) else 400
-
-
-def strip_width(half: bool = False) -> int:
-    """About how wide (px) a token strip or a per-token bar chart is drawn, for how many token labels it
-    writes: a column of `side_by_side(2)` (`half`) or the page's width; in Large text, a projector's. Too
-    many for the real width run together; too few only make a strip taller or leave gaps between labels."""
+def chart_width(half: bool = True) -> int:
+    """About how wide (px) a chart is drawn, for how many labels its builder writes (heatmap columns, strip
+    rows, bar labels): a column of `side_by_side(2)` (`half`) or the page's width; in Large text, where
+    side-by-side charts stack, a 1024 px projector's page with the sidebar open. Too many labels for the real
+    width run together; too few only leave gaps between them."""
     if st.session_state.get(KEY_LARGE):
         return charts.PROJECTOR_WIDTH
     return 400 if half else 900

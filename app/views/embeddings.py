@@ -108,7 +108,7 @@ norm_fig = charts.grouped_bars(
     title="Vector length per token",
     value_name="L2 norm",
     font_size=fs,
-    width_px=ui.strip_width(),
+    width_px=ui.chart_width(half=False),
 )
 norm_table = pd.DataFrame({"token": result.tokens, **{f"norm_{n}": v for n, v in norms.items()}})
 ui.show_figure(norm_fig, key="emb_norms", data=norm_table, filename="embedding_norms")

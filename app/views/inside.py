@@ -126,7 +126,9 @@ if view == "qk":
         colorscale="RdBu",
         value_name="value",
         font_size=fs,
-        width_px=ui.strip_width(),  # dimension numbers: thinned for a projector's width, nothing is lost
+        width_px=ui.chart_width(
+            half=False
+        ),  # dimension numbers: thinned for a projector's width, nothing is lost
     )
     ui.show_figure(
         fig,

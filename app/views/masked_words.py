@@ -194,7 +194,7 @@ with st.expander("Why this guess? (saliency)"):
                     explained.scores,
                     title=f"Attribution to {explained.target}",
                     font_size=ui.font_size(),
-                    width_px=ui.strip_width(),
+                    width_px=ui.chart_width(half=False),
                 ),  # fmt: skip
                 key="mask_saliency_strip",
                 data=pd.DataFrame({"token": explained.tokens, "attribution": explained.scores}),

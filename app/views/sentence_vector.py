@@ -168,7 +168,7 @@ def replaced_figure(scored: list[tuple[str, float]], title: str, key: str) -> No
             probs,
             title=title,
             font_size=fs,
-            width_px=ui.strip_width(half=True),
+            width_px=ui.chart_width(),
         ),
         key=key,
         data=pd.DataFrame({"token": tokens, "p_replaced": probs}),

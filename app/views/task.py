@@ -228,7 +228,7 @@ if explained is not None:
             explained.scores,
             title=f"Attribution to {explained.target}",
             font_size=fs,
-            width_px=ui.strip_width(),
+            width_px=ui.chart_width(half=False),
         ),
         key="task_saliency",
         data=pd.DataFrame({"token": explained.tokens, "attribution": explained.scores}),

@@ -232,9 +232,13 @@ def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
     assert at.query_params["model2"] == [str(family_dirs["distilbert"])] or at.query_params["model2"] == str(
         family_dirs["distilbert"]
     )
-    # In Large text one above the other: side by side on a 1024 px projector each map had ~90 px
+    # In Large text one above the other: side by side on a 1024 px projector each map had ~90 px; and no more
+    # column labels than a projector's page width holds at that size (they were thinned for 900 px)
     at.toggle(key="large").set_value(True).run()
     assert not at.exception and figure(at, "cmp_attention_right")
+    at.text_area(key="a").set_value("we sat on the [MASK] of the river " * 3).run()
+    ticks = figure(at, "cmp_attention_left")["layout"]["xaxis"]["tickvals"]
+    assert len(ticks) * 1.15 * 22 <= 560
     assert (
         len(at.columns)
         == len(
