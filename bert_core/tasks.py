@@ -8,7 +8,6 @@ E = embedding size, C = classes, K = interpolation steps.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -81,7 +80,9 @@ class TaskPasses:
         """Word-level entities merged from the tagger's B-/I- (BIOES, BILOU, or plain type) labels, each with its
         character span in the sentence it was typed in. A word is a run of characters between spaces, and
         takes its first piece's label: so the fine-tuning lab trains and scores a tagger, and so the reference
-        pipelines group pieces, whatever the tokenizer's pre-splitting makes of "U.S." or "can't"."""
+        pipelines group pieces, whatever the tokenizer's pre-splitting makes of "U.S." or "can't". A piece of
+        punctuation the tagger itself labels O does not widen its word ("Norway." is the entity "Norway": the
+        lab's generated data makes punctuation words of their own), unless a later piece of the word does."""
         enc = self.encode(text, text_pair)
         tags = self.tag(text, text_pair)
         texts = (text, text_pair)
@@ -103,16 +104,16 @@ class TaskPasses:
             word = (sentence, int(covered[0]))
             if word in index:  # a later piece of the same word widens its span
                 s, st, e, label, p = words[index[word]]
-                words[index[word]] = (s, st, max(e, end), label, p)
+                piece = texts[sentence][start:end]
+                left_out = entity_type(tags[i][1]) is None and all(
+                    unicodedata.category(c).startswith("P") for c in piece
+                )
+                words[index[word]] = (s, st, e if left_out else max(e, end), label, p)
                 continue
             index[word] = len(words)
             first = int(np.flatnonzero(owners[sentence] == word[1])[0])  # the word's own first character
             words.append((sentence, max(start, first), end, tags[i][1], tags[i][2]))
-        found = []
-        for entity in _merge_entities(words, texts):
-            a, b = _without_outer_punctuation(texts[entity.sentence], entity.start, entity.end)
-            found.append(dataclasses.replace(entity, start=a, end=b, text=texts[entity.sentence][a:b]))
-        return found
+        return _merge_entities(words, texts)
 
     # -- question answering ---------------------------------------------------------------------------------
 
@@ -439,16 +440,3 @@ def _merge_entities(words, texts) -> list[Entity]:
         Entity(label=kind, text=(texts[s] or "")[a:b], start=a, end=b, score=float(np.mean(ps)), sentence=s)
         for s, a, b, kind, ps, _ in entities
     ]
-
-
-def _without_outer_punctuation(text: str, start: int, end: int) -> tuple[int, int]:
-    """The span less the punctuation at its ends ("Norway." -> "Norway", "(Russia)" -> "Russia"): a word runs
-    from space to space, but its punctuation is pieces of its own, which a tagger labels O (the lab's generated
-    data makes it words of its own), as transformers' pipeline leaves it out. Punctuation inside ("U.S",
-    "New-York") stays; a span of punctuation alone is kept whole."""
-    a, b = start, end
-    while a < b and unicodedata.category(text[a]).startswith("P"):
-        a += 1
-    while b > a and unicodedata.category(text[b - 1]).startswith("P"):
-        b -= 1
-    return (a, b) if a < b else (start, end)

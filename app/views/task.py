@@ -110,7 +110,8 @@ elif info.task == "choice":
 elif info.task == "tag":
     st.caption("A token-classification head labels every piece; a word (what lies between spaces, so "
                "\"U.S.\" is one) takes its first piece's label, and B-/I- labels merge into entities, less the "
-               "punctuation at their ends (\"Norway.\" is the entity \"Norway\").")  # fmt: skip
+               "punctuation the head itself labels O at a word's end (\"Norway.\" can be the entity "
+               "\"Norway\").")  # fmt: skip
     try:
         tags = cache.task_prediction(active, "tag", text, pair)
         entities = cache.task_prediction(active, "entities", text, pair)

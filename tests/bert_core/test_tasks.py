@@ -252,27 +252,28 @@ def test_entities_read_bilou_and_plain_types_with_hyphens():
 @pytest.mark.parametrize("arch", FAMILIES)
 def test_a_word_is_what_lies_between_spaces_as_the_fine_tuning_lab_trains_it(task_dirs, arch, monkeypatch):
     """The lab labels the first piece of each space-separated word; the entities shown must group pieces the
-    same way, however the tokenizer pre-splits "u.s." or "can't". Punctuation at an entity's ends is left out
-    ("norway." was a PLACE with its full stop, which the tagger had labelled O); inside, it stays."""
+    same way, however the tokenizer pre-splits "u.s." or "can't". A piece of punctuation the tagger itself
+    labels O does not widen its word ("norway." was a PLACE with its full stop); inside a word it stays."""
     m = bert_core.load_pretrained(task_dirs[arch, "tag"])
     text = "we met in the u.s. and can't stay (in norway)."
-    monkeypatch.setattr(m, "tag", lambda t, p=None: [(tok, "B-LOC", 0.5) for tok in m.encode(t, p).tokens])
+
+    def tagged(punctuation: str):
+        def tag(t, p=None):
+            pieces = m.encode(t, p)
+            spans = [t[a:b].strip() for a, b in pieces.offsets.tolist()]
+            return [
+                (tok, punctuation if s and not s.strip(".,()'") else "B-LOC", 0.5)
+                for tok, s in zip(pieces.tokens, spans, strict=True)
+            ]
+
+        return tag
+
+    monkeypatch.setattr(m, "tag", tagged("B-LOC"))  # punctuation in the entity: the words as they are
+    assert [e.text for e in m.entities(text)] == text.split()
+    monkeypatch.setattr(m, "tag", tagged("O"))  # the tagger leaves punctuation out
     found = m.entities(text)
-    assert [e.text for e in found] == [
-        "we",
-        "met",
-        "in",
-        "the",
-        "u.s",
-        "and",
-        "can't",
-        "stay",
-        "in",
-        "norway",
-    ]
+    assert [e.text for e in found] == ["we", "met", "in", "the", "u.s", "and", "can't", "stay", "norway"]
     assert all(text[e.start : e.end] == e.text for e in found)
-    monkeypatch.setattr(m, "tag", lambda t, p=None: [(tok, "I-LOC", 0.5) for tok in m.encode(t, p).tokens])
-    assert [e.text for e in m.entities("...")] == ["..."]  # punctuation alone is kept whole
 
 
 @pytest.mark.parametrize("arch", ["bert", "roberta"])
