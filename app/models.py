@@ -189,7 +189,7 @@ MAX_DIRECTORY_ENTRIES = 2_000  # a model directory holds a handful of files; see
 def _link_out(directory: Path, inside: Callable[[Path], bool]) -> str | None:
     """Why a directory inside the roots still may not be opened: a file in it (config.json, vocab.txt, the
     weights) that is a link to somewhere outside them, which the loader would read and whose contents an
-    error message could echo."""
+    error message could echo; or more than MAX_DIRECTORY_ENTRIES entries, which no model directory has."""
     # Every entry is looked at: the loader reads only plain names in the directory itself (shard names with a
     # "/" are refused), so no link it could follow is missed. One that holds thousands of entries is no model
     # directory, and is refused rather than scanned on every ask.

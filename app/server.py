@@ -342,7 +342,7 @@ class ResultCache:
         """The cached value of `key`, or `compute()`'s, run inside `admitted(since)` (the admission slot,
         queued as if asked for at `since`). `waiting(since)` is called every WAIT_POLL_S while another session
         computes the same key, with the time that computation was asked for (`Admission.place_of` finds it in
-        the line while it is queued). `sizeof(value)` (default `nbytes`) is what it counts against the budget. Only a
+        the line while it is queued). `sizeof(value)` (default `nbytes`), plus the key's size, is what it counts against the budget. Only a
         `model_pass` is counted in `computed` and logged (a figure drawn from a result is not a pass)."""
         since = time.monotonic()
         while True:

@@ -259,11 +259,18 @@ def page_model(need_text: bool = True) -> tuple[models.ActiveModel, inputs.Input
 
 
 def analysis_or_stop(
-    active: models.ActiveModel, text: str, pair: str | None = None, *, stop: bool = True, notes: bool = True
+    active: models.ActiveModel,
+    text: str,
+    pair: str | None = None,
+    *,
+    stop: bool = True,
+    notes: bool = True,
+    unknown_note: bool = True,
 ):
     """The cached analysis, or the core's reason shown inline (never a traceback) and the page stopped
     (stop=False: None returned instead, for a page whose other sections do not need this text). notes=False
-    leaves the truncation and untrained-position notes to a page that runs a different text (Masked words)."""
+    leaves the truncation and untrained-position notes to a page that runs a different text (Masked words),
+    unknown_note=False the unknown-piece note to a page that says it its own way (Tokens)."""
     import bert_core
 
     try:
@@ -275,6 +282,7 @@ def analysis_or_stop(
         st.stop()
     if notes:
         length_notes(active, result)
+    if notes and unknown_note:
         unknown_pieces_note(active, text, pair)
     return result
 
@@ -362,16 +370,7 @@ def unknown_pieces_note(active: models.ActiveModel, text: str, pair: str | None 
     """Say which typed characters the model reads as its unknown piece (a demo model's small vocabulary has no
     "?", most have no emoji): the page's answer then rests on [UNK], not on what was typed, and two sentences
     of different emoji are the same input."""
-    unknown = list(dict.fromkeys(unknown_typed(active, text, pair)))
-    if unknown:
-        shown = ", ".join(f"'{u}'" for u in unknown)
-        unk = active.model.tokenizer.unk_token
-        st.caption(
-            md_escape(
-                f"This model's vocabulary has no piece for {shown}: it reads {'it' if len(unknown) == 1 else 'them'} "
-                f"as {unk}."
-            )
-        )
+    _unknown_caption(active, [f"'{u}'" for u in dict.fromkeys(unknown_typed(active, text, pair))])
 
 
 def unknown_pieces_lines_note(active: models.ActiveModel, lines: list[str]) -> None:
@@ -380,17 +379,21 @@ def unknown_pieces_lines_note(active: models.ActiveModel, lines: list[str]) -> N
     for n, line in enumerate(lines):
         for typed in dict.fromkeys(unknown_typed(active, line)):
             where.setdefault(typed, []).append(n + 1)
-    if where:
-        shown = ", ".join(
+    _unknown_caption(
+        active,
+        [
             f"'{u}' (sentence{'s' if len(ns) > 1 else ''} {', '.join(map(str, ns))})"
             for u, ns in where.items()
-        )
+        ],
+    )
+
+
+def _unknown_caption(active: models.ActiveModel, named: list[str]) -> None:
+    if named:
+        it = "it" if len(named) == 1 else "them"
         unk = active.model.tokenizer.unk_token
         st.caption(
-            md_escape(
-                f"This model's vocabulary has no piece for {shown}: it reads {'it' if len(where) == 1 else 'them'} "
-                f"as {unk}."
-            )
+            md_escape(f"This model's vocabulary has no piece for {', '.join(named)}: it reads {it} as {unk}.")
         )
 
 

@@ -256,10 +256,12 @@ else:
     shown_heads = list(range(1, n_heads + 1))
     if all_heads:
         every = list(range(1, n_heads + 1))
-        ui.start_value("att_heads_shown", every, lambda v: isinstance(v, list) and set(v) <= set(every))
         picked_heads = st.multiselect(
             "Heads drawn",
             every,
+            default=ui.start(
+                "att_heads_shown", every, lambda v: isinstance(v, list) and set(v) <= set(every)
+            ),
             key="att_heads_shown",
             persist_state="session",
             bind="query-params",  # a shared link draws the same heads

@@ -180,7 +180,9 @@ if "sop" in info.heads:
     st.subheader("Sentence-order prediction")
     st.caption(
         ui.md_escape(
-            f"{info.architecture_name} was not trained to say whether B follows A (next-sentence prediction) but "
+            # A BERT with an SOP head is one the pre-training lab trained so: BERT itself learned NSP
+            f"{'This model' if info.architecture_name == 'BERT' else info.architecture_name} was not trained to say "
+            "whether B follows A (next-sentence prediction) but "
             "whether two consecutive sentences are in their original order: sentence-order prediction (SOP). "
             "Swap A and B to watch it change its mind."
         )
@@ -226,6 +228,8 @@ if "rtd" in info.heads:
             st.error(ui.user_message(exc))
         else:
             st.markdown("**Replace a word** and watch the discriminator catch it:")
+            if inputs.text_b:
+                ui.unknown_pieces_note(active, inputs.text_b)  # the strips read B too; A's is said above
             analysis = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b, stop=False, notes=False)
             spans = transforms.word_text_spans(analysis, 0) if analysis is not None else []
             edited = changed = None

@@ -23,7 +23,7 @@ st.caption(
         f"{tokenizer.cls_token} and {tokenizer.sep_token} are added around the text{unknown}."
     )
 )
-result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
+result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b, unknown_note=False)  # its red chips say it
 # DistilBERT's tokenizer still writes segment ids, but the model has no table to read them with: not shown.
 has_segments = active.model.config.type_vocab_size > 0
 

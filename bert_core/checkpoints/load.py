@@ -210,9 +210,9 @@ def load_pretrained(
         )
     if progress:
         progress("reading weights")
-    stored = open_state_dict(
-        directory
-    )  # names, shapes and dtypes only: nothing is read before they are checked
+    # Names, shapes and dtypes from the safetensors headers: their bytes are read once checked (a pickled .bin,
+    # and any file on a big-endian host, is read whole here)
+    stored = open_state_dict(directory)
     state = arch.rename_keys(stored.tensors, tie)
     _, ignored = detect_heads(arch, config, state)
     if ignored:

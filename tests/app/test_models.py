@@ -432,11 +432,27 @@ def test_a_file_in_an_allowed_directory_that_links_out_of_the_roots_is_refused(t
     assert reason is not None and "vocab.txt" in reason and "links outside" in reason
     assert "not for students" not in reason and str(tmp_path) not in reason
     (root / "m" / "vocab.txt").unlink()
-    # A link anywhere in the listing counts, however many files come before it in the directory's order.
+    # A link anywhere in the listing counts, however many files come before it (listed last here, whatever the
+    # file system's own order: a check that stopped at 500 entries let one through)
     for n in range(models.MAX_DIRECTORY_ENTRIES - 2):
         (root / "m" / f"junk{n:05}").touch()
     (root / "m" / "zzz-tokenizer.json").symlink_to(secret)
+    real_scandir = os.scandir
+
+    class LinksLast:
+        def __init__(self, path):
+            self._listing = real_scandir(path)
+            self._entries = sorted(self._listing, key=lambda e: e.is_symlink())
+
+        def __enter__(self):
+            return iter(self._entries)
+
+        def __exit__(self, *exc):
+            self._listing.close()
+
+    monkeypatch.setattr(os, "scandir", LinksLast)
     assert "zzz-tokenizer.json" in (models.refusal(str(root / "m")) or "")
+    monkeypatch.setattr(os, "scandir", real_scandir)
     (root / "m" / "zzz-tokenizer.json").unlink()
     assert models.refusal(str(root / "m")) is None
     (root / "m" / "one-too-many").touch()

@@ -174,6 +174,10 @@ def test_pages_say_what_the_model_reads_as_its_unknown_piece(make_app):
     def notes(at):
         return [c.value.replace("\\", "") for c in at.caption if "vocabulary has no piece" in c.value]
 
+    tokens = make_app(
+        "views/tokens.py", a="the cat sat ☃ on the mat"
+    )  # its own warning, red chips: not twice
+    assert not notes(tokens) and any("could not be spelt" in w.value for w in tokens.warning)
     for page in ("views/attention.py", "views/masked_words.py", "views/pretraining.py"):
         at = make_app(page, a="the cat sat ☃ on the mat", b="a dog ♞ ran")
         assert not at.exception and notes(at) == [
