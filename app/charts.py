@@ -33,6 +33,15 @@ HEAD_COLORS = [
 SEQUENCE_COLORS = ["#4c9be8", "#f2a541", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7"]
 BASE_FONT = 13
 PROJECTOR_WIDTH = 560  # px a page's main area leaves a chart on a 1024 px projector with the sidebar open
+
+
+def page_px(font_size: int) -> int:
+    """About how wide a chart across the page is drawn, for the builders' label thinning: ~900 px, or in
+    larger text (a projector) a 1024 px screen's page with the sidebar open (ui.chart_width, which a builder
+    cannot call, answers the same from the session)."""
+    return 900 if font_size <= BASE_FONT else PROJECTOR_WIDTH
+
+
 GROUPED_BARS_LIMIT = 64  # categories drawn as bars, each labelled; more become lines
 
 
@@ -72,8 +81,7 @@ def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> g
         # px the legend ran into the title): each entry is its name plus a swatch.
         names = [t.name or "" for t in fig.data if t.showlegend is not False and t.name]
         width = sum((len(n) + 5) * 0.6 * font_size for n in dict.fromkeys(names))
-        chart_px = 900 if font_size <= BASE_FONT else PROJECTOR_WIDTH
-        legend_px = round(font_size * 2) * max(1, math.ceil(width / chart_px))
+        legend_px = round(font_size * 2) * max(1, math.ceil(width / page_px(font_size)))
     top = 10 + title_px + legend_px
     fig.update_layout(
         title=None
@@ -223,7 +231,7 @@ def heatmap(
     value_name: str = "value",
     font_size: int = BASE_FONT,
     height: int | None = None,
-    width_px: int = 900,
+    width_px: int | None = None,
     numbered: bool = False,
 ) -> go.Figure:
     """A labelled (R, C) heatmap. Axes are numeric with tick text, so repeated tokens stay separate rows.
@@ -239,6 +247,7 @@ def heatmap(
     matrix = np.asarray(matrix, dtype=np.float32)
     r, c = matrix.shape
     rl, cl = labels(row_labels), labels(col_labels)
+    width_px = width_px or page_px(font_size)
     trace = go.Heatmap(
         z=matrix,
         x=np.arange(c),
@@ -315,7 +324,7 @@ def vector_strips(
     title: str | None = None,
     font_size: int = BASE_FONT,
     height: int | None = None,
-    width_px: int = 900,
+    width_px: int | None = None,
 ) -> go.Figure:
     """vectors (K, H) as K strips of H dimensions, red below zero and blue above (white at 0); `width_px` as
     in `heatmap` (a strip in half a page: ~450, so its dimension numbers are thinned to fit)."""
@@ -581,12 +590,13 @@ def bars(
     range_max: float | None = None,
     font_size: int = BASE_FONT,
     color: str = "#4c9be8",
-    width_px: int = 900,
+    width_px: int | None = None,
 ) -> go.Figure:
     """One bar per name (e.g. top-k predictions with their probabilities). Names are kept in order.
     `width_px`: about how wide the chart is drawn (a half-width column: ~450), for the room its values need."""
     idx = list(range(len(names)))
     text = [f"{v:.3f}" for v in values]
+    width_px = width_px or page_px(font_size)
     # Values always outside their bar, at the chart's text size: inside, plotly shrinks them to fit thin bars
     # (7 px), which nobody at the back of a room can read. The axis leaves room for them past range_max.
     # constraintext: plotly also shrinks a value outside its bar to the bar's width (NSP's two bars' values).
@@ -645,7 +655,7 @@ def grouped_bars(
     title: str | None = None,
     value_name: str = "value",
     font_size: int = BASE_FONT,
-    width_px: int = 900,
+    width_px: int | None = None,
 ) -> go.Figure:
     """Several values per category (e.g. the norm of each embedding component per token).
 
@@ -672,7 +682,9 @@ def grouped_bars(
         else:
             fig.add_trace(go.Bar(marker_color=SEQUENCE_COLORS[i % 8], **common))
     # Labels tilted by 60° stand 1.15 text heights apart at the least, beside the value axis (~80 px)
-    fit = max(3, min(GROUPED_BARS_LIMIT, int(max(60, width_px - 80) / (1.15 * font_size))))
+    fit = max(
+        3, min(GROUPED_BARS_LIMIT, int(max(60, (width_px or page_px(font_size)) - 80) / (1.15 * font_size)))
+    )
     step = max(1, -(-n // fit))  # ceil(n / fit)
     fig.update_layout(
         barmode="group",
@@ -831,12 +843,12 @@ def token_strip(
     return _layout(fig, title, int(100 + rows * (40 + 2 * font_size)), font_size)
 
 
-def strip_row(tokens: Sequence[str], font_size: int, width_px: int = 900) -> int:
+def strip_row(tokens: Sequence[str], font_size: int, width_px: int | None = None) -> int:
     """Tokens a strip row of a chart about `width_px` wide holds: as many as the longest label allows (drawn
     2 px smaller than the text) beside the colour bar and its title, at least 3, at most STRIP_ROW."""
     cell_px = _text_px([label(t) for t in tokens], font_size - 2) + 12
     colour_bar_px = 60 + 4 * font_size  # ~150 px at Large text's 22 px (measured in Chromium)
-    return max(3, min(STRIP_ROW, int((width_px - colour_bar_px) // max(cell_px, 1))))
+    return max(3, min(STRIP_ROW, int(((width_px or page_px(font_size)) - colour_bar_px) // max(cell_px, 1))))
 
 
 def replaced_strip(
@@ -846,7 +858,7 @@ def replaced_strip(
     title: str,
     font_size: int = BASE_FONT,
     per_row: int | None = None,
-    width_px: int = 900,
+    width_px: int | None = None,
 ) -> go.Figure:
     """Tokens coloured by the probability that each was replaced (ELECTRA's discriminator): white at 0, red at 1.
     In rows of `per_row`, or as many as fit a chart `width_px` wide (strip_row)."""
@@ -862,7 +874,7 @@ def saliency_strip(
     *,
     title: str,
     font_size: int = BASE_FONT,
-    width_px: int = 900,
+    width_px: int | None = None,
 ) -> go.Figure:
     """Tokens coloured by their attribution, centred on zero: red for the target, blue against it. In rows of
     at most STRIP_ROW tokens, fewer for longer labels or larger text: one row of a long input piled its

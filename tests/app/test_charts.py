@@ -317,9 +317,15 @@ def test_half_width_charts_in_large_text_leave_room_for_their_labels_and_values(
     """Row labels ("12: deposited") took half of a half-width chart in Large text, its column labels piled into
     what was left, and a bar's negative value sat on the names (its minus sign hidden)."""
     names = [f"{i}: deposited" for i in range(18)]
-    full = charts.heatmap(np.zeros((18, 18)), names, names, font_size=22)
+    full = charts.heatmap(np.zeros((18, 18)), names, names, font_size=22, width_px=900)
     half = charts.heatmap(np.zeros((18, 18)), names, names, font_size=22, width_px=450)
     assert len(full.layout.xaxis.tickvals) == 18 and len(half.layout.xaxis.tickvals) <= 9
+    # Without a width, larger text is taken as a 1024 px projector's page (~560 px): no more than stand apart
+    projector = charts.heatmap(np.zeros((18, 18)), names, names, font_size=22)
+    assert len(projector.layout.xaxis.tickvals) * 1.15 * 22 <= charts.PROJECTOR_WIDTH - charts._text_px(
+        names, 22
+    )
+    assert len(charts.heatmap(np.zeros((18, 18)), names, names).layout.xaxis.tickvals) == 18  # normal text
     numbers = charts.heatmap(
         np.zeros((4, 4)), ["1. a", "2. b", "3. c", "4. d"], ["1", "2", "3", "4"], numbered=True
     )
