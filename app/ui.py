@@ -163,9 +163,9 @@ def chart_width(half: bool = True) -> int:
     rows, bar labels): a column of `side_by_side(2)` (`half`) or the page's width; in Large text, where
     side-by-side charts stack, a 1024 px projector's page with the sidebar open. Too many labels for the real
     width run together; too few only leave gaps between them."""
-    if st.session_state.get(KEY_LARGE):
-        return charts.PROJECTOR_WIDTH
-    return 400 if half else 900
+    if half and not st.session_state.get(KEY_LARGE):
+        return 400
+    return charts.page_px(font_size())
 
 
 def later(build: Callable[..., pd.DataFrame], *args: Any, **kwargs: Any) -> functools.partial:
