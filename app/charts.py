@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
@@ -64,10 +65,11 @@ def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> g
     title_size = font_size + 3
     text = None if title is None else label(title)
     lines = 1
-    if text is not None and font_size > BASE_FONT and len(text) > 30 and ", " in text:
-        # Plotly never wraps a title; in large text a long one would be cut off in a half-width column.
-        head, _, tail = text.rpartition(", ")
-        text, lines = f"{head},<br>{tail}", 2
+    if text is not None and font_size > BASE_FONT:
+        # Plotly never wraps a title; in large text a long one ran off a projector's page. Wrapped at spaces
+        # (escaped markup has none inside it) to what the page holds at ~0.55 text heights a character.
+        wrapped = textwrap.wrap(text, width=max(20, int(PROJECTOR_WIDTH / (0.55 * title_size))))
+        text, lines = "<br>".join(wrapped), max(1, len(wrapped))
     legend = fig.layout.legend
     # A horizontal legend above the plot sits in the top margin, as does the title: the margin holds both,
     # the title at the top and the legend below it, so neither covers the other.
@@ -81,7 +83,8 @@ def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> g
         # px the legend ran into the title): each entry is its name plus a swatch.
         names = [t.name or "" for t in fig.data if t.showlegend is not False and t.name]
         width = sum((len(n) + 5) * 0.6 * font_size for n in dict.fromkeys(names))
-        legend_px = round(font_size * 2) * max(1, math.ceil(width / page_px(font_size)))
+        # (the legend is laid out in the plot's width: the page's less the value axis)
+        legend_px = round(font_size * 2) * max(1, math.ceil(width / (page_px(font_size) - 100)))
     top = 10 + title_px + legend_px
     fig.update_layout(
         title=None

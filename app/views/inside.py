@@ -77,7 +77,7 @@ def layer_and_head(prefix: str, *, heads: bool = True) -> tuple[int, int | None]
 
 
 def matrix_figure(
-    matrix: np.ndarray, title: str, key: str, value: str, *, rows=None, zmin=0.0, width_px: int = 900
+    matrix: np.ndarray, title: str, key: str, value: str, *, rows=None, zmin=0.0, width_px: int | None = None
 ) -> None:
     rows = labels if rows is None else rows
     fig = charts.heatmap(

@@ -88,6 +88,12 @@ def test_a_long_title_wraps_in_large_text_only():
     large = charts.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title=long, font_size=22)
     assert "<br>" not in small.layout.title.text
     assert large.layout.title.text == "Cosine similarity of the target word,<br>layer 4"
+    # wrapped at any space, to what a projector's page holds (a title with no comma ran off its right edge)
+    colon = "Cosine similarity of the sentence vectors: pooled [CLS] (pooler output)"
+    lines = charts.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title=colon, font_size=22).layout.title.text
+    assert lines.count("<br>") >= 1 and all(
+        len(x) * 0.55 * 25 <= charts.PROJECTOR_WIDTH for x in lines.split("<br>")
+    )
 
 
 def test_many_categories_become_lines_with_numbered_thinned_labels():
