@@ -1,12 +1,15 @@
 """`bertscope pretrain`: pre-train a small BERT on a text file and write a checkpoint directory.
 
     bertscope pretrain --corpus FILE --out DIR [--steps N] [--hidden-size H] [--layers L] ...
+    bertscope pretrain resume --corpus FILE --out DIR
     bertscope pretrain make-corpus --out FILE [--documents N] [--seed S]
 
 The corpus is one sentence per line, with a blank line between documents (next sentence prediction
 draws its NotNext partners from other documents). The output directory is a Hugging Face checkpoint that
 `bertscope --model DIR` and `bert_core.load_pretrained(DIR)` open; it is rewritten every
-`--checkpoint-every` steps, so an interrupted run still leaves a usable model.
+`--checkpoint-every` steps, so an interrupted run still leaves a usable model. Ctrl-C stops a run after the
+step in progress and writes a checkpoint of it (a second Ctrl-C stops at once); `resume` goes on from the last
+checkpoint to the weights the run would have ended with uninterrupted.
 """
 
 from __future__ import annotations
@@ -15,13 +18,23 @@ import argparse
 import logging
 import os
 import shlex
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ..paths import in_path, out_dir, replace_problem, writable_problem
-from .train import DEFAULT_WARMUP_STEPS, MASKING_MODES, PAIR_TASKS, SAVE_DTYPES, StepStats, TrainingConfig
+from .train import (
+    DEFAULT_WARMUP_STEPS,
+    MASKING_MODES,
+    PAIR_TASKS,
+    SAVE_DTYPES,
+    TRAINING_STATE_FILE,
+    StepStats,
+    TrainingConfig,
+)
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="bertscope pretrain",
         description="Pre-train a small BERT (masked LM + next sentence prediction) on your own text.",
-        epilog="Generate BERTScope's own corpus with: bertscope pretrain make-corpus --out corpus.txt",
+        epilog="Generate BERTScope's own corpus with: bertscope pretrain make-corpus --out corpus.txt\n"
+        "Go on with a run stopped early with: bertscope pretrain resume --corpus FILE --out DIR",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--corpus",
@@ -187,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         from .corpus import main as corpus_main
 
         return corpus_main(argv[1:])
+    if argv and argv[0] == "resume":
+        return _resume_main(argv[1:], argv)
     parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -197,7 +214,16 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         parser.error(problem)
     if (args.out / "pretraining.json").is_file():
-        print(f"bertscope pretrain: replacing the earlier checkpoint in {args.out}", file=sys.stderr)
+        unfinished = (args.out / TRAINING_STATE_FILE).is_file()
+        print(
+            f"bertscope pretrain: replacing the earlier checkpoint in {args.out}"
+            + (
+                " (an unfinished run: `bertscope pretrain resume` would have gone on with it)"
+                if unfinished
+                else ""
+            ),
+            file=sys.stderr,
+        )
     corpus = args.corpus
     if not corpus.is_file():
         parser.error(
@@ -255,27 +281,96 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     info = {"corpus": corpus.name, "command": "bertscope pretrain " + shlex.join(argv)}
-    started = time.monotonic()
+    return _run(
+        lambda **kw: train(documents, config, out_dir=args.out, tokenizer=tokenizer, info=info, **kw),
+        args,
+        config.pair_task,
+    )
+
+
+def _resume_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bertscope pretrain resume",
+        description="Go on with a `bertscope pretrain` run from its last checkpoint, to the step it was planned to "
+        "end at, with the options it was started with: it ends with the weights it would have had uninterrupted.",
+    )
+    p.add_argument("--corpus", required=True, type=in_path, help="the text file the run was started on")
+    p.add_argument("--out", required=True, type=out_dir, help="the run's checkpoint directory")
+    p.add_argument("--threads", type=int, help="CPU threads for torch (on a busy machine 1 is often fastest)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _resume_main(argv: list[str], command: list[str]) -> int:
+    parser = _resume_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be at least 1")
+    if not args.corpus.is_file():
+        parser.error(f"--corpus {args.corpus}: no such file")
+    if problem := writable_problem(args.out):
+        parser.error(problem)
+
+    import torch
+
+    from .corpus import read_documents
+    from .train import TrainingConfig, load_training_state, resume
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
     try:
-        result = train(
-            documents,
-            config,
-            out_dir=args.out,
-            tokenizer=tokenizer,
-            on_step=None if args.quiet else ProgressBar(),
-            info=info,
-        )
+        documents = read_documents(args.corpus)
+        pair_task = TrainingConfig.from_dict(load_training_state(args.out)["training_config"]).pair_task
+    except ValueError as exc:
+        parser.error(str(exc))
+    info = {"resumed_with": "bertscope pretrain " + shlex.join(command)}
+    return _run(lambda **kw: resume(documents, args.out, info=info, **kw), args, pair_task)
+
+
+def _run(train: Callable[..., Any], args: argparse.Namespace, pair_task: str) -> int:
+    """Run `train(on_step=, stop=)` with a progress bar, the first Ctrl-C asking it to stop after the step in
+    progress (a checkpoint of that step is written), a second one stopping at once; then say what came of it."""
+    stop_requested = False
+
+    def on_interrupt(signum, frame) -> None:
+        nonlocal stop_requested
+        if stop_requested:
+            raise KeyboardInterrupt
+        stop_requested = True
+        print("\nstopping after this step (Ctrl-C again to stop at once) ...", file=sys.stderr)
+
+    started = time.monotonic()
+    # Python lets only the main thread set a handler; elsewhere Ctrl-C is not this thread's to see anyway.
+    handle = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_interrupt) if handle else None
+    try:
+        result = train(on_step=None if args.quiet else ProgressBar(), stop=lambda: stop_requested)
     except KeyboardInterrupt:
-        print(f"\ninterrupted; the last checkpoint (if any) is in {args.out}", file=sys.stderr)
+        print(
+            f"\ninterrupted; the last checkpoint (if any) is in {args.out}; go on from it with: "
+            f"{_resume_command(args)}",
+            file=sys.stderr,
+        )
         return 130
     except (ValueError, FloatingPointError) as exc:
         print(f"bertscope pretrain: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if handle:
+            signal.signal(signal.SIGINT, previous)
+    if result.stopped_at is not None:
+        print(
+            f"stopped at step {result.stopped_at}; checkpoint written to {os.fspath(args.out)}; go on with: "
+            f"{_resume_command(args)}",
+            file=sys.stderr,
+        )
+        return 130
     before, after = result.eval_before, result.eval_after
     print(
         f"done in {_clock(time.monotonic() - started)}: MLM loss {before['mlm_loss']:.3f} -> {after['mlm_loss']:.3f}"
         + (
-            f", {config.pair_task.upper()} loss {before['pair_loss']:.3f} -> {after['pair_loss']:.3f}"
+            f", {pair_task.upper()} loss {before['pair_loss']:.3f} -> {after['pair_loss']:.3f}"
             f" (accuracy {after['pair_accuracy']:.0%})"
             if "pair_loss" in after
             else ""
@@ -283,6 +378,12 @@ def main(argv: list[str] | None = None) -> int:
         + f"; model written to {os.fspath(args.out)}"
     )
     return 0
+
+
+def _resume_command(args: argparse.Namespace) -> str:
+    return shlex.join(
+        ["bertscope", "pretrain", "resume", "--corpus", os.fspath(args.corpus), "--out", os.fspath(args.out)]
+    )
 
 
 if __name__ == "__main__":

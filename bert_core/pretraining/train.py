@@ -3,13 +3,16 @@
 The loop is the one in the BERT paper at toy scale: AdamW (no weight decay on biases and LayerNorm),
 learning rate warmed up linearly then decayed linearly to zero, gradients clipped to a maximum norm, and a
 checkpoint written every so often as a Hugging Face directory (config.json, model.safetensors, vocab.txt)
-that `bert_core.load_pretrained` reads back. A run stopped half-way therefore still leaves a usable model.
+that `bert_core.load_pretrained` reads back. A run stopped half-way therefore still leaves a usable model, and
+each checkpoint but the last also holds what `resume` needs to go on from it (training_state.pt): the run
+resumed ends with the very weights it would have had uninterrupted.
 
 Dimensions: B = batch, S = padded sequence length, P = chosen (masked) positions in the batch, V = vocab.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -54,6 +57,11 @@ STALE_CHECKPOINT_FILES = (
     "pytorch_model.bin.index.json",
     "model.safetensors.index.json",
 )
+# What resuming needs beyond the weights: Adam's moments, the schedule's step, every random generator's state,
+# the float32 weights (a float16 model.safetensors has lost bits) and the corpus's fingerprint. Written with each
+# checkpoint but the last, which removes it: a finished model is not carrying three times its size.
+TRAINING_STATE_FILE = "training_state.pt"
+TRAINING_STATE_VERSION = 1
 STALE_SHARD = re.compile(r"(model|pytorch_model)-\d+-of-\d+\.(safetensors|bin)")
 
 
@@ -193,6 +201,7 @@ class TrainingResult:
     eval_before: dict[str, float] = field(default_factory=dict)  # {"mlm_loss": .., "pair_loss": ..}
     eval_after: dict[str, float] = field(default_factory=dict)
     checkpoints: list[Path] = field(default_factory=list)
+    stopped_at: int | None = None  # the step a `stop` request ended the run at (its checkpoint holds it)
 
 
 # -- data -------------------------------------------------------------------------------------------------
@@ -487,8 +496,10 @@ def save_checkpoint(
     *,
     save_dtype: str = "float32",
     info: dict[str, Any] | None = None,
+    training_state: dict[str, Any] | None = None,
 ) -> Path:
-    """Write a Hugging Face checkpoint directory that `load_pretrained` (and transformers) can read."""
+    """Write a Hugging Face checkpoint directory that `load_pretrained` (and transformers) can read, and with
+    `training_state`, the TRAINING_STATE_FILE that `resume` reads (staged with the weights)."""
     # The tied MLM decoder is not in the state dict (it *is* the word-embedding table), so no key is duplicated.
     state = checkpoint_state(network, save_dtype)
     tied = "mlm" not in network.head_names or network.head("mlm").tied
@@ -506,6 +517,8 @@ def save_checkpoint(
         tokenizer.save(staging, tokenizer_json=False)
         if info is not None:
             (staging / PRETRAINING_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        if training_state is not None:
+            torch.save(training_state, staging / TRAINING_STATE_FILE)
 
     return write_checkpoint(directory, state, config, files=files)
 
@@ -552,7 +565,7 @@ def _remove_stale_files(directory: Path, written: set[str]) -> None:
     for item in directory.iterdir():
         name = item.name
         # The labs' metadata too (when this save writes none): another run's describes other weights.
-        known = name in (*STALE_CHECKPOINT_FILES, *LAB_INFO_FILES)
+        known = name in (*STALE_CHECKPOINT_FILES, *LAB_INFO_FILES, TRAINING_STATE_FILE)
         stale = known or STALE_SHARD.fullmatch(name) is not None
         if stale and name not in written and item.is_file():
             log.info("removing %s left over from an earlier checkpoint in %s", name, directory)
@@ -570,17 +583,95 @@ def train(
     tokenizer: WordPieceTokenizer | None = None,
     on_step: Callable[[StepStats], None] | None = None,
     info: dict[str, Any] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> TrainingResult:
     """Pre-train a BERT on `documents` (lists of sentences) and, with `out_dir`, save checkpoints there.
 
     Without `tokenizer` a WordPiece vocabulary of up to `config.vocab_size` pieces is trained first.
     `on_step` is called after every optimisation step (a progress bar, a logger). `info` is extra metadata
-    stored in pretraining.json next to the weights.
+    stored in pretraining.json next to the weights. `stop` is asked after every step; when it says yes, the run
+    writes a checkpoint of that step and returns (`stopped_at`), for `resume` to go on from.
     """
     # Seed torch (initialisation, dropout) inside a forked RNG so the caller's global state is left alone.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        return _train(documents, config, out_dir=out_dir, tokenizer=tokenizer, on_step=on_step, info=info)
+        return _train(
+            documents, config, out_dir=out_dir, tokenizer=tokenizer, on_step=on_step, info=info, stop=stop
+        )
+
+
+def resume(
+    documents: Sequence[Sequence[str]],
+    out_dir: str | Path,
+    *,
+    on_step: Callable[[StepStats], None] | None = None,
+    info: dict[str, Any] | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> TrainingResult:
+    """Go on with the run whose last checkpoint is in `out_dir`, on the same `documents`, to its planned last
+    step: with the configuration, vocabulary and every random generator's state it was stopped with, so it ends
+    with the weights it would have had uninterrupted. `info` is merged into the run's own (pretraining.json).
+    Raises ValueError when there is nothing to resume or the documents are not the run's."""
+    out_dir = Path(out_dir)
+    state = load_training_state(out_dir)
+    config = TrainingConfig.from_dict(state["training_config"])
+    if corpus_fingerprint(documents) != state["corpus_sha256"]:
+        raise ValueError(
+            f"this corpus is not the one the run in {out_dir} was trained on ({state['info'].get('corpus', '?')}):"
+            " resuming on other text would not continue that run"
+        )
+    tokenizer = WordPieceTokenizer.from_directory(out_dir, max_length=config.max_position_embeddings)
+    with torch.random.fork_rng(devices=[]):
+        return _train(
+            documents,
+            config,
+            out_dir=out_dir,
+            tokenizer=tokenizer,
+            on_step=on_step,
+            info={**state["info"], **(info or {})},
+            stop=stop,
+            state=state,
+        )
+
+
+def corpus_fingerprint(documents: Sequence[Sequence[str]]) -> str:
+    """SHA-256 of the documents' sentences and their division into documents."""
+    digest = hashlib.sha256()
+    for doc in documents:
+        for sentence in doc:
+            digest.update(sentence.encode("utf-8", "surrogatepass") + b"\n")
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def load_training_state(directory: str | Path) -> dict[str, Any]:
+    """The TRAINING_STATE_FILE of the run in `directory`, read as tensors and plain values only (never an
+    arbitrary pickle); ValueError saying why there is nothing to resume."""
+    directory = Path(directory)
+    path = directory / TRAINING_STATE_FILE
+    if not path.is_file():
+        info_path = directory / PRETRAINING_INFO_FILE
+        try:
+            info = json.loads(info_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            info = None
+        if not isinstance(info, dict):
+            raise ValueError(f"{directory} holds no `bertscope pretrain` run to resume")
+        if info.get("final"):
+            raise ValueError(
+                f"the run in {directory} finished (step {info.get('step')}): there is nothing to resume"
+            )
+        raise ValueError(
+            f"{directory} holds a checkpoint without {TRAINING_STATE_FILE} (written by an earlier version), so it "
+            "cannot be resumed exactly; start a new run"
+        )
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a truncated or foreign file: torch raises several types, none of them ours
+        raise ValueError(f"{path} cannot be read ({exc}); start a new run") from exc
+    if not isinstance(state, dict) or state.get("version") != TRAINING_STATE_VERSION:
+        raise ValueError(f"{path} is not a training state this version of BERTScope writes; start a new run")
+    return state
 
 
 def _train(
@@ -591,8 +682,10 @@ def _train(
     tokenizer: WordPieceTokenizer | None,
     on_step: Callable[[StepStats], None] | None,
     info: dict[str, Any] | None,
+    stop: Callable[[], bool] | None = None,
+    state: dict[str, Any] | None = None,
 ) -> TrainingResult:
-    start_time = time.monotonic()
+    start_time = time.monotonic() - (state["elapsed_s"] if state else 0.0)
     rng = np.random.default_rng(config.seed)
     if tokenizer is None:
         tokenizer = train_tokenizer(
@@ -620,12 +713,24 @@ def _train(
         for i in range(0, len(eval_indices), config.batch_size)
     ]
     result = TrainingResult(network, tokenizer, bert_config)
-    result.eval_before = evaluate(network, eval_batches)
-
     optimizer, scheduler = optimizer_and_schedule(
         network, config, warmup_steps=config.warmup_steps, total_steps=config.steps
     )
+    first_step, longest, recent_loss = 0, 0, []
+    if state is None:
+        result.eval_before = evaluate(network, eval_batches)
+    else:
+        network.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        rng.bit_generator.state = state["numpy_rng"]
+        torch.set_rng_state(state["torch_rng"])
+        data.visits[:] = state["static_visits"].numpy()
+        first_step, longest, recent_loss = state["step"], state["longest"], list(state["recent_loss"])
+        result.eval_before = dict(state["eval_before"])
+        log.info("resuming at step %d of %d", first_step, config.steps)
     network.train()
+    fingerprint = corpus_fingerprint(documents)
 
     def checkpoint(step: int, final: bool) -> None:
         if out_dir is None:
@@ -642,20 +747,46 @@ def _train(
             "eval_before": result.eval_before,
             "eval_after": evaluation,
             "wall_time_s": round(time.monotonic() - start_time, 1),
-            "recent_loss": [round(s.loss, 4) for s in result.history[-50:]],
+            "recent_loss": recent_loss,
             # Positions past this were never trained; the app warns when an input reaches them.
             "longest_sequence": longest,
             **(info or {}),
         }
+        training_state = None
+        if not final:
+            training_state = {
+                "version": TRAINING_STATE_VERSION,
+                "step": step,
+                "training_config": config.to_dict(),
+                "info": info or {},
+                "corpus_sha256": fingerprint,
+                "model": network.state_dict(),  # float32 whatever save_dtype says
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "numpy_rng": rng.bit_generator.state,
+                "torch_rng": torch.get_rng_state(),
+                "static_visits": torch.from_numpy(data.visits.copy()),
+                "longest": longest,
+                "recent_loss": recent_loss,
+                "eval_before": result.eval_before,
+                "elapsed_s": time.monotonic() - start_time,
+            }
         was_training = network.training
         network.eval()
-        save_checkpoint(out_dir, network, tokenizer, bert_config, save_dtype=config.save_dtype, info=meta)
+        save_checkpoint(
+            out_dir,
+            network,
+            tokenizer,
+            bert_config,
+            save_dtype=config.save_dtype,
+            info=meta,
+            training_state=training_state,
+        )
         network.train(was_training)
         result.checkpoints.append(Path(out_dir))
         log.info("checkpoint at step %d written to %s", step, out_dir)
 
-    longest = 0
-    for step in range(config.steps):
+    for step in range(first_step, config.steps):
         indices = rng.integers(len(data.starts), size=config.batch_size)
         batch = data.batch(indices, rng)
         longest = max(longest, int(batch.input_ids.shape[1]))  # (B, S): padded to the batch's longest
@@ -677,9 +808,15 @@ def _train(
             elapsed_s=time.monotonic() - start_time,
         )
         result.history.append(stats)
+        recent_loss = [*recent_loss[-49:], round(loss_value, 4)]
         if on_step is not None:
             on_step(stats)
         done = step + 1
+        if done < config.steps and stop is not None and stop():
+            checkpoint(done, final=False)
+            result.stopped_at = done
+            network.eval()
+            return result
         if config.checkpoint_every and done % config.checkpoint_every == 0 and done < config.steps:
             checkpoint(done, final=False)
 

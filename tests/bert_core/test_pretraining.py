@@ -700,3 +700,130 @@ def test_the_longest_trained_sequence_is_recorded_and_replayable(trained, small_
     # the loader passes it on only when positions were left untrained
     expected = longest if longest < config.max_position_embeddings else None
     assert bert_core.load_pretrained(out).info.trained_length == expected
+
+
+# -- stopping and resuming --------------------------------------------------------------------------------
+
+
+def _resumable_config(**changes):
+    from bert_core.pretraining.train import TrainingConfig
+
+    # Static masking with duplicates, dropout and float16 files: resuming must restore the masker's visits,
+    # the dropout generator and float32 weights the saved model.safetensors no longer holds.
+    config = dict(
+        vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        max_position_embeddings=64, steps=12, batch_size=8, warmup_steps=3, checkpoint_every=4, eval_sequences=16,
+        masking="static", static_duplicates=2, save_dtype="float16",
+    )  # fmt: skip
+    return TrainingConfig(**{**config, **changes})
+
+
+def test_a_stopped_run_resumed_ends_with_the_weights_of_an_uninterrupted_one(trained, small_corpus, tmp_path):
+    import torch
+
+    from bert_core.pretraining.train import TRAINING_STATE_FILE, resume, train
+    from bert_core.tokenizer import WordPieceTokenizer
+
+    _, first = trained
+    vocab = (first / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    config = _resumable_config()
+    asked = []
+    with one_thread():
+        whole = train(
+            small_corpus, config, out_dir=tmp_path / "whole", tokenizer=WordPieceTokenizer.from_vocab(vocab)
+        )
+        # stopped between two checkpoints (4 and 8): the stop writes step 6 itself
+        stopped = train(
+            small_corpus,
+            config,
+            out_dir=tmp_path / "stopped",
+            tokenizer=WordPieceTokenizer.from_vocab(vocab),
+            info={"corpus": "small"},
+            stop=lambda: asked.append(1) or len(asked) == 6,
+        )
+        assert stopped.stopped_at == 6 and len(stopped.history) == 6
+        saved = json.loads((tmp_path / "stopped" / "pretraining.json").read_text())
+        assert saved["step"] == 6 and saved["final"] is False
+        assert (tmp_path / "stopped" / TRAINING_STATE_FILE).is_file()
+        resumed = resume(small_corpus, tmp_path / "stopped", info={"resumed_with": "test"})
+    assert [s.step for s in resumed.history] == list(range(7, 13))
+    assert [s.loss for s in resumed.history] == [s.loss for s in whole.history[6:]]
+    final, expected = resumed.network.state_dict(), whole.network.state_dict()
+    assert final.keys() == expected.keys() and all(torch.equal(final[k], expected[k]) for k in final)
+    assert (tmp_path / "stopped" / "model.safetensors").read_bytes() == (
+        tmp_path / "whole" / "model.safetensors"
+    ).read_bytes()
+    assert resumed.eval_before == whole.eval_before and resumed.eval_after == whole.eval_after
+    # the finished directory is a plain checkpoint again, and remembers both commands' metadata
+    assert not (tmp_path / "stopped" / TRAINING_STATE_FILE).exists()
+    info = json.loads((tmp_path / "stopped" / "pretraining.json").read_text())
+    assert info["final"] is True and info["step"] == 12
+    assert info["corpus"] == "small" and info["resumed_with"] == "test"
+    assert (
+        info["recent_loss"]
+        == json.loads((tmp_path / "whole" / "pretraining.json").read_text())["recent_loss"]
+    )
+
+
+def test_resuming_refuses_what_it_cannot_continue_exactly(trained, small_corpus, tmp_path):
+    from bert_core.pretraining.train import TRAINING_STATE_FILE, resume, train
+
+    _, finished = trained
+    with pytest.raises(ValueError, match="finished"):
+        resume(small_corpus, finished)
+    with pytest.raises(ValueError, match="no `bertscope pretrain` run"):
+        resume(small_corpus, tmp_path)
+    with one_thread():
+        train(small_corpus[:60], _resumable_config(steps=6), out_dir=tmp_path / "run", stop=lambda: True)
+    with pytest.raises(ValueError, match="not the one the run"):
+        resume(small_corpus[:59], tmp_path / "run")
+    (tmp_path / "run" / TRAINING_STATE_FILE).write_bytes(b"not a torch file")
+    with pytest.raises(ValueError, match="cannot be read"):
+        resume(small_corpus[:60], tmp_path / "run")
+
+
+def test_cli_ctrl_c_stops_after_the_step_with_a_checkpoint_and_resume_finishes_it(
+    tmp_path, capsys, monkeypatch
+):
+    import os
+    import signal
+
+    import torch
+
+    from bert_core.pretraining import cli
+
+    class CtrlCAtStep3:
+        """The progress bar's place in the loop, pressing Ctrl-C (a real SIGINT to this process) at step 3."""
+
+        def __call__(self, stats) -> None:
+            if stats.step == 3:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(cli, "ProgressBar", CtrlCAtStep3)
+    corpus = tmp_path / "corpus.txt"
+    write_corpus(corpus, 60, seed=9)
+    out = tmp_path / "model"
+    threads = torch.get_num_threads()
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        code = cli.main(
+            ["--corpus", str(corpus), "--out", str(out), "--steps", "8", "--hidden-size", "32", "--layers", "1",
+             "--heads", "2", "--vocab-size", "200", "--batch-size", "4", "--warmup", "1", "--max-positions", "64",
+             "--threads", "1"]
+        )  # fmt: skip
+        err = capsys.readouterr().err
+        assert code == 130 and "stopped at step 3" in err
+        assert f"bertscope pretrain resume --corpus {corpus} --out {out}" in err
+        assert json.loads((out / "pretraining.json").read_text())["step"] == 3
+        assert signal.getsignal(signal.SIGINT) is handler  # put back
+        code = cli.main(["resume", "--corpus", str(corpus), "--out", str(out), "--quiet", "--threads", "1"])
+    finally:
+        torch.set_num_threads(threads)
+    assert code == 0 and "MLM loss" in capsys.readouterr().out
+    info = json.loads((out / "pretraining.json").read_text())
+    assert info["step"] == 8 and info["final"] is True
+    assert info["command"].startswith("bertscope pretrain --corpus")
+    assert info["resumed_with"].startswith("bertscope pretrain resume --corpus")
+    with pytest.raises(SystemExit):
+        cli.main(["resume", "--corpus", str(corpus), "--out", str(out)])
+    assert "finished (step 8)" in capsys.readouterr().err
