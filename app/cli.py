@@ -159,6 +159,15 @@ def run_app(argv: list[str]) -> int:
         parser.error(
             f"--device must be a device torch knows (cpu, cuda, cuda:1, mps, xpu), got {args.device!r}"
         )
+    device = args.device or os.environ.get("BERTSCOPE_DEVICE", "").strip()
+    if device and device != "cpu":
+        # Checked now, not on every page of a room: a server started with --device cuda on a machine without a
+        # GPU opened, and each student's first page said it could not load a model. This one check loads torch
+        # (through the core, which the server loads a moment later anyway).
+        from bert_core.checkpoints.load import device_problem
+
+        if problem := device_problem(device):
+            parser.error(f"{'--device' if args.device else 'BERTSCOPE_DEVICE'}: {problem}")
     if args.shared:
         os.environ["BERTSCOPE_ALLOW_HUB"] = "0"
         os.environ.setdefault("BERTSCOPE_MODEL_ROOTS", str(Path(__file__).resolve().parents[1] / "assets"))

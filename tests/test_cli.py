@@ -337,6 +337,9 @@ def test_streamlit_settings_and_good_values_still_pass(monkeypatch):
 
     seen = {}
     monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
+    monkeypatch.setattr(
+        "bert_core.checkpoints.load.device_problem", lambda device: None
+    )  # as on a 2-GPU host
     _restored_after(monkeypatch)
     cli.main(
         ["--device", "cuda:1", "--port", "8601", "--server.headless", "true", "--theme.base=dark"]
@@ -346,6 +349,27 @@ def test_streamlit_settings_and_good_values_still_pass(monkeypatch):
     assert argv[argv.index("--theme.font") + 1] == "-apple-system"
     assert argv[argv.index("--server.headless") + 1] == "true"
     assert "--theme.base=dark" in seen["argv"] and os.environ["BERTSCOPE_DEVICE"] == "cuda:1"
+
+
+@pytest.mark.parametrize("setting", ["flag", "environment"])
+def test_a_device_this_machine_lacks_is_refused_before_the_server_starts(monkeypatch, capsys, setting):
+    """Before, the server started and every student's first page said it could not load a model."""
+    import torch
+    from streamlit.web import cli as stcli
+
+    monkeypatch.setattr(stcli, "main", lambda: pytest.fail("the server was started"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # so also on a GPU host
+    _restored_after(monkeypatch)
+    argv = ["--device", "cuda"] if setting == "flag" else []
+    if setting == "environment":
+        monkeypatch.setenv("BERTSCOPE_DEVICE", "cuda")
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    said = "--device" if setting == "flag" else "BERTSCOPE_DEVICE"
+    assert (
+        exc.value.code == 2
+        and f"{said}: device 'cuda' was asked for, but no CUDA GPU" in capsys.readouterr().err
+    )
 
 
 def _lab_inputs(command: str, tmp_path: Path) -> list[str]:

@@ -278,6 +278,23 @@ def _resolve_device(device: str | torch.device | None) -> torch.device:
         target = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ModelLoadError(f"unknown device {device!r}") from exc
-    if target.type == "cuda" and not torch.cuda.is_available():
-        raise ModelLoadError("device 'cuda' was asked for, but no CUDA GPU is available here")
+    if problem := device_problem(target):
+        raise ModelLoadError(problem)
     return target
+
+
+def device_problem(device: str | torch.device) -> str | None:
+    """Why models cannot run on `device` here, or None; a server checks it when it starts (`bertscope --device`),
+    before the room opens a page that could only say so."""
+    try:
+        target = torch.device(device)
+    except (RuntimeError, TypeError):
+        return f"unknown device {device!r}"
+    if target.type == "cuda":
+        if not torch.cuda.is_available():
+            return f"device {str(target)!r} was asked for, but no CUDA GPU is available here"
+        if target.index is not None and target.index >= torch.cuda.device_count():
+            return f"device {str(target)!r} was asked for, but this machine has {torch.cuda.device_count()} CUDA GPU(s)"
+    if target.type == "mps" and not torch.backends.mps.is_available():
+        return f"device {str(target)!r} was asked for, but Apple's MPS is not available here"
+    return None
