@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import logging
 import os
 import re
 import threading
@@ -696,7 +697,9 @@ class ModelStore:
             raise bert_core.ModelLoadError(reason) from exc
         except Exception as exc:  # noqa: BLE001 - anything else the loader let through is a message
             # ...but its cause may be this moment (memory, a file being copied in), so it is told to this
-            # session only and the next one tries again: one bad moment must not poison the model.
+            # session only and the next one tries again: one bad moment must not poison the model. Its traceback
+            # goes to the server's log: the page's one line cannot tell a bad moment from a fault in the code.
+            logging.getLogger("bertscope").exception("loading %s failed unexpectedly", source)
             if stale is not None:
                 with self._lock:
                     self._held_retry[key] = (time.monotonic(), f"{type(exc).__name__}: {exc}", signature)

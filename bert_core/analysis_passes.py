@@ -207,11 +207,17 @@ class AnalysisPasses:
         """Sentences that differ in one place (a minimal pair, or more), most likely first by pseudo-log-
         likelihood. The totals are sums, so a sentence with more pieces pays for each of them; a text with a
         typed mask token is refused (InputError): its hole would be one negative term fewer, a free pass up
-        the ranking."""
+        the ranking. So is a text longer than the model reads, whose cut-off end would be terms left out."""
         mask_id = self._mask_id()
         for text in texts:
-            if mask_id in self.encode(self._with_model_mask(text)).input_ids:
+            enc = self.encode(self._with_model_mask(text))
+            if mask_id in enc.input_ids:
                 raise InputError(f"{text[:60]!r} has a mask token: rank whole sentences, without a hole")
+            if enc.truncated:
+                raise InputError(
+                    f"{text[:60]!r} is longer than the {len(enc.input_ids)} pieces the model reads: its score "
+                    "would leave out the rest, so it cannot be ranked against whole sentences"
+                )
         scored = [(text, self.pseudo_log_likelihood(text)) for text in texts]
         return sorted(scored, key=lambda item: -item[1].total)
 

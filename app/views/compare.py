@@ -169,7 +169,9 @@ for name, active in sides:
             break
         vectors.append(r.hidden_states[:, found[0]].mean(axis=1))  # (L + 1, S_word, H) -> (L + 1, H)
     if len(vectors) < 2:
-        st.info(ui.md_escape(f"{card(active)}: '{TARGET}' is not one word for this tokenizer."))
+        st.info(
+            card(active) + ui.md_escape(f": '{TARGET}' is not one word for this tokenizer.")
+        )  # card escapes
         continue
     a, b = vectors
     cos = (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1) + 1e-12)  # (L + 1,)

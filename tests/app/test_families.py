@@ -250,6 +250,19 @@ def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
     )
 
 
+def test_compare_says_once_escaped_when_a_side_does_not_read_bank_as_one_word(
+    family_dirs, monkeypatch, tiny_checkpoint
+):
+    """The model card was escaped twice there: "demo model \\(a small BERT\\)\\: ..." on the page."""
+    import app.transforms
+
+    monkeypatch.setattr(app.transforms, "target_occurrences", lambda *args: [])
+    at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", model2=str(family_dirs["distilbert"]))
+    said = [i.value for i in at.info if "is not one word" in i.value]
+    assert len(said) == 2 and not any("\\\\" in text for text in said), said  # escaped once, not twice
+    assert all(text.startswith("BERT") or text.startswith("DistilBERT") for text in said), said
+
+
 def test_compare_says_when_each_side_cut_a_long_text(family_dirs, monkeypatch, tiny_checkpoint):
     long = " ".join(["the boat drifted toward the bank of the river"] * 40)  # no [MASK]
     second = str(family_dirs["distilbert"])

@@ -544,7 +544,9 @@ def test_a_directory_missing_for_a_moment_loads_as_soon_as_it_is_there(tmp_path,
     assert store.load(str(swap)).analyze("the cat").tokens[0] == "[CLS]"
 
 
-def test_a_passing_load_failure_is_not_remembered_against_the_model(tmp_path, tiny_checkpoint, monkeypatch):
+def test_a_passing_load_failure_is_not_remembered_against_the_model(
+    tmp_path, tiny_checkpoint, monkeypatch, caplog
+):
     """A load that failed for a reason of the moment (memory, a file being copied in) is told to that session
     only; the next one loads the model. The loader's own verdict on a checkpoint is remembered."""
     import bert_core
@@ -561,8 +563,14 @@ def test_a_passing_load_failure_is_not_remembered_against_the_model(tmp_path, ti
 
     monkeypatch.setattr(bert_core, "load_pretrained", flaky)
     store = models.ModelStore()
-    with pytest.raises(bert_core.ModelLoadError, match="MemoryError"):
+    with (
+        caplog.at_level("ERROR", logger="bertscope"),
+        pytest.raises(bert_core.ModelLoadError, match="MemoryError"),
+    ):
         store.load(str(tiny_checkpoint))
+    # The page's one line cannot tell a bad moment from a fault in the code: the server's log has the traceback.
+    logged = [r for r in caplog.records if r.name == "bertscope" and r.exc_info]
+    assert logged and "failed unexpectedly" in logged[0].getMessage() and logged[0].exc_info[0] is MemoryError
     assert store.load(str(tiny_checkpoint)).analyze("the cat").tokens[0] == "[CLS]"
     assert models.refusal("bad\x00name") and "control characters" in models.refusal("bad\x00name")
 

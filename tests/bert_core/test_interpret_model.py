@@ -288,6 +288,10 @@ def test_minimal_pairs_are_ranked_by_pseudo_log_likelihood(mlm):
     # A hole is one negative term fewer: a line with a typed mask would climb the ranking for free.
     with pytest.raises(InputError, match="mask token"):
         ours.rank_minimal_pairs(["the cat sat on the bank", "the cat sat on the [MASK]"])
+    # So is a text cut at the model's length: the pieces past the cut would be terms left out of its sum.
+    too_long = " ".join(["the cat sat on the bank"] * ours.config.max_position_embeddings)
+    with pytest.raises(InputError, match="longer than"):
+        ours.rank_minimal_pairs(["the cat sat on the bank", too_long])
 
 
 # -- logit lens -------------------------------------------------------------------------------------------
