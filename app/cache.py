@@ -194,13 +194,13 @@ class Lines:
     rejected: list[tuple[int, str]]  # (index into lines, reason)
 
 
-def _lines(key: str, texts: tuple[str, ...], _model: bert_core.BertScopeModel) -> Lines:
+def _lines(texts: tuple[str, ...], model: bert_core.BertScopeModel) -> Lines:
     used: list[int] = []
     rejected: list[tuple[int, str]] = []
     # Encoded up front so that an unusable line is left out and named; vectors_batch stops at the first one.
     for n, text in enumerate(texts):
         try:
-            _model.encode(text)
+            model.encode(text)
         except bert_core.InputError as exc:
             rejected.append((n, str(exc)))
         else:
@@ -209,7 +209,7 @@ def _lines(key: str, texts: tuple[str, ...], _model: bert_core.BertScopeModel) -
         return Lines([], used, rejected)
     # vectors_batch keeps no attention maps (these pages never draw them, and at 512 tokens they dominate
     # memory) and runs the lines in padded batches within the token budget, so memory stays bounded.
-    results = _model.vectors_batch([texts[n] for n in used], max_batch_tokens=BATCH_TOKEN_BUDGET)
+    results = model.vectors_batch([texts[n] for n in used], max_batch_tokens=BATCH_TOKEN_BUDGET)
     return Lines(results, used, rejected)
 
 
@@ -218,7 +218,7 @@ def analyze_lines(active: ActiveModel, texts: list[str]) -> Lines:
     memory stays bounded; lines the tokenizer rejects are listed in `rejected` instead of failing the rest."""
     return _cached(
         ("lines", active.key, tuple(texts)),
-        lambda: _lines(active.key, tuple(texts), active.model),
+        lambda: _lines(tuple(texts), active.model),
         "Running the model…",
     )
 

@@ -241,9 +241,6 @@ class BertConfig:
                 del data[key]
         return data
 
-    def to_json(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-
 
 def read_json(path: str | Path) -> Any:
     """A config.json's content; ModelLoadError naming the file when it is missing, unreadable or not JSON."""

@@ -115,28 +115,23 @@ ui.show_figure(norm_fig, key="emb_norms", data=norm_table, filename="embedding_n
 st.caption("LayerNorm rescales every token's sum to a similar length, whatever the lengths of its parts.")
 
 st.subheader("Position embeddings")
-if hasattr(active.model, "position_embedding_table"):
-    table = active.model.position_embedding_table()  # (P, H)
-    max_p = min(len(table), POSITION_LIMIT)
-    if max_p > 2:
-        count = st.slider(
-            "Positions to compare",
-            2,
-            max_p,
-            ui.start("emb_positions", min(64, max_p), lambda v: isinstance(v, int) and 2 <= v <= max_p),
-            key="emb_positions",
-            persist_state="session",
-            bind="query-params",
-            help="the first N positions",
-        )
-    else:  # a slider needs two values to choose from
-        count = max_p
-        st.caption(f"This model has {max_p} position(s); all are compared.")
-    sims = transforms.cosine_matrix(table[:count])
-else:  # an older core: only the positions of this text are known
-    count = len(result.tokens)
-    sims = transforms.cosine_matrix(emb.position)
-    st.caption("Showing only the positions used by this text.")
+table = active.model.position_embedding_table()  # (P, H)
+max_p = min(len(table), POSITION_LIMIT)
+if max_p > 2:
+    count = st.slider(
+        "Positions to compare",
+        2,
+        max_p,
+        ui.start("emb_positions", min(64, max_p), lambda v: isinstance(v, int) and 2 <= v <= max_p),
+        key="emb_positions",
+        persist_state="session",
+        bind="query-params",
+        help="the first N positions",
+    )
+else:  # a slider needs two values to choose from
+    count = max_p
+    st.caption(f"This model has {max_p} position(s); all are compared.")
+sims = transforms.cosine_matrix(table[:count])
 pos_labels = [str(p) for p in range(count)]
 if active.model.config.position_offset:
     st.caption(

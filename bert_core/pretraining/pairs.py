@@ -27,9 +27,6 @@ NOT_NEXT = 1
 IN_ORDER = 0
 SWAPPED = 1
 
-NSP_LABEL_NAMES = {IS_NEXT: "IsNext", NOT_NEXT: "NotNext"}
-SOP_LABEL_NAMES = {IN_ORDER: "in order", SWAPPED: "swapped"}
-
 
 @dataclass(frozen=True)
 class SentencePair(Generic[T]):

@@ -33,7 +33,6 @@ from torch import nn
 from ..config import BertConfig
 from ..modeling.heads import Network
 from ..tokenizer import WordPieceTokenizer
-from .corpus import read_documents
 from .masking import IGNORE_INDEX, MaskingConfig, StaticMasker, mask_tokens, replacement_token_ids
 from .pairs import nsp_pair, pair_starts, sop_pair, truncate_pair
 from .vocab import train_tokenizer
@@ -454,11 +453,6 @@ def warmup_then_decay(step: int, warmup_steps: int, total_steps: int) -> float:
     return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
 
 
-def learning_rate_factor(step: int, config: TrainingConfig) -> float:
-    """`warmup_then_decay` with the pre-training config's warm-up and step count."""
-    return warmup_then_decay(step, config.warmup_steps, config.steps)
-
-
 def optimizer_step(
     network: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -842,11 +836,3 @@ def replay_longest_sequence(
         indices = rng.integers(len(data.starts), size=config.batch_size)
         longest = max(longest, int(data.batch(indices, rng).input_ids.shape[1]))
     return longest
-
-
-def train_from_file(
-    corpus: str | Path, config: TrainingConfig, out_dir: str | Path, **kwargs: Any
-) -> TrainingResult:
-    """`train` on a corpus file (one sentence per line, blank lines between documents)."""
-    documents = read_documents(corpus)
-    return train(documents, config, out_dir=out_dir, **kwargs)
