@@ -98,9 +98,9 @@ for (name, active), column in zip(sides, columns, strict=True):
         maps = result.attentions[layer - 1]  # (N, S, S)
         matrix = maps.mean(axis=0) if head == "mean" else maps[int(head) - 1]
         labels = ui.token_labels(result.tokens, active.model.info.piece_style)
-        drawn.append((column, name, matrix, labels, layer, head, result.tokens))
+        drawn.append((column, name, matrix, labels, layer, head))
 top = max((float(matrix.max()) for _, _, matrix, *_ in drawn), default=0.0) or 1.0
-for column, name, matrix, labels, layer, head, tokens in drawn:
+for column, name, matrix, labels, layer, head in drawn:
     with column:
         fig = charts.heatmap(
             matrix,
@@ -116,7 +116,8 @@ for column, name, matrix, labels, layer, head, tokens in drawn:
         ui.show_figure(
             fig,
             key=f"cmp_attention_{name}",
-            data=ui.later(transforms.labelled_table, matrix, tokens, "token", tokens),
+            # numbered as the map is: a repeated token ("the" twice) made two columns of one name
+            data=ui.later(transforms.labelled_table, matrix, labels, "token", labels),
             filename=f"attention_{name}",
         )
 

@@ -84,7 +84,8 @@ def matrix_figure(
         matrix, rows, labels, title=title, zmin=zmin, zmax=float(np.nanmax(matrix)) or 1.0,
         value_name=value, font_size=fs, width_px=width_px,
     )  # fmt: skip
-    frame = pd.DataFrame(matrix, columns=list(result.tokens)).assign(row=list(rows))
+    # numbered as the map is: a repeated token ("the" twice) made two columns of one name
+    frame = pd.DataFrame(matrix, columns=labels).assign(row=list(rows))
     ui.show_figure(fig, key=key, data=frame, filename=key)
 
 

@@ -257,7 +257,7 @@ if info.task == "classify":
             font_size=fs,
         ),  # fmt: skip
         key="task_cls_attention",
-        data=pd.DataFrame(first_row, columns=list(result.tokens)).assign(layer=layers),
+        data=pd.DataFrame(first_row, columns=labels).assign(layer=layers),  # numbered: "the" twice is two
         filename="first_token_attention",
     )
 # In this session (a markdown link opened a new tab, a new session on the server's default model): the model,

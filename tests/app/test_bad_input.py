@@ -24,11 +24,14 @@ TEXTS = {
     "very_long": "the bank of the river " * 700,
 }
 
+ECHOES = ("markdown", "caption", "info", "warning", "error", "success")  # the elements that render markdown
+
 
 @pytest.mark.parametrize("name", list(TEXTS))
 def test_bad_text_on_every_page(make_app, name):
     text = TEXTS[name]
     at = make_app(a=text)
+    echoing = 0
     for page in PAGES:
         at.switch_page(page).run()
         if page == "views/word_senses.py":  # its own list of sentences: the bad text is one of them
@@ -39,6 +42,13 @@ def test_bad_text_on_every_page(make_app, name):
             page,
             [e.value for e in at.error],
         )
+        if name == "markdown":  # wherever the page echoes the text, its markup is shown, not applied
+            shown = [str(e.value) for kind in ECHOES for e in at.get(kind)]
+            echoed = [v for v in shown if "bold" in v]
+            echoing += bool(echoed)
+            for markup in ("**bold**", "[link](", ":red[x]", "$x^2$"):
+                assert not any(markup in v for v in echoed), (page, markup, echoed)
+    assert name != "markdown" or echoing  # the check above had text to look at
 
 
 def test_very_long_text_is_cut_with_a_note(make_app):

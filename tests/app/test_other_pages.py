@@ -350,3 +350,55 @@ def test_each_pages_controls_come_from_a_shared_link(make_app):
     assert at.toggle(key="ablation_importance").value is True
     at = make_app("views/inside.py", inside_view="Head roles", roles_stability="true")
     assert at.toggle(key="roles_stability").value is True
+
+
+def test_every_csv_download_names_each_column_once(make_app, monkeypatch):
+    """The CSVs whose columns are tokens had two columns called "the" for a text with "the" twice (Inside's
+    maps, Compare's, the Task page's first-token map), so a spreadsheet could not tell them apart."""
+    from app import models, ui
+    from app.registry import PAGES
+
+    views = [
+        "qk",
+        "value",
+        "rollout",
+        "roles",
+        "ablation",
+        "lens",
+        "hidden",
+        "pll",
+    ]  # Inside's (a page script)
+    frames = []
+    real = ui.show_figure
+
+    def recording(fig, *, key, data=None, **kwargs):
+        if data is not None:
+            frames.append((key, data))
+        return real(fig, key=key, data=data, **kwargs)
+
+    monkeypatch.setattr(ui, "show_figure", recording)
+    text = "the bank of the river and the bank of the money"
+    at = make_app(a=text)
+    for page in PAGES:
+        at.switch_page(page.file).run()
+        if page.file == "views/inside.py":
+            assert at.radio(key="inside_view").options == [
+                "Query & key", "Value-weighted attention", "Rollout & flow", "Head roles", "Head ablation",
+                "Logit lens", "Hidden states by layer", "Sentence scores (pseudo-likelihood)",
+            ]  # fmt: skip
+            for view in views:
+                at.radio(key="inside_view").set_value(view).run()
+        assert not at.exception, (page.file, [e.value for e in at.exception])
+    task = make_app("views/task.py", a=text, model=str(models.DEMO_TASKS_DIR / "senses"))
+    assert not task.exception
+    drawn = {key for key, _ in frames}
+    assert {
+        "task_cls_attention",
+        "cmp_attention_left",
+        "value_summed",
+        "rollout",
+        "hidden_trajectory",
+    } <= drawn
+    for key, data in frames:
+        frame = data() if callable(data) else data
+        assert frame.columns.is_unique, (key, list(frame.columns))
