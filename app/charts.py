@@ -240,7 +240,7 @@ def heatmap(
     """A labelled (R, C) heatmap. Axes are numeric with tick text, so repeated tokens stay separate rows.
     `numbered`: the labels already say where they are (a list page's "1. text"), so no position is added to
     them; labels numbered as ui.token_labels does ("3: bank") are recognised without it.
-    `width_px`: about how wide the chart is drawn (a half-width column: ~450), so column labels are thinned to
+    `width_px`: about how wide the chart is drawn (a half-width column: ~400), so column labels are thinned to
     as many as fit. `zmid`: the value a diverging scale puts at its middle colour (0 for signed values, so
     white means none and not the data's midpoint).
 
@@ -330,7 +330,7 @@ def vector_strips(
     width_px: int | None = None,
 ) -> go.Figure:
     """vectors (K, H) as K strips of H dimensions, red below zero and blue above (white at 0); `width_px` as
-    in `heatmap` (a strip in half a page: ~450, so its dimension numbers are thinned to fit)."""
+    in `heatmap` (a strip in half a page: ~400, so its dimension numbers are thinned to fit)."""
     v = np.asarray(vectors)
     fig = heatmap(
         v,
@@ -596,7 +596,7 @@ def bars(
     width_px: int | None = None,
 ) -> go.Figure:
     """One bar per name (e.g. top-k predictions with their probabilities). Names are kept in order.
-    `width_px`: about how wide the chart is drawn (a half-width column: ~450), for the room its values need."""
+    `width_px`: about how wide the chart is drawn (a half-width column: ~400), for the room its values need."""
     idx = list(range(len(names)))
     text = [f"{v:.3f}" for v in values]
     width_px = width_px or page_px(font_size)

@@ -18,6 +18,16 @@ APP_ENTRY = Path(__file__).with_name("streamlit_app.py")
 EVERY_ADDRESS = {"0.0.0.0", "::", ""}
 
 
+# The environment's whole-number settings (app/server.py, app/models.py, app/inputs.py), with their least value.
+INTEGER_SETTINGS = {
+    "BERTSCOPE_CACHE_MB": 1,
+    "BERTSCOPE_MAX_FORWARDS": 1,
+    "BERTSCOPE_EXPRESS_FORWARDS": 0,
+    "BERTSCOPE_MAX_MODELS": 1,
+    "BERTSCOPE_MAX_CHARS": 1,
+}
+
+
 def network_address() -> str:
     """The address other machines reach this one by: the one on its route out, found without sending
     anything (connecting a UDP socket only picks the route), else the machine's name."""
@@ -181,6 +191,12 @@ def run_app(argv: list[str]) -> int:
     ):
         if flag is not None:
             os.environ[name] = str(flag)
+    # The server reads these as whole numbers, and one it cannot read falls back to its default without a word
+    # (each page would have to say it): a lecturer's BERTSCOPE_CACHE_MB=2GB is refused here instead.
+    for name, lowest in INTEGER_SETTINGS.items():
+        raw = os.environ.get(name, "").strip()
+        if raw and not (raw.isdecimal() and int(raw) >= lowest):
+            parser.error(f"{name} must be a whole number, at least {lowest}; it is {raw[:40]!r}")
     if args.shared and not os.environ.get("BERTSCOPE_MODEL_ROOTS", "").strip(os.pathsep + " "):
         # An empty setting (an unset shell variable in `--model-roots "$ROOTS"`) would mean "anywhere".
         os.environ["BERTSCOPE_MODEL_ROOTS"] = str(Path(__file__).resolve().parents[1] / "assets")

@@ -157,7 +157,8 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         )
 
     def position_embedding_table(self) -> np.ndarray:
-        """The learned position embeddings, (max_positions, H) float32 (a copy)."""
+        """The learned position embeddings, (max_positions, E) float32 (a copy): E is H, or the factorised
+        embedding width of ALBERT and ELECTRA."""
         return self._numpy(self.network.base.embeddings.position_embeddings.weight).copy()
 
     def segment_embedding_table(self) -> np.ndarray | None:

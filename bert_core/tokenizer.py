@@ -155,7 +155,7 @@ class Encoding:
     tokens: list[str]  # S pieces, with [CLS]/[SEP]
     input_ids: np.ndarray  # (S,) int64
     token_type_ids: np.ndarray  # (S,) int64, 0 = sentence A, 1 = sentence B
-    position_ids: np.ndarray  # (S,) int64, 0 .. S-1
+    position_ids: np.ndarray  # (S,) int64, position_offset .. position_offset + S - 1 (offset 0; RoBERTa 2)
     offsets: np.ndarray  # (S, 2) int64, see above
     sequence_ids: list[int | None]  # 0 = A, 1 = B, None = added [CLS]/[SEP]
     word_ids: list[int | None]  # index of the word within its own sentence, None for added specials

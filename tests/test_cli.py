@@ -351,6 +351,28 @@ def test_streamlit_settings_and_good_values_still_pass(monkeypatch):
     assert "--theme.base=dark" in seen["argv"] and os.environ["BERTSCOPE_DEVICE"] == "cuda:1"
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("BERTSCOPE_CACHE_MB", "2GB"), ("BERTSCOPE_MAX_FORWARDS", "0"), ("BERTSCOPE_EXPRESS_FORWARDS", "-1"),
+     ("BERTSCOPE_MAX_MODELS", "two"), ("BERTSCOPE_MAX_CHARS", "1e4")],
+)  # fmt: skip
+def test_a_number_setting_the_server_cannot_read_is_refused_before_it_starts(
+    monkeypatch, capsys, name, value
+):
+    """Each fell back to its default without a word: a cache of "2GB" ran at 1500 MB."""
+    from streamlit.web import cli as stcli
+
+    monkeypatch.setattr(stcli, "main", lambda: pytest.fail("the server was started"))
+    _restored_after(monkeypatch)
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--shared"])
+    assert exc.value.code == 2 and f"{name} must be a whole number" in capsys.readouterr().err
+    monkeypatch.setenv(name, "3")
+    monkeypatch.setattr(stcli, "main", lambda: 0)
+    assert cli.main(["--shared"]) == 0
+
+
 @pytest.mark.parametrize("setting", ["flag", "environment"])
 def test_a_device_this_machine_lacks_is_refused_before_the_server_starts(monkeypatch, capsys, setting):
     """Before, the server started and every student's first page said it could not load a model."""
