@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import bert_core
 from tests.app.conftest import decode, figure, table_with
 
@@ -166,6 +169,14 @@ def test_the_app_never_imports_torch_itself():
             if isinstance(node, ast.ImportFrom) and node.level == 0:
                 names = [node.module or ""]
             assert not any(n.split(".")[0] == "torch" for n in names), f"{path.name} imports torch"
+    # ...nor through the core: its modules import without torch, which the first model load brings in.
+    modules = sorted(
+        f"app.{p.stem}" for p in app_dir.glob("*.py") if p.stem not in ("__init__", "streamlit_app")
+    )
+    code = f"import sys\nfor m in {modules!r}: __import__(m)\nprint('torch' in sys.modules)"
+    assert len(modules) > 8
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert shown.strip() == "False", modules
 
 
 def test_large_text_shows_a_short_table_as_text_a_stylesheet_can_enlarge(make_app):
