@@ -319,14 +319,23 @@ def session_open(session_id: str) -> bool:
 
 
 class Hold:
-    """One session's hold on the model its pages use: `active` is the ActiveModel the sidebar loaded (None
-    before, or once let go of). Kept in session state and known to the store, which lets go of it once the
-    tab has been closed for a while (`ModelStore.take_hold`)."""
+    """One session's hold on the models its pages use: `active` is the ActiveModel the sidebar loaded (None
+    before, or once let go of), `second` the Compare page's second model while the session is on that page.
+    Kept in session state and known to the store, which lets go of both once the tab has been closed for a
+    while (`ModelStore.take_hold`)."""
 
-    __slots__ = ("active", "__weakref__")
+    __slots__ = ("active", "second", "__weakref__")
 
     def __init__(self) -> None:
         self.active: ActiveModel | None = None
+        self.second: ActiveModel | None = None
+
+    def let_go(self) -> None:
+        self.active = self.second = None
+
+    @property
+    def holding(self) -> bool:
+        return self.active is not None or self.second is not None
 
 
 class ModelStore:
@@ -351,8 +360,14 @@ class ModelStore:
         retry_held_s: float = 15.0,
         is_open: Callable[[str], bool] = session_open,
         closed_grace_s: float = 10.0,
+        room_model: str | None = None,
     ) -> None:
         self.capacity = capacity
+        # The model the room opens on (the server's --model, a source), which always has a place: with two others
+        # held by open tabs, the lecture's own link found no room for it, for as long as they stayed. The others
+        # share the rest (with a capacity of 1, there is no rest: nothing is kept for it).
+        self.room_model = room_model if capacity > 1 else None
+        self._room_key = None if self.room_model is None else loaded_key(self.room_model)
         self.failure_ttl_s = failure_ttl_s
         self.retry_held_s = retry_held_s
         self._lock = threading.Lock()
@@ -417,7 +432,7 @@ class ModelStore:
         for other, its_hold in list(self._holds.items()):
             last = seen[other] = now if self._is_open(other) else self._seen_open.get(other, now)
             if now - last >= self.closed_grace_s:
-                its_hold.active = None
+                its_hold.let_go()
         self._seen_open = seen
         if seen and not self._watching:
             self._watching = True
@@ -432,11 +447,11 @@ class ModelStore:
         closed = [
             (self._seen_open.get(sid, time.monotonic()), its_hold)
             for sid, its_hold in list(self._holds.items())
-            if its_hold.active is not None and not self._is_open(sid)
+            if its_hold.holding and not self._is_open(sid)
         ]
         if not closed:
             return False
-        min(closed, key=lambda pair: pair[0])[1].active = None
+        min(closed, key=lambda pair: pair[0])[1].let_go()
         return True
 
     @staticmethod
@@ -455,14 +470,23 @@ class ModelStore:
 
     def _room_for(self, key: str) -> list[str]:
         """Make room for `key` by letting go of the least recently used models (each freed unless a page holds
-        it); the keys still in memory besides `key` when that is not enough, else []. Caller holds the lock."""
-        while len(self._in_memory(key)) >= self.capacity:
-            oldest = next((k for k in self._models if k != key), None)
+        it); the keys still in memory besides `key` when that is not enough, else []. Any model but the room's
+        finds one place fewer, and the room's model does not count against it (see `room_model`), unless that
+        model failed to load: then keeping its place would only leave one unused. Caller holds the lock."""
+        room = self._room_key
+        kept = room is not None and key != room and not self._failures.get(model_key_of(room))
+        limit = self.capacity - 1 if kept else self.capacity
+
+        def in_the_way() -> list[str]:
+            return [k for k in self._in_memory(key) if not (kept and k == room)]
+
+        while len(in_the_way()) >= limit:
+            oldest = next((k for k in self._models if k != key and not (kept and k == room)), None)
             if oldest is None:
                 break
             self._evicted[oldest] = self._models.pop(oldest)  # gone at once if only the store held it
-        crowded = self._in_memory(key)
-        return crowded if len(crowded) >= self.capacity else []
+        crowded = in_the_way()
+        return crowded if len(crowded) >= limit else []
 
     def _claim(self, key: str, source: str) -> list[str]:
         """Room for `key` taken (it counts as loading from now, in the same hold of the lock as the check, so two
@@ -599,11 +623,16 @@ class ModelStore:
                     crowded = self._claim(cache_key, source)
             if crowded:
                 names = [self._sources.get(k, k) for k in crowded]
+                kept = ""
+                if self._room_key is not None and self._room_key not in crowded:
+                    # it always loads, so it is one of the alternatives too
+                    kept = f", one place kept for the model the room opens on ({self.room_model})"
+                    names = [self.room_model, *names]
                 raise StoreFull(
                     f"this server keeps at most {self.capacity} "
-                    f"{'model' if self.capacity == 1 else 'models'} in memory ({ENV_MAX_MODELS}), and open pages "
-                    f"are using {', '.join(names)}; pick {'it' if len(names) == 1 else 'one of them'}, or try "
-                    "again when fewer pages are open",
+                    f"{'model' if self.capacity == 1 else 'models'} in memory ({ENV_MAX_MODELS}){kept}, and "
+                    f"open pages are using {', '.join(names[1:] if kept else names)}; pick "
+                    f"{'it' if len(names) == 1 else 'one of them'}, or try again when fewer pages are open",
                     names,
                 )
             try:
@@ -753,7 +782,7 @@ def model_store() -> ModelStore:
         capacity = max(1, int(os.environ.get(ENV_MAX_MODELS, "").strip() or 3))
     except ValueError:
         capacity = 3
-    return ModelStore(capacity=capacity)
+    return ModelStore(capacity=capacity, room_model=default_model_source())
 
 
 @dataclass(frozen=True)
@@ -867,6 +896,30 @@ def session_hold() -> Hold:
         ctx = None
     model_store().take_hold(getattr(ctx, "session_id", None), hold)
     return hold
+
+
+def load_second(source: str) -> ActiveModel:
+    """The Compare page's second model, held by this session like the sidebar's (`Hold.second`): counted as in
+    use by an open page, so that another session's load cannot push it out of a full store between two runs
+    of the page (the page then could not load it again), until the session leaves the page."""
+    hold = session_hold()
+    if hold.second is not None and loaded_key(hold.second.source) != loaded_key(source):
+        hold.second = (
+            None  # let go of first, as the sidebar does, or a full store would count it against this
+        )
+    try:
+        hold.second = load_model(source, held=hold.second)
+    except ModelUnavailable:
+        hold.second = None
+        raise
+    return hold.second
+
+
+def leave_second() -> None:
+    """The session left the Compare page: its second model is no longer in use by it."""
+    hold = st.session_state.get(KEY_HOLD)
+    if hold is not None:
+        hold.second = None
 
 
 def active_model() -> ActiveModel | None:

@@ -201,6 +201,8 @@ def main() -> None:
                 # A session whose widgets are bound to the URL already (none is, on a link's first run): the
                 # URL can't be handed over, so the page is shown on the twin's path.
                 pass
+        if page.url_path != "compare":
+            models.leave_second()  # only that page uses a second model: elsewhere it is free to go
         sidebar()
         ui.large_text_style()
         run_page(page)

@@ -47,7 +47,7 @@ second = st.selectbox(
     help="Pick a listed model, or type a hub id or a local checkpoint directory and press Enter.",
 )
 try:
-    right = models.load_model((second or "").strip() or options[0])
+    right = models.load_second((second or "").strip() or options[0])
 except models.ModelUnavailable as exc:
     st.error("The second model can't be loaded: " + ui.md_escape(exc.reason))
     st.stop()

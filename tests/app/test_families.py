@@ -263,6 +263,30 @@ def test_compare_says_once_escaped_when_a_side_does_not_read_bank_as_one_word(
     assert all(text.startswith("BERT") or text.startswith("DistilBERT") for text in said), said
 
 
+def test_compares_second_model_is_held_while_the_page_is_open(family_dirs, monkeypatch, tiny_checkpoint):
+    """It was held by no one between two runs of the page, so another session's load pushed it out of a full
+    store and the page's next run could not load it again ("open pages are using ..."). Now the other load
+    waits, as it would for any model an open page uses, until the session leaves Compare."""
+    import gc
+
+    from app import models
+
+    monkeypatch.setenv("BERTSCOPE_MAX_MODELS", "2")  # the room's model, and one place besides
+    second = str(family_dirs["distilbert"])
+    at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", model2=second)
+    assert not at.exception and figure(at, "cmp_attention_right")
+    store = models.model_store()
+    store._is_open = lambda session_id: True  # AppTest's session counts as a closed tab between its runs
+    with pytest.raises(models.StoreFull) as full:  # another tab asks for a third model
+        store.load(str(family_dirs["albert"]))
+    assert second in full.value.in_use
+    at.text_area(key="a").set_value("the bank of the river").run()  # the page goes on with its second model
+    assert not at.error and figure(at, "cmp_attention_right")
+    at.switch_page("views/tokens.py").run()  # left the page: its second model may go
+    gc.collect()  # the store collects at most every 5 s, and it just did for the refusal above
+    assert store.load(str(family_dirs["albert"])).info.architecture == "albert"
+
+
 def test_compare_says_when_each_side_cut_a_long_text(family_dirs, monkeypatch, tiny_checkpoint):
     long = " ".join(["the boat drifted toward the bank of the river"] * 40)  # no [MASK]
     second = str(family_dirs["distilbert"])

@@ -165,6 +165,42 @@ def test_max_models_bounds_the_models_in_memory_including_those_pages_hold(tmp_p
     assert store.in_use() == [str(b)]
 
 
+def test_the_rooms_model_always_has_a_place_however_many_tabs_hold_others(tmp_path, load_calls):
+    """Two open tabs on two other models left the server's own model no room (BERTSCOPE_MAX_MODELS=2): the
+    lecture's link said "no model is loaded" to everyone after them, for as long as those tabs stayed open."""
+    room, b, c = (make_checkpoint(tmp_path / name, "model") for name in ("room", "b", "c"))
+    for kept in (False, True):
+        store = models.ModelStore(capacity=2, room_model=str(room) if kept else None)
+        held_b = store.load(str(b))  # one tab on b ...
+        if not kept:
+            held_c = store.load(str(c))  # ... one on c: before, the room's model was shut out
+            with pytest.raises(models.StoreFull):
+                store.load(str(room))
+            continue
+        with pytest.raises(models.StoreFull) as full:  # ... another model waits for b's tab instead
+            store.load(str(c))
+        assert "one place kept for the model the room opens on" in str(full.value)
+        assert full.value.in_use == [str(room), str(b)]  # the room's model is one that loads now
+        held_room = store.load(str(room))  # and the room's model loads beside b
+        with pytest.raises(models.StoreFull):
+            store.load(str(c))
+        assert store.load(str(b)) is held_b and store.load(str(room)) is held_room
+    del held_c
+
+
+def test_the_room_keeps_no_place_for_a_model_that_failed_or_at_a_capacity_of_one(tmp_path, load_calls):
+    b, c = make_checkpoint(tmp_path / "b", "model"), make_checkpoint(tmp_path / "c", "model")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    store = models.ModelStore(capacity=2, room_model=str(broken))
+    with pytest.raises(bert_core.ModelLoadError):
+        store.load(str(broken))
+    held = [store.load(str(b)), store.load(str(c))]  # a place kept for it would only stay empty
+    single = models.ModelStore(capacity=1, room_model=str(b))
+    held.append(single.load(str(c)))  # with one place, it is whoever loads first
+    assert len(held) == 3
+
+
 def test_the_store_lets_go_of_the_hold_of_a_tab_closed_for_a_while_only(tmp_path, load_calls):
     """A closed tab's session lives on in Streamlit for minutes; its hold on a model is let go of once it has
     been closed for the grace period, while open tabs, tabs back from a blip, and sessions never seen
