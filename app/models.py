@@ -666,6 +666,16 @@ class ModelStore:
         while len(self._failures) > MAX_FAILURES:
             del self._failures[next(iter(self._failures))]
 
+    @staticmethod
+    def _in_its_own_words(reason: str, source: str, key: str) -> str:
+        """A failure is remembered for the checkpoint (its key) and told to every session that asks for it: with
+        the path as its first asker spelled it (`/tmp/../etc`), another session read that student's words. The
+        resolved path is written instead, standing alone (not as a piece of a longer name)."""
+        spelled = source_path(source).strip()
+        if spelled == key or not key.startswith(os.sep) or not spelled:
+            return reason
+        return re.sub(r"(?<![\w./~-])" + re.escape(spelled) + r"(?![\w./-])", lambda _: key, reason)
+
     def _no_checkpoint_there(self, source: str, key: str) -> None:
         """Raise (and remember, as a read would) when `source` names no checkpoint directory at all: told
         before room is made, or every mistyped path would let go of an unused cached model first. Hub ids and
@@ -679,9 +689,10 @@ class ModelStore:
                 bert_core.checkpoints.resolve_source(path, local_files_only=True)
             )
         except bert_core.ModelLoadError as exc:
+            reason = self._in_its_own_words(str(exc), source, key)
             with self._lock:
-                self._remember_failure(key, (time.monotonic(), str(exc), signature))
-            raise
+                self._remember_failure(key, (time.monotonic(), reason, signature))
+            raise bert_core.ModelLoadError(reason) from exc
 
     def _settled(
         self, key: str, cache_key: str, held: bert_core.BertScopeModel | None
@@ -716,7 +727,7 @@ class ModelStore:
         except bert_core.ModelLoadError as exc:
             # The loader's own verdict is about the checkpoint, so it holds for every session until the
             # directory changes (or the hub failure's time is up).
-            reason = str(exc)
+            reason = self._in_its_own_words(str(exc), source, key)
             if stale is not None:
                 reason = f"its files changed on disk while the server ran and no longer load: {reason}"
             with self._lock:
@@ -807,9 +818,13 @@ class ModelUnavailable(Exception):
 
 def _without_home(message: str) -> str:
     """A loader's message with the server's home directory written `~`: on a shared server the students see
-    it, and where the lecturer's account keeps its Hugging Face cache is not theirs to know."""
-    home = str(Path.home())
-    return message.replace(home + os.sep, "~" + os.sep) if len(home) > 1 else message
+    it, and where the lecturer's account keeps its Hugging Face cache is not theirs to know. The directory
+    itself too ("no config.json in /home/lecturer"), not only paths under it."""
+    home = str(Path.home()).rstrip(os.sep)
+    if not home:
+        return message
+    # where a name ends: "/root/x", "/root:", "in /root." (not "/rooted")
+    return re.sub(re.escape(home) + r"(?=$|[\s'\"/\\)(,;:]|\.(?:$|\s))", "~", message)
 
 
 def load_model(

@@ -85,7 +85,9 @@ def resolve_source(
             endpoint=endpoint,
             local_files_only=local_files_only,
         )
-    raise ModelLoadError(f"no such directory: {path} (and it is not a valid hub id either)")
+    # As typed (cut): a Path folds "//" into "/" and writes `~` out as the home directory.
+    shown = source if len(source) <= 200 else source[:200] + "…"
+    raise ModelLoadError(f"no such directory: {shown} (and it is not a valid hub id either)")
 
 
 def download_from_hub(

@@ -852,3 +852,33 @@ def test_load_messages_show_the_servers_home_as_a_tilde(monkeypatch):
         models.load_model("someone/not-cached")
     assert str(Path.home()) not in caught.value.reason
     assert "(~/.cache/huggingface/hub)" in caught.value.reason
+
+
+def test_a_remembered_failure_is_told_in_the_resolved_path_not_another_sessions_spelling(
+    tmp_path, monkeypatch
+):
+    """A student's `/tmp/../usr/../etc` was what the next student, asking for `/etc`, read in their message."""
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)
+    spelled = f"{empty}/sub/../sub/.."
+    store = models.ModelStore()
+    with pytest.raises(bert_core.ModelLoadError) as first:
+        store.load(spelled)
+    with pytest.raises(bert_core.ModelLoadError) as second:
+        store.load(str(empty))
+    for told in (str(first.value), str(second.value)):
+        assert "sub/.." not in told and str(empty.resolve()) in told, told
+
+
+def test_messages_keep_a_path_as_typed_and_hide_the_home_directory_itself(monkeypatch, tmp_path):
+    home = tmp_path / "lecturer"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    assert models._without_home(f"no config.json in {home}") == "no config.json in ~"
+    assert models._without_home(f"no config.json in {home}.") == "no config.json in ~."
+    assert models._without_home(f"{home}/models/x: bad") == "~/models/x: bad"
+    assert models._without_home(f"{home}ed is another") == f"{home}ed is another"
+    typed = "/no/such//dir/[x](http://y)"
+    with pytest.raises(bert_core.ModelLoadError) as told:
+        bert_core.load_pretrained(typed)
+    assert typed in str(told.value)  # a Path folded "//" into "/"
