@@ -77,6 +77,24 @@ which = c2.radio(
     help="'Each one' puts every occurrence on the charts, e.g. two banks in one sentence. A point takes its "
     "line's sense label.",
 )
+tokenizer = active.model.tokenizer
+typed_piece = typed_target.strip()
+specials = {
+    tokenizer.cls_token,
+    tokenizer.sep_token,
+    tokenizer.mask_token,
+    tokenizer.pad_token,
+    tokenizer.unk_token,
+}
+if typed_piece in specials or typed_piece.upper() == "[MASK]" or typed_piece.startswith("##"):
+    # Stripped of its punctuation it became "MASK" or "ing", and the page said the word was not in sentences
+    # that visibly held it.
+    st.info(
+        ui.md_escape(f"'{typed_piece[:40]}'")
+        + " is a special token or a word piece, not a word: its vector is no word's meaning to compare. Type a "
+        "whole word of the sentences (its pieces are averaged into one vector)."
+    )
+    st.stop()
 target = transforms.clean_target(typed_target)
 if not target:
     st.info("Type the target word.")
@@ -84,7 +102,6 @@ if not target:
 if len(target.split()) > 1:
     st.info("Type a single word as the target (its pieces are averaged into one vector per sentence).")
     st.stop()
-tokenizer = active.model.tokenizer
 style = active.model.info.piece_style
 try:
     target_enc = tokenizer.encode(target)

@@ -194,3 +194,13 @@ def test_large_text_stacks_the_matrix_and_the_pca_at_full_width(make_app):
     for at in (normal, large):
         assert figure(at, "senses_matrix") and figure(at, "senses_pca")
     assert len(large.columns) == len(normal.columns) - 2
+
+
+@pytest.mark.parametrize("target", ["[MASK]", "[mask]", "[CLS]", "##ing"])
+def test_a_special_token_or_a_piece_as_target_is_told_so(senses, target):
+    """Stripped of its punctuation it became "MASK" or "ing", and the page said the word was not in sentences
+    that visibly held it."""
+    at = senses(["we went [MASK] running", "they [MASK] swimming", "[CLS] the bank"], target=target)
+    said = text_of(at.info)
+    assert "is a special token or a word piece, not a word" in said and target in said
+    assert "not in these sentences" not in text_of(at.warning) and not at.get("plotly_chart")
