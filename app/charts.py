@@ -220,6 +220,11 @@ def _numbered(k: int, name: str) -> str:
     return name if name == str(k) or name.startswith(f"{k}: ") else f"{k}: {name}"
 
 
+# Cells up to which a heatmap carries a "row → column" hover label each: a 512-token map's 262,144 labels made
+# one figure 6.8 MB for the browser to receive and parse (Inside's value-weighted view sent three).
+HOVER_CELLS = 128 * 128
+
+
 def heatmap(
     matrix: np.ndarray,
     row_labels: Sequence[str],
@@ -230,7 +235,7 @@ def heatmap(
     zmax: float | None = None,
     zmid: float | None = None,
     colorscale: str = "Blues",
-    hover_cells: bool = True,
+    hover_cells: bool | None = None,
     value_name: str = "value",
     font_size: int = BASE_FONT,
     height: int | None = None,
@@ -245,10 +250,12 @@ def heatmap(
     white means none and not the data's midpoint).
 
     hover_cells=False drops the per-cell "row → column" hover labels (R*C strings) for large matrices; the
-    hover then shows indices and the value.
+    hover then shows indices and the value. None (the default): labels up to HOVER_CELLS cells.
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     r, c = matrix.shape
+    if hover_cells is None:
+        hover_cells = r * c <= HOVER_CELLS
     rl, cl = labels(row_labels), labels(col_labels)
     width_px = width_px or page_px(font_size)
     trace = go.Heatmap(

@@ -148,7 +148,6 @@ pos_fig = charts.heatmap(
     zmin=-1.0,
     zmax=1.0,
     colorscale="RdBu",
-    hover_cells=count <= 128,
     value_name="cosine",
     font_size=fs,
 )

@@ -21,6 +21,21 @@ def test_heatmap_keeps_repeated_tokens_apart():
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), m)
 
 
+def test_a_large_heatmap_sends_no_hover_label_per_cell():
+    """A 512-token map's 262,144 "row → column" labels made one figure 6.8 MB to send and parse (Inside's
+    value-weighted view drew three); past HOVER_CELLS the hover names row and column by number."""
+    import json
+
+    import plotly
+
+    small = charts.heatmap(np.zeros((128, 128)), [f"t{i}" for i in range(128)], [f"t{i}" for i in range(128)])
+    assert small.data[0].text[3][5] == "3: t3 → 5: t5"
+    names = [f"t{i}" for i in range(512)]
+    large = charts.heatmap(np.random.default_rng(0).random((512, 512)), names, names)
+    assert large.data[0].text is None and "row %{y} → column %{x}" in large.data[0].hovertemplate
+    assert len(json.dumps(large.to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)) < 3e6
+
+
 def test_head_view_focus_draws_only_that_row():
     w = np.full((3, 3), 1 / 3, dtype=np.float32)
     fig = charts.head_view(["a", "b", "c"], ["a", "b", "c"], w, focus=1)
@@ -137,7 +152,7 @@ def test_thinned_heatmap_ticks_carry_their_position():
     assert len(many.layout.yaxis.tickvals) == 64 and len(many.layout.xaxis.tickvals) == 32
     # Labels a page already numbered (ui.token_labels) keep their one number, on the axis and in the hover.
     numbered = [f"{i}: the" for i in range(200)]
-    fig = charts.heatmap(np.zeros((200, 200)), numbered, numbered)
+    fig = charts.heatmap(np.zeros((200, 200)), numbered, numbered, hover_cells=True)
     assert fig.layout.yaxis.ticktext[:2] == ("0: the", "4: the")
     assert fig.data[0].text[3][5] == "3: the → 5: the"
     listed = charts.heatmap(np.zeros((2, 2)), ["1. one", "2. two"], ["1", "2"], numbered=True)
