@@ -240,6 +240,13 @@ def run_app(argv: list[str]) -> int:
         "--global.disableWidgetStateDuplicationWarning",
         "true",
     ]
+    if args.shared:
+        # What one websocket message may carry, either way (Streamlit's one setting, 200 MB by default). A tab
+        # sends its typed text, which the server keeps in the session's state for as long as the session lives:
+        # at 200 MB a script could grow the server by that much a tab. The most a page sends at the shared
+        # --max-chars is ~2 MB (bench: the embeddings map on bert-base), so 16 MB leaves room for larger models.
+        # A --server.maxMessageSize among the extra flags comes later and wins.
+        flags += ["--server.maxMessageSize", "16"]
     if args.port is not None:
         flags += ["--server.port", str(args.port)]
     if args.address in EVERY_ADDRESS and not server_address_named():

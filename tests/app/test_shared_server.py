@@ -57,6 +57,31 @@ def test_a_shared_server_answers_on_loopback_only_and_keeps_xsrf_protection(tiny
         assert refused.value.code == 403
 
 
+def test_a_shared_server_refuses_a_message_past_16_mb_and_serves_on(tiny_checkpoint, tmp_path):
+    """A tab's typed text is kept in its session's state: at Streamlit's default limit (200 MB a message) a
+    script could grow the server by that much a tab. The connection that sends more is closed; others go on."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from websockets.exceptions import ConnectionClosed
+
+    async def room(url: str) -> None:
+        big = BackMsg()
+        big.rerun_script.query_string = urllib.parse.urlencode({"a": "bank " * 4_000_000})  # 20 MB
+        stream = url.replace("http://", "ws://", 1) + "/_stcore/stream"
+        with pytest.raises((ConnectionClosed, ConnectionResetError)) as closed:
+            async with websockets.connect(stream, subprotocols=["streamlit"], max_size=None) as ws:
+                await ws.send(big.SerializeToString())
+                for _ in range(1000):  # the server's answers, were it to take the message
+                    await asyncio.wait_for(ws.recv(), timeout=30)
+        assert "1009" in str(closed.value) or isinstance(
+            closed.value, ConnectionResetError
+        )  # message too big
+        async with tab(url, timeout_s=120) as student:
+            assert await student.show(urllib.parse.urlencode({"a": "the river bank"}), "attention") == []
+
+    with serve_app(tiny_checkpoint, tmp_path / "log", shared=True) as url:
+        asyncio.run(room(url))
+
+
 def test_a_shared_server_asks_the_network_for_nothing_while_a_room_uses_it(tiny_checkpoint, tmp_path):
     """Started with --shared alone (no HF_HUB_OFFLINE), every page is opened with a pair of sentences, and
     students type a hub id, a URL and a path outside the roots into the model box, and another site's page
