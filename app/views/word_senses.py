@@ -25,6 +25,21 @@ def preset() -> str:
         return FALLBACK_PRESET
 
 
+def occurrence_senses(sense: str) -> list[str]:
+    """The senses a line gives, one per occurrence of the word when comma-separated ("river, money"); one
+    sense ("" when none) for all of them otherwise."""
+    given = [part.strip() for part in sense.split(",")]
+    return given if len(given) > 1 else [sense]
+
+
+def sense_at(given: list[str], k: int) -> str:
+    """The sense of the word's k-th occurrence in a line that gives `given` (`occurrence_senses`); "" past
+    those a line gives one each for."""
+    if len(given) == 1:
+        return given[0]
+    return given[k] if k < len(given) else ""
+
+
 def parse(text: str) -> list[tuple[str, str]]:
     """Lines 'sentence | sense' -> [(sentence, sense)]; the sense is optional ('' when missing)."""
     out = []
@@ -55,7 +70,8 @@ raw = c1.text_area(
     persist_state="session",
     bind="query-params",
     height=200,
-    help="The sense after | colours the points and decides which pairs count as same-sense. "
+    help="The sense after | colours the points and decides which pairs count as same-sense. A line with the "
+    "word twice may give each its own: … | river, money. "
     f"At most {inputs.MAX_LINES} lines of {inputs.line_chars():,} characters each are used.",
 )
 typed_target = c2.text_input(
@@ -75,7 +91,7 @@ which = c2.radio(
     persist_state="session",
     bind="query-params",
     help="'Each one' puts every occurrence on the charts, e.g. two banks in one sentence. A point takes its "
-    "line's sense label.",
+    "line's sense, or its own where the line gives one per occurrence: … | river, money.",
 )
 tokenizer = active.model.tokenizer
 typed_piece = typed_target.strip()
@@ -136,8 +152,8 @@ if batch is None:
     st.stop()
 
 normalize = tokenizer.normalize
-# found: (sentence number, token indices of one occurrence, label suffix naming the occurrence or "")
-found, missing, cut, repeated, partly_cut = [], [], [], [], []
+# found: (sentence number, token indices of one occurrence, label suffix naming the occurrence or "", its sense)
+found, missing, cut, repeated, partly_cut, miscounted = [], [], [], [], [], []
 for n, r in zip(batch.used, batch.results, strict=True):
     occurrences = transforms.target_occurrences(r, target, normalize)
     total = len(occurrences)
@@ -149,10 +165,18 @@ for n, r in zip(batch.used, batch.results, strict=True):
     if not occurrences:
         (cut if total else missing).append(n)
         continue
+    # A line may give one sense per occurrence ("… bank … bank. | river, money"): the k-th is the k-th's.
+    given = occurrence_senses(items[n][1])
+    if len(given) > 1 and len(given) != total:
+        miscounted.append((n, len(given), total))
+
     if which == "each" and total > 1:
-        found.extend((n, idx, f" · {target} #{k + 1}") for k, idx in enumerate(occurrences))
+        found.extend(
+            (n, idx, f" · {target} #{k + 1}", sense_at(given, k)) for k, idx in enumerate(occurrences)
+        )
     else:
-        found.append((n, occurrences[-1] if which == "last" else occurrences[0], ""))
+        k = len(occurrences) - 1 if which == "last" else 0
+        found.append((n, occurrences[k], "", sense_at(given, k)))
     if total > 1:
         repeated.append((n, total))
     if total > len(occurrences):
@@ -186,6 +210,14 @@ if repeated:
             "their context.",
         }[which]
     )
+if miscounted:
+    st.warning(
+        "A line gives one sense per occurrence of the word only when it gives as many as there are; the "
+        "occurrences past those given have no sense: "
+        + ", ".join(
+            f"sentence {n + 1} ({g} senses, {t} occurrence{'s' if t != 1 else ''})" for n, g, t in miscounted
+        )
+    )
 if len(found) < 2:
     st.info(
         "The target word must appear in at least two sentences (or twice in one, with 'each one' chosen above)."
@@ -194,15 +226,15 @@ if len(found) < 2:
 
 # vectors[k, l] = mean over the word's pieces of hidden state l, for the k-th sentence that has the word
 results = dict(zip(batch.used, batch.results, strict=True))
-vectors = np.stack([results[n].hidden_states[:, idx].mean(axis=1) for n, idx, _ in found])  # (K, L + 1, H)
+vectors = np.stack([results[n].hidden_states[:, idx].mean(axis=1) for n, idx, *_ in found])  # (K, L + 1, H)
 # The pieces as the sentences have them, not as the word alone splits: a BPE word after a space is another
 # piece (RoBERTa reads "bank" alone as "b an k", after a space as "␣bank").
 read_as: dict[str, list[int]] = {}
-for n, idx, _ in found:
+for n, idx, *_ in found:
     sentence_numbers = read_as.setdefault(" ".join(style.display(results[n].tokens[i]) for i in idx), [])
     if n + 1 not in sentence_numbers:
         sentence_numbers.append(n + 1)
-if len(read_as) > 1 or any(len(idx) > 1 for _, idx, _ in found):
+if len(read_as) > 1 or any(len(idx) > 1 for _, idx, *_ in found):
     ways = [
         f"{pieces}"
         + (f" (sentence{'s' if len(ns) > 1 else ''} {', '.join(map(str, ns))})" if len(read_as) > 1 else "")
@@ -210,16 +242,15 @@ if len(read_as) > 1 or any(len(idx) > 1 for _, idx, _ in found):
     ]
     mean = (
         ": its vector in each sentence is the mean of its pieces' vectors."
-        if any(len(idx) > 1 for _, idx, _ in found)
+        if any(len(idx) > 1 for _, idx, *_ in found)
         else "."
     )
     st.caption(ui.md_escape(f"'{target}' is read as {' and as '.join(ways)}") + mean)
 n_layers = vectors.shape[1] - 1
-names = [f"{n + 1}. {items[n][1] or 'sentence'}{suffix}" for n, _, suffix in found]
-senses = [items[n][1] for n, _, _ in found]
+names = [f"{n + 1}. {sense or 'sentence'}{suffix}" for n, _, suffix, sense in found]
+senses = [sense for *_, sense in found]
 hovers = [
-    f"{n + 1}. {sentences[n]}" + (f" ({items[n][1]})" if items[n][1] else "") + suffix
-    for n, _, suffix in found
+    f"{n + 1}. {sentences[n]}" + (f" ({sense})" if sense else "") + suffix for n, _, suffix, sense in found
 ]
 NO_SENSE = "(no sense given)"
 sense_names = list(dict.fromkeys(s or NO_SENSE for s in senses))
@@ -297,7 +328,7 @@ with m2:
         title=f"PCA of the target word's vectors, layer {layer}",
         font_size=fs,
         marker_size=24 if large else 14,
-        texts=[f"{n + 1}{suffix}" for n, _, suffix in found],  # the sentence numbers of the matrix
+        texts=[f"{n + 1}{suffix}" for n, _, suffix, _ in found],  # the sentence numbers of the matrix
     )
     ui.show_figure(
         scatter,
@@ -312,8 +343,8 @@ labelled = [s for s in senses if s]
 if len(set(labelled)) >= 2:
     same, cross = [], []
     k = len(senses)
-    # Two occurrences from one sentence share their whole context and its single label: not evidence of
-    # how the model separates senses, so such pairs are left out of both lines.
+    # Two occurrences from one sentence share their whole context (whatever senses the line gives them): not
+    # evidence of how the model separates senses, so such pairs are left out of both lines.
     pairs = [
         (i, j)
         for i in range(k)

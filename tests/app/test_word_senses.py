@@ -204,3 +204,27 @@ def test_a_special_token_or_a_piece_as_target_is_told_so(senses, target):
     said = text_of(at.info)
     assert "is a special token or a word piece, not a word" in said and target in said
     assert "not in these sentences" not in text_of(at.warning) and not at.get("plotly_chart")
+
+
+def test_a_line_gives_each_occurrence_its_own_sense(senses):
+    """ "I sat on the bank, then walked to the bank for cash. | river, money": the lecture's two senses in one
+    sentence. Each point took the line's one label, so both were "river, money"."""
+    lines = [
+        "we sat on the bank and then went to the bank | river, money",
+        "my bank | money",
+        "the river bank | river",
+    ]
+    at = senses(lines)
+    at.radio(key="senses_occurrence").set_value("each").run()
+    labels = figure(at, "senses_matrix")["layout"]["xaxis"]["ticktext"]
+    assert labels == ["1. river · bank #1", "1. money · bank #2", "2. money", "3. river"]
+    pca = figure(at, "senses_pca")["data"]
+    assert sorted(t["name"] for t in pca) == ["money", "river"]  # two senses, not "river, money"
+    sims = z(at, "senses_matrix")
+    same = {t["name"]: t for t in figure(at, "senses_lines")["data"]}["same sense"]
+    last = decode(same["y"])[-1] if isinstance(same["y"], dict) else same["y"][-1]
+    np.testing.assert_allclose(last, (sims[0, 3] + sims[1, 2]) / 2, atol=1e-5)  # river-river, money-money
+    at.radio(key="senses_occurrence").set_value("last").run()  # one point: the last occurrence's sense
+    assert figure(at, "senses_matrix")["layout"]["xaxis"]["ticktext"][0] == "1. money"
+    at.text_area(key="senses_text").set_value("\n".join(["the bank | river, money, river", *lines[1:]])).run()
+    assert "sentence 1 (3 senses, 1 occurrence)" in text_of(at.warning)
