@@ -241,6 +241,8 @@ def heatmap(
     height: int | None = None,
     width_px: int | None = None,
     numbered: bool = False,
+    separator: str = " · ",
+    positions: tuple[Sequence[int], Sequence[int]] | None = None,
 ) -> go.Figure:
     """A labelled (R, C) heatmap. Axes are numeric with tick text, so repeated tokens stay separate rows.
     `numbered`: the labels already say where they are (a list page's "1. text"), so no position is added to
@@ -250,13 +252,20 @@ def heatmap(
     white means none and not the data's midpoint).
 
     hover_cells=False drops the per-cell "row → column" hover labels (R*C strings) for large matrices; the
-    hover then shows indices and the value. None (the default): labels up to HOVER_CELLS cells.
+    hover then shows indices and the value. None (the default): labels up to HOVER_CELLS cells. `separator`
+    stands between a cell's row and column in the hover: " → " where the row attends to the column (or draws
+    from it, as rollout does); the default " · " elsewhere, where a cosine or a layer × head grid has no
+    direction ("layer 3 → head 2" read as something flowing). `positions`: the rows' and columns' own numbers,
+    written before their names in the hover and on a thinned axis, where a view shows some of a text's tokens
+    (0, 1, ... by default: a view without [CLS] then called the first word 0, which the CSV and every other page
+    call 1).
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     r, c = matrix.shape
     if hover_cells is None:
         hover_cells = r * c <= HOVER_CELLS
     rl, cl = labels(row_labels), labels(col_labels)
+    row_at, col_at = positions or (range(r), range(c))
     width_px = width_px or page_px(font_size)
     trace = go.Heatmap(
         z=matrix,
@@ -270,12 +279,12 @@ def heatmap(
     )
     if hover_cells:
         # Positions too, so two rows of the same token ("the", "the") can be told apart.
-        rn = rl if numbered else [_numbered(i, name) for i, name in enumerate(rl)]
-        cn = cl if numbered else [_numbered(j, name) for j, name in enumerate(cl)]
-        trace.text = [[f"{rn[i]} → {cn[j]}" for j in range(c)] for i in range(r)]
+        rn = rl if numbered else [_numbered(i, name) for i, name in zip(row_at, rl, strict=True)]
+        cn = cl if numbered else [_numbered(j, name) for j, name in zip(col_at, cl, strict=True)]
+        trace.text = [[f"{rn[i]}{separator}{cn[j]}" for j in range(c)] for i in range(r)]
         trace.hovertemplate = "%{text}<br>" + value_name + " %{z:.4f}<extra></extra>"
     else:
-        trace.hovertemplate = "row %{y} → column %{x}<br>" + value_name + " %{z:.4f}<extra></extra>"
+        trace.hovertemplate = f"row %{{y}}{separator}column %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>"
     fig = go.Figure(trace)
     if height is None:
         height = int(min(900, max(300, 120 + 18 * r * font_size / BASE_FONT)))
@@ -284,22 +293,22 @@ def heatmap(
     fit_r = max(4, int((height - 120) / (font_size * 0.9)))
     every_r = max(1, int(np.ceil(r / fit_r)))
 
-    def ticks(names: list[str], every: int) -> list[str]:
+    def ticks(names: list[str], every: int, at: Sequence[int]) -> list[str]:
         # Thinned labels carry their position: without it every n-th token reads like a sentence with gaps.
         if every == 1 or numbered:
             return names[::every]
-        return [_numbered(k, names[k]) for k in range(0, len(names), every)]
+        return [_numbered(at[k], names[k]) for k in range(0, len(names), every)]
 
     # The columns get what the row labels and the colour bar (12 px and its values) leave of the chart's
     # width, and labels tilted by 60° stand 1/sin(60°) = 1.15 text heights apart at the least: in Large text
     # a half-width chart's row labels ("12: deposited") took half of it, and its column labels piled up.
     plot_px = max(
-        60.0, width_px - _text_px(ticks(rl, every_r), font_size) - 12 - _text_px(["0.5"], font_size)
+        60.0, width_px - _text_px(ticks(rl, every_r, row_at), font_size) - 12 - _text_px(["0.5"], font_size)
     )
     fit_c = max(3, int(plot_px / (1.15 * font_size)))
     every_c = max(1, int(np.ceil(c / fit_c)))
 
-    def axis(names: list[str], every: int, **text_only) -> dict:
+    def axis(names: list[str], every: int, at: Sequence[int], **text_only) -> dict:
         if every > 1 and all(name == str(k) for k, name in enumerate(names)):
             # Many plain positions (a vector's dimensions): plotly picks as many as fit the chart's real width,
             # which a page's column may make much narrower than the ~900 px assumed above. (A few are all
@@ -308,7 +317,7 @@ def heatmap(
         return {
             "tickmode": "array",
             "tickvals": list(range(0, len(names), every)),
-            "ticktext": ticks(names, every),
+            "ticktext": ticks(names, every, at),
         } | text_only
 
     # Short column labels (sentence numbers "1".."4") stand upright where they fit side by side; tilted, they
@@ -318,8 +327,8 @@ def heatmap(
         all(len(html.unescape(t)) <= 3 for t in cl) and shown_c * (_text_px(cl, font_size) + 6) <= plot_px
     )
     fig.update_layout(
-        xaxis=axis(cl, every_c, tickangle=0 if upright else -60),
-        yaxis=axis(rl, every_r) | {"autorange": "reversed"},
+        xaxis=axis(cl, every_c, col_at, tickangle=0 if upright else -60),
+        yaxis=axis(rl, every_r, row_at) | {"autorange": "reversed"},
     )
     # As many colour-bar values as its height holds at this text size: a short chart's ran together in Large
     # text ("1/0.5/0/−0.5/−1" in 100 px).

@@ -212,6 +212,8 @@ if view == HEATMAP:
         hover_cells=hover_cells,
         value_name="weight",
         font_size=ui.font_size(),
+        separator=" → ",
+        positions=(rows, cols),  # each token's own number, with [CLS] or a sentence hidden too
     )
     caption = "Row = the token that attends (query); column = the token attended to (key)."
     if not hover_cells:
@@ -221,9 +223,9 @@ if view == HEATMAP:
     ui.show_figure(fig, key="att_heatmap", data=table, filename=slug, caption=caption)
 else:
     # One list for both sides: "k: tok → …" isolates a query row (what it attends to), "… → k: tok" a key
-    # column (what attends to it). Numbers are positions on this view's axes.
-    from_options = [f"{n}: {row_names[n]} → …" for n in range(len(rows))]
-    to_options = [f"… → {n}: {col_names[n]}" for n in range(len(cols))]
+    # column (what attends to it). Numbers are the tokens' (or words') own, as the heatmap's and the CSV's.
+    from_options = [f"{rows[n]}: {row_names[n]} → …" for n in range(len(rows))]
+    to_options = [f"… → {cols[n]}: {col_names[n]}" for n in range(len(cols))]
     focus_options = [ALL_TOKENS, *from_options, *to_options]
     # The isolated token as (side, its place among the tokens or words, which tokens or words): hiding
     # [CLS]/[SEP] or picking a direction renumbers the choices, and the token was let go of.
@@ -251,7 +253,8 @@ else:
         key="att_all_heads",
         persist_state="session",
         bind="query-params",
-        help="Overlay the layer's heads, one colour each; click a head in the legend to hide or show it.",
+        help="Overlay the layer's heads, one colour each; the box below chooses which are drawn (the legend is "
+        "only a key).",
     )
     shown_heads = list(range(1, n_heads + 1))
     if all_heads:

@@ -106,10 +106,11 @@ for column, name, matrix, labels, layer, head in drawn:
             matrix,
             labels,
             labels,
-            title=f"Layer {layer}, head {head}",
+            title=f"Layer {layer}, {'mean of heads' if head == 'mean' else f'head {head}'}",
             zmin=0.0,
             zmax=top,
             value_name="attention",
+            separator=" → ",
             font_size=fs,
             width_px=ui.chart_width(),
         )

@@ -156,7 +156,13 @@ ui.show_figure(
     key="emb_positions_sim",
     data=ui.later(transforms.labelled_table, sims, pos_labels, "position", range(count)),
     filename="position_similarity",
-    caption="Nearby positions have similar vectors in a trained model: the band along the diagonal.",
+    caption="Nearby positions have similar vectors in a trained model: the band along the diagonal."
+    + (
+        f" This model was pre-trained on at most {info.trained_length} pieces: positions {info.trained_length} "
+        "and beyond keep their random start, so the band stops there."
+        if info.trained_length is not None and count > info.trained_length
+        else ""
+    ),
 )
 
 st.subheader("Segment A vs B")

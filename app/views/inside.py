@@ -77,12 +77,23 @@ def layer_and_head(prefix: str, *, heads: bool = True) -> tuple[int, int | None]
 
 
 def matrix_figure(
-    matrix: np.ndarray, title: str, key: str, value: str, *, rows=None, zmin=0.0, width_px: int | None = None
+    matrix: np.ndarray,
+    title: str,
+    key: str,
+    value: str,
+    *,
+    rows=None,
+    zmin=0.0,
+    width_px: int | None = None,
+    separator: str = " → ",
 ) -> None:
+    """A map of the text's tokens (columns) by `rows` (the tokens again, or "layer 0".."layer L"); `separator`
+    " → " for who attends to (draws from) whom, " · " for a measure per token and layer."""
     rows = labels if rows is None else rows
     fig = charts.heatmap(
         matrix, rows, labels, title=title, zmin=zmin, zmax=float(np.nanmax(matrix)) or 1.0,
-        value_name=value, font_size=fs, width_px=width_px,
+        value_name=value, font_size=fs, width_px=width_px, separator=separator,
+        numbered=True,  # tokens as "3: bank", rows as "layer 2": no second, 0-based number before either
     )  # fmt: skip
     # numbered as the map is: a repeated token ("the" twice) made two columns of one name
     frame = pd.DataFrame(matrix, columns=labels).assign(row=list(rows))
@@ -229,8 +240,9 @@ elif view == "roles":
     st.caption(
         "Heads specialise (Clark et al., 2019): some attend to "
         + ui.md_escape(f"{cls} or {sep}")
-        + ", to the previous or next token, to punctuation, or broadly. A head is labelled when at least half "
-        "its attention goes to one target, 'broad' when its rows are near uniform."
+        + ", to the previous or next token, to itself, to punctuation, or broadly. A head is labelled when, on "
+        "average over its rows, at least half of a row goes to one kind of target (every separator together, "
+        "say); 'broad' when no target has that and its rows' entropy is at least 80 % of a uniform row's."
     )
     roles = bert_core.head_roles(result, style=style)
     rows = []
@@ -257,6 +269,7 @@ elif view == "roles":
         codes, [f"layer {i + 1}" for i in range(n_layers)], [f"head {h + 1}" for h in range(n_heads)],
         title="Role per head (" + ", ".join(f"{i + 1} = {n}" for i, n in enumerate(names)) + "; 0 = none)",
         zmin=0.0, zmax=max(1.0, float(len(names))), colorscale="Viridis", value_name="role", font_size=fs,
+        numbered=True,
     )  # fmt: skip
     ui.show_figure(fig, key="roles_grid", data=table, filename="head_roles")
     ui.table(table, key="roles_table")
@@ -292,8 +305,10 @@ elif view == "roles":
 
 elif view == "ablation":
     st.caption(
-        "Switch heads off (their output zeroed) and see what changes against the intact model; or measure, for "
-        "one masked word, how much its log-probability drops when each head alone is off (Michel et al., 2019)."
+        "Switch heads off (their output zeroed) and see what changes against the intact model; or measure, at "
+        "one mask, how much the log-probability of the intact model's top guess drops when each head alone is "
+        "off (Michel et al., 2019): blue, the head supported that guess; red, the guess got more likely without "
+        "it."
     )
     choices = [f"{layer + 1}.{head + 1}" for layer in range(n_layers) for head in range(n_heads)]
     kept = st.session_state.get("ablation_heads")
@@ -313,7 +328,7 @@ elif view == "ablation":
         changed = cache.ablated(active, inputs.text_a, inputs.text_b, off)
         drift = np.linalg.norm(changed.hidden_states - result.hidden_states, axis=-1)  # (L + 1, S)
         matrix_figure(drift, "How far each token's vector moved (L2), by layer",
-                      "ablation_drift", "distance", rows=[f"layer {i}" for i in range(n_layers + 1)])  # fmt: skip
+                      "ablation_drift", "distance", rows=[f"layer {i}" for i in range(n_layers + 1)], separator=" · ")  # fmt: skip
         first = [
             transforms.cosine_matrix(np.stack([result.hidden_states[i, 0], changed.hidden_states[i, 0]]))[
                 0, 1
@@ -398,7 +413,7 @@ elif view == "ablation":
             fig = charts.heatmap(
                 imp.drop, [f"layer {i + 1}" for i in range(n_layers)], [f"head {h + 1}" for h in range(n_heads)],
                 title=f"Drop in log P({style.display(imp.token)}) at piece {imp.position} with that head off",
-                zmid=0.0, colorscale="RdBu", value_name="drop (nats)", font_size=fs,
+                zmid=0.0, colorscale="RdBu", value_name="drop (nats)", font_size=fs, numbered=True,
             )  # fmt: skip
             frame = pd.DataFrame(imp.drop, columns=[f"head {h + 1}" for h in range(n_heads)])
             ui.show_figure(fig, key="ablation_importance_map", data=frame.assign(layer=range(1, n_layers + 1)),
@@ -407,7 +422,7 @@ elif view == "ablation":
 elif view == "lens":
     st.caption(
         "The MLM head applied to every layer's vector at one position (the logit lens, nostalgebraist 2020): "
-        "at which layer does the final answer appear?"
+        "at which layer does the final answer appear? Layer 0 is the embedding output."
     )
     if not info.has_mlm_head:
         st.info("The logit lens needs an MLM head: load a masked-language-model checkpoint.")
@@ -454,7 +469,8 @@ elif view == "lens":
 elif view == "hidden":
     st.caption(
         "Each token's vector through the layers: its length, how much it still points where it did a layer "
-        "down, and how close it already is to where it ends; then every token of one layer in two dimensions."
+        "down, and how close it already is to where it ends; then every token of one layer in two dimensions. "
+        "Layer 0 is the embedding output."
     )
     traj = bert_core.layer_trajectory(result)
     layer_names = [f"layer {i}" for i in range(n_layers + 1)]
@@ -464,7 +480,7 @@ elif view == "hidden":
               "cosine to last layer": traj.cosine_to_last}[pick]  # fmt: skip
     # Left undefined where it is (layer 0 has no previous layer): a blank cell, not a cosine of 0.
     matrix_figure(values, f"{pick} per token and layer", "hidden_trajectory", pick,
-                  rows=layer_names, zmin=None)  # fmt: skip
+                  rows=layer_names, zmin=None, separator=" · ")  # fmt: skip
     start = ui.start("hidden_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
     layer = st.slider(
         "PCA at layer", 0, n_layers, start, key="hidden_layer", persist_state="session", bind="query-params"

@@ -167,7 +167,7 @@ if len(predictions) > 1:
 with st.expander("Why this guess? (saliency)"):
     st.caption(
         "Integrated gradients (Sundararajan et al., 2017) for one prediction: how much each token moved the "
-        "chosen guess's score at its mask. Computed only when this is open and a guess is picked."
+        "chosen guess's score at its mask. Computed once a guess is picked (and kept while this is closed)."
     )
     # Labels as the options (widgets keep plain strings), each naming one (position, guess)
     options = {

@@ -44,12 +44,13 @@ POOLER_TASKS = {"BERT": "next-sentence prediction", "ALBERT": "sentence-order pr
 # A BERT the pre-training lab trained for sentence order says so by its head
 task = "sentence-order prediction" if "sop" in info.heads else POOLER_TASKS.get(info.architecture_name)
 trained = f"it was trained only for {task}" if task else "no pre-training task of this family trains it"
-st.caption(
-    ui.md_escape(
-        f"A pooler passes the last layer's {cls} vector through a dense layer and tanh; {trained}, so it is a "
-        "weak sentence embedding. Compare it with the alternatives."
+if info.has_pooler:  # without one, the notice below says so instead
+    st.caption(
+        ui.md_escape(
+            f"A pooler passes the last layer's {cls} vector through a dense layer and tanh; {trained}, so it is "
+            "a weak sentence embedding. Compare it with the alternatives."
+        )
     )
-)
 fs = ui.font_size()
 # The choices' labels are the same for every model: Streamlit writes the label into the link, so one naming
 # this model's first token ("[CLS]", "<s>") emptied the radio after a switch of family and left the link on

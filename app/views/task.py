@@ -56,8 +56,9 @@ if info.task == "qa":
         ui.md_escape(best[0]),
         f"probability {best[4]:.0%}",
         delta_color="off",
-        help=f"score (start + end logit) {best[3]:.3f}; probability: the start's softmax over the passage's "
-        "pieces times the end's, as transformers' pipeline gives it",
+        help=f"score (start + end logit) {best[3]:.3f}; probability: the start's softmax over the first token and the "
+        "passage's pieces times the end's, as transformers' pipeline gives it (a share on the first token means "
+        "no answer)",
     )
 
     ui.show_figure(
@@ -250,15 +251,19 @@ if info.task == "classify":
             first_row,
             layers,
             labels,
-            title="What the first token attends to, layer by layer",
+            title="The first token's attention, mean of the heads, layer by layer",
             zmin=0.0,
             zmax=float(np.max(first_row)) or 1.0,
             value_name="attention",
             font_size=fs,
+            numbered=True,  # rows "layer 3", columns already "3: bank": no 0-based position before a layer
         ),  # fmt: skip
         key="task_cls_attention",
         data=pd.DataFrame(first_row, columns=labels).assign(layer=layers),  # numbered: "the" twice is two
         filename="first_token_attention",
+        caption="Where the first token looks is not why the head decided: attention weights leave out the size "
+        "of what each token passes on, and the layers below have mixed the tokens already (Inside the model: "
+        "Value-weighted attention, Rollout & flow). The attributions above measure each token's share of the score.",
     )
 # In this session (a markdown link opened a new tab, a new session on the server's default model): the model,
 # the sentences and every page's choices come along, and the analysis is already cached.

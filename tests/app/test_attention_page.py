@@ -125,15 +125,22 @@ def test_a_stale_isolated_token_falls_back_to_all(make_app):
     assert at.selectbox(key="att_focus").value == "(all tokens)"
 
 
-def test_hiding_the_specials_keeps_the_isolated_token_under_its_new_number(make_app):
+def test_hiding_the_specials_keeps_the_isolated_token_and_its_own_number(make_app):
+    """The numbers are the tokens' own, as the CSV's and every other page's: hiding [CLS] renumbered them from
+    the first shown token, so "the" was 0 here and 1 everywhere else."""
     at = make_app(PAGE, a=TEXT, att_view="Head view")
     box = at.selectbox(key="att_focus")
     box.set_value(next(o for o in box.options if o.startswith("3: "))).run()
-    word = at.selectbox(key="att_focus").value.split(": ", 1)[1]
-    at.toggle(key="att_hide_special").set_value(True).run()  # [CLS] goes: every number moves down by one
-    assert not at.exception and at.selectbox(key="att_focus").value == f"2: {word}"
+    chosen = at.selectbox(key="att_focus").value
+    at.toggle(key="att_hide_special").set_value(True).run()  # [CLS] goes: the token keeps its number
+    assert not at.exception and at.selectbox(key="att_focus").value == chosen
+    assert not any(o.startswith("0: ") for o in at.selectbox(key="att_focus").options)
     at.toggle(key="att_hide_special").set_value(False).run()
-    assert at.selectbox(key="att_focus").value == f"3: {word}"
+    assert at.selectbox(key="att_focus").value == chosen
+    at.radio(key="att_view").set_value("Heatmap").run()
+    at.toggle(key="att_hide_special").set_value(True).run()
+    hover = figure(at, "att_heatmap")["data"][0]["text"]
+    assert hover[0][0].startswith("1: ") and " → 1: " in hover[0][0]  # the first word is 1, as in the CSV
 
 
 def test_out_of_range_layer_in_the_link_is_harmless(make_app):

@@ -29,10 +29,10 @@ def test_a_large_heatmap_sends_no_hover_label_per_cell():
     import plotly
 
     small = charts.heatmap(np.zeros((128, 128)), [f"t{i}" for i in range(128)], [f"t{i}" for i in range(128)])
-    assert small.data[0].text[3][5] == "3: t3 → 5: t5"
+    assert small.data[0].text[3][5] == "3: t3 · 5: t5"
     names = [f"t{i}" for i in range(512)]
     large = charts.heatmap(np.random.default_rng(0).random((512, 512)), names, names)
-    assert large.data[0].text is None and "row %{y} → column %{x}" in large.data[0].hovertemplate
+    assert large.data[0].text is None and "row %{y} · column %{x}" in large.data[0].hovertemplate
     assert len(json.dumps(large.to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)) < 3e6
 
 
@@ -154,9 +154,9 @@ def test_thinned_heatmap_ticks_carry_their_position():
     numbered = [f"{i}: the" for i in range(200)]
     fig = charts.heatmap(np.zeros((200, 200)), numbered, numbered, hover_cells=True)
     assert fig.layout.yaxis.ticktext[:2] == ("0: the", "4: the")
-    assert fig.data[0].text[3][5] == "3: the → 5: the"
+    assert fig.data[0].text[3][5] == "3: the · 5: the"
     listed = charts.heatmap(np.zeros((2, 2)), ["1. one", "2. two"], ["1", "2"], numbered=True)
-    assert listed.data[0].text[0][1] == "1. one → 2"  # a list page's own numbers, not positions on top
+    assert listed.data[0].text[0][1] == "1. one · 2"  # a list page's own numbers, not positions on top
     few = charts.heatmap(np.zeros((3, 3)), ["a", "b", "c"], ["0", "1", "2"])
     assert list(few.layout.xaxis.tickvals) == [0, 1, 2]  # a few plain positions are all written
 
@@ -372,3 +372,21 @@ def test_a_scatters_points_are_labelled_where_a_projector_shows_no_hover():
     many = np.zeros((charts.SCATTER_TEXT_LIMIT + 1, 2))
     crowded = charts.scatter_2d(many, [0] * len(many), ["a"], ["h"] * len(many), texts=["t"] * len(many))
     assert crowded.data[0].mode == "markers"  # more would cover each other: hover only
+
+
+def test_a_heatmaps_hover_says_a_direction_only_where_there_is_one_and_numbers_a_view_by_its_tokens():
+    """ "layer 3 → head 2" and "1. river → 2. money" read as something flowing; and a view of some of a text's
+    tokens numbered them from 0 in the hover where the CSV and the other pages give their own numbers."""
+    grid = charts.heatmap(np.zeros((2, 2)), ["layer 1", "layer 2"], ["head 1", "head 2"], numbered=True)
+    assert grid.data[0].text[1][0] == "layer 2 · head 1"
+    attention = charts.heatmap(
+        np.zeros((2, 3)),
+        ["the", "bank"],
+        ["the", "bank", "."],
+        separator=" → ",
+        positions=([1, 2], [1, 2, 3]),
+    )
+    assert attention.data[0].text[0][2] == "1: the → 3: ."
+    words = [f"w{i}" for i in range(200)]
+    thinned = charts.heatmap(np.zeros((2, 200)), ["a", "b"], words, positions=([0, 1], range(5, 205)))
+    assert thinned.layout.xaxis.ticktext[0].startswith("5: w0")

@@ -73,7 +73,7 @@ def test_target_with_punctuation_and_spaces_is_cleaned(senses):
     assert at.text_input(key="senses_word").value == "  bank. "  # what was typed stays
     # hover names each cell by its sentences' own numbers, once ("1. sentence → 2. sentence")
     hover = figure(at, "senses_matrix")["data"][0]["text"]
-    assert hover[0][1].startswith("1. ") and "→ 2. " in hover[0][1] and ": " not in hover[0][1]
+    assert hover[0][1].startswith("1. ") and " · 2. " in hover[0][1] and ": " not in hover[0][1]
 
 
 @pytest.mark.parametrize(("target", "parts"), [("can't", "'can', ''', 't'"), ("银行", "'银', '行'")])
