@@ -221,7 +221,7 @@ def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
     model = bert_core.load_pretrained(family_dirs["distilbert"])
     r = model.analyze("we sat on the [MASK] of the river")
     assert decode(right["data"][0]["z"]).shape == r.attentions[-1, 0].shape
-    assert left["layout"]["title"]["text"] and right["layout"]["title"]["text"]
+    assert left["layout"]["title"]["text"].endswith("mean of heads") and right["layout"]["title"]["text"]
     # one colour scale for both sides: the same colour is the same weight (each once ran to its own maximum)
     top = max(float(np.nanmax(decode(f["data"][0]["z"]))) for f in (left, right))
     assert left["data"][0]["zmax"] == right["data"][0]["zmax"] == pytest.approx(top, rel=1e-6)

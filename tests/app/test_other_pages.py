@@ -402,3 +402,13 @@ def test_every_csv_download_names_each_column_once(make_app, monkeypatch):
     for key, data in frames:
         frame = data() if callable(data) else data
         assert frame.columns.is_unique, (key, list(frame.columns))
+
+
+def test_position_similarity_says_where_a_model_stopped_training_its_positions(make_app):
+    """The demo model saw at most 42 pieces: past that its positions keep their random start, and the
+    caption promised a band along the diagonal that stops there."""
+    at = make_app("views/embeddings.py", a="the bank", model="@demo")
+    said = " ".join(c.value for c in at.caption)
+    assert "pre-trained on at most 42 pieces" in said
+    at.slider(key="emb_positions").set_value(40).run()
+    assert "pre-trained on at most" not in " ".join(c.value for c in at.caption)

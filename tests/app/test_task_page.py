@@ -52,7 +52,12 @@ def test_classifier_bars_and_saliency_are_the_cores(heads, monkeypatch):
     np.testing.assert_allclose(decode(bars["x"]), [p for _, p in model.classify(text)], atol=1e-6)
     strip = _strip(figure(at, "task_saliency"))
     np.testing.assert_allclose(strip, model.attribute(text).scores, atol=1e-5)
-    assert figure(at, "task_cls_attention")  # the first token's attention per layer
+    first = figure(at, "task_cls_attention")  # the first token's attention per layer, heads averaged
+    attentions = model.analyze(text).attentions
+    np.testing.assert_allclose(decode(first["data"][0]["z"]), attentions[:, :, 0, :].mean(axis=1), atol=1e-6)
+    assert "mean of the heads" in first["layout"]["title"]["text"]
+    assert first["data"][0]["text"][0][1].startswith("layer 1 · 1: ")  # no 0-based number before the layer
+    assert any("is not why" in c.value for c in at.caption)
     before = at.session_state[cache.FORWARD_PASSES]
     at.radio(key="task_method").set_value("integrated_gradients").run()  # the same choice again: cached
     assert at.session_state[cache.FORWARD_PASSES] == before
