@@ -15,6 +15,7 @@ checkpoint to the weights the run would have ended with uninterrupted.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shlex
@@ -23,6 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..paths import in_path, out_dir, replace_problem, writable_problem
@@ -32,6 +34,7 @@ from .train import (
     PAIR_TASKS,
     SAVE_DTYPES,
     TRAINING_STATE_FILE,
+    CheckpointWriteError,
     StepStats,
     TrainingConfig,
 )
@@ -197,7 +200,14 @@ def _clock(seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:  # before training started (imports, reading the corpus): nothing was written
+        print("\ninterrupted before training started; nothing was written", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] == "make-corpus":
         from .corpus import main as corpus_main
 
@@ -213,17 +223,16 @@ def main(argv: list[str] | None = None) -> int:
     problem = problem or writable_problem(args.out)
     if problem:
         parser.error(problem)
-    if (args.out / "pretraining.json").is_file():
-        unfinished = (args.out / TRAINING_STATE_FILE).is_file()
-        print(
-            f"bertscope pretrain: replacing the earlier checkpoint in {args.out}"
-            + (
-                " (an unfinished run: `bertscope pretrain resume` would have gone on with it)"
-                if unfinished
-                else ""
-            ),
-            file=sys.stderr,
+    if (args.out / TRAINING_STATE_FILE).is_file():
+        # Replaced at this run's first checkpoint, or by a Ctrl-C meant to take this command back: hours of the
+        # other run gone for a forgotten word.
+        parser.error(
+            f"--out {args.out} holds an unfinished run ({_step_said(args.out)}): go on with it with `bertscope "
+            f"pretrain resume --corpus FILE --out {args.out}`, or to start over there, delete "
+            f"{args.out / TRAINING_STATE_FILE} first"
         )
+    if (args.out / "pretraining.json").is_file():
+        print(f"bertscope pretrain: replacing the earlier checkpoint in {args.out}", file=sys.stderr)
     corpus = args.corpus
     if not corpus.is_file():
         parser.error(
@@ -315,46 +324,80 @@ def _resume_main(argv: list[str], command: list[str]) -> int:
     import torch
 
     from .corpus import read_documents
-    from .train import TrainingConfig, load_training_state, resume
+    from .train import TrainingConfig, corpus_problem, load_training_state, resume
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     try:
+        state = load_training_state(args.out)
         documents = read_documents(args.corpus)
-        pair_task = TrainingConfig.from_dict(load_training_state(args.out)["training_config"]).pair_task
+        problem = corpus_problem(documents, state, args.out)
     except ValueError as exc:
         parser.error(str(exc))
+    if problem:
+        parser.error(problem)
+    pair_task = TrainingConfig.from_dict(state["training_config"]).pair_task
+    # The run's own thread count unless told otherwise: another one sums in another order, and the weights end
+    # a few bits apart from the uninterrupted run's.
+    threads = state.get("threads")
+    if args.threads and threads and args.threads != threads:
+        print(
+            f"bertscope pretrain resume: the run trained on {threads} thread(s); on {args.threads} its weights "
+            "will differ in their last bits from an uninterrupted run's",
+            file=sys.stderr,
+        )
+    if args.threads or threads:
+        torch.set_num_threads(args.threads or threads)
     info = {"resumed_with": "bertscope pretrain " + shlex.join(command)}
-    return _run(lambda **kw: resume(documents, args.out, info=info, **kw), args, pair_task)
+    return _run(
+        lambda **kw: resume(documents, args.out, info=info, state=state, **kw),
+        args,
+        pair_task,
+        prog="bertscope pretrain resume",
+    )
 
 
-def _run(train: Callable[..., Any], args: argparse.Namespace, pair_task: str) -> int:
+def _run(
+    train: Callable[..., Any], args: argparse.Namespace, pair_task: str, prog: str = "bertscope pretrain"
+) -> int:
     """Run `train(on_step=, stop=)` with a progress bar, the first Ctrl-C asking it to stop after the step in
     progress (a checkpoint of that step is written), a second one stopping at once; then say what came of it."""
     stop_requested = False
+    last = {"step": 0, "total": None}  # the last step done, so a Ctrl-C after the last says what comes
+    progress = None if args.quiet else ProgressBar()
+
+    def on_step(stats: StepStats) -> None:
+        last.update(step=stats.step, total=stats.total_steps)
+        if progress is not None:
+            progress(stats)
 
     def on_interrupt(signum, frame) -> None:
         nonlocal stop_requested
         if stop_requested:
             raise KeyboardInterrupt
         stop_requested = True
-        print("\nstopping after this step (Ctrl-C again to stop at once) ...", file=sys.stderr)
+        if last["step"] == last["total"]:
+            said = "finishing: writing the final model (Ctrl-C again to stop at once, losing the steps since the last checkpoint)"
+        else:
+            said = "stopping after this step (Ctrl-C again to stop at once)"
+        print(f"\n{said} ...", file=sys.stderr)
 
-    started = time.monotonic()
-    # Python lets only the main thread set a handler; elsewhere Ctrl-C is not this thread's to see anyway.
-    handle = threading.current_thread() is threading.main_thread()
+    started, written_since = time.monotonic(), time.time()
+    # Only where Ctrl-C would stop the program anyway: Python lets only the main thread set a handler, and a
+    # program started with SIGINT ignored (`cmd &` in a script) keeps ignoring it.
+    handle = (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
     previous = signal.signal(signal.SIGINT, on_interrupt) if handle else None
     try:
-        result = train(on_step=None if args.quiet else ProgressBar(), stop=lambda: stop_requested)
+        result = train(on_step=on_step, stop=lambda: stop_requested)
     except KeyboardInterrupt:
-        print(
-            f"\ninterrupted; the last checkpoint (if any) is in {args.out}; go on from it with: "
-            f"{_resume_command(args)}",
-            file=sys.stderr,
-        )
+        print(f"\ninterrupted; {_saved(args, written_since)}", file=sys.stderr)
         return 130
+    except CheckpointWriteError as exc:
+        print(f"{prog}: error: {exc}; {_saved(args, written_since)}", file=sys.stderr)
+        return 1
     except (ValueError, FloatingPointError) as exc:
-        print(f"bertscope pretrain: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
     finally:
         if handle:
@@ -378,6 +421,30 @@ def _run(train: Callable[..., Any], args: argparse.Namespace, pair_task: str) ->
         + f"; model written to {os.fspath(args.out)}"
     )
     return 0
+
+
+def _step_said(out: Path) -> str:
+    """ "step 700 of 3000" from the run's pretraining.json, or why not."""
+    try:
+        info = json.loads((out / "pretraining.json").read_text(encoding="utf-8"))
+        return f"step {info['step']} of {info['training_config']['steps']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "its last checkpoint's step unknown"
+
+
+def _saved(args: argparse.Namespace, since: float) -> str:
+    """What a run stopped early left: its last checkpoint (and the command that goes on from it), or nothing.
+    Written by this run only: the directory may hold an earlier run's records, which are not this one's."""
+    record = args.out / "pretraining.json"
+    try:
+        fresh = record.stat().st_mtime >= since - 1
+    except OSError:
+        fresh = False
+    if not fresh:
+        return f"no checkpoint of this run was written to {args.out}"
+    if not (args.out / TRAINING_STATE_FILE).is_file():
+        return f"the last checkpoint ({_step_said(args.out)}) is in {args.out}"
+    return f"the last checkpoint ({_step_said(args.out)}) is in {args.out}; go on from it with: {_resume_command(args)}"
 
 
 def _resume_command(args: argparse.Namespace) -> str:

@@ -61,6 +61,14 @@ STALE_CHECKPOINT_FILES = (
 # checkpoint but the last, which removes it: a finished model is not carrying three times its size.
 TRAINING_STATE_FILE = "training_state.pt"
 TRAINING_STATE_VERSION = 1
+LAB_RECORDS = (*LAB_INFO_FILES, TRAINING_STATE_FILE)  # moved into a checkpoint directory after the weights
+
+
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (a full disk, a directory taken away); the one written before it, if
+    any, is left as it was."""
+
+
 STALE_SHARD = re.compile(r"(model|pytorch_model)-\d+-of-\d+\.(safetensors|bin)")
 
 
@@ -539,18 +547,27 @@ def write_checkpoint(
     from safetensors.torch import save_file
 
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=directory, prefix=".partial-") as tmp:
-        tmp_dir = Path(tmp)
-        save_file(state, str(tmp_dir / "model.safetensors"), metadata={"format": "pt"})
-        (tmp_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        if files is not None:
-            files(tmp_dir)
-        written = {item.name for item in tmp_dir.iterdir()}
-        _remove_stale_files(directory, written)
-        for item in tmp_dir.iterdir():
-            item.chmod(0o644)  # mkdtemp's files are private; a checkpoint is meant to be shared
-            os.replace(item, directory / item.name)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=directory, prefix=".partial-") as tmp:
+            tmp_dir = Path(tmp)
+            save_file(state, str(tmp_dir / "model.safetensors"), metadata={"format": "pt"})
+            (tmp_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+            if files is not None:
+                files(tmp_dir)
+            written = {item.name for item in tmp_dir.iterdir()}
+            # The lab's records last, and what the earlier checkpoint left and this one does not replace only
+            # once everything is in: a stop between two moves leaves records that describe files still there
+            # (the earlier training_state.pt was deleted first, and a run stopped then could not be resumed).
+            for item in sorted(tmp_dir.iterdir(), key=lambda item: item.name in LAB_RECORDS):
+                item.chmod(0o644)  # mkdtemp's files are private; a checkpoint is meant to be shared
+                os.replace(item, directory / item.name)
+            _remove_stale_files(directory, written)
+    except (OSError, RuntimeError) as exc:  # torch.save's full disk is a RuntimeError ("enforce fail ...")
+        why = (
+            exc.strerror if isinstance(exc, OSError) and exc.strerror else "a write failed: is the disk full?"
+        )
+        raise CheckpointWriteError(f"cannot write the checkpoint to {directory} ({why})") from exc
     return directory
 
 
@@ -559,7 +576,7 @@ def _remove_stale_files(directory: Path, written: set[str]) -> None:
     for item in directory.iterdir():
         name = item.name
         # The labs' metadata too (when this save writes none): another run's describes other weights.
-        known = name in (*STALE_CHECKPOINT_FILES, *LAB_INFO_FILES, TRAINING_STATE_FILE)
+        known = name in (*STALE_CHECKPOINT_FILES, *LAB_RECORDS)
         stale = known or STALE_SHARD.fullmatch(name) is not None
         if stale and name not in written and item.is_file():
             log.info("removing %s left over from an earlier checkpoint in %s", name, directory)
@@ -601,19 +618,18 @@ def resume(
     on_step: Callable[[StepStats], None] | None = None,
     info: dict[str, Any] | None = None,
     stop: Callable[[], bool] | None = None,
+    state: dict[str, Any] | None = None,
 ) -> TrainingResult:
     """Go on with the run whose last checkpoint is in `out_dir`, on the same `documents`, to its planned last
     step: with the configuration, vocabulary and every random generator's state it was stopped with, so it ends
     with the weights it would have had uninterrupted. `info` is merged into the run's own (pretraining.json).
-    Raises ValueError when there is nothing to resume or the documents are not the run's."""
+    Raises ValueError when there is nothing to resume or the documents are not the run's. `state`: its
+    `load_training_state`, when the caller has read it already."""
     out_dir = Path(out_dir)
-    state = load_training_state(out_dir)
+    state = load_training_state(out_dir) if state is None else state
     config = TrainingConfig.from_dict(state["training_config"])
-    if corpus_fingerprint(documents) != state["corpus_sha256"]:
-        raise ValueError(
-            f"this corpus is not the one the run in {out_dir} was trained on ({state['info'].get('corpus', '?')}):"
-            " resuming on other text would not continue that run"
-        )
+    if problem := corpus_problem(documents, state, out_dir):
+        raise ValueError(problem)
     tokenizer = WordPieceTokenizer.from_directory(out_dir, max_length=config.max_position_embeddings)
     with torch.random.fork_rng(devices=[]):
         return _train(
@@ -626,6 +642,16 @@ def resume(
             stop=stop,
             state=state,
         )
+
+
+def corpus_problem(documents: Sequence[Sequence[str]], state: dict[str, Any], out_dir: Path) -> str | None:
+    """Why `documents` cannot continue the run whose `state` is in `out_dir`, or None."""
+    if corpus_fingerprint(documents) == state["corpus_sha256"]:
+        return None
+    return (
+        f"this corpus is not the one the run in {out_dir} was trained on ({state['info'].get('corpus', '?')}): "
+        "resuming on other text would not continue that run"
+    )
 
 
 def corpus_fingerprint(documents: Sequence[Sequence[str]]) -> str:
@@ -644,6 +670,10 @@ def load_training_state(directory: str | Path) -> dict[str, Any]:
     directory = Path(directory)
     path = directory / TRAINING_STATE_FILE
     if not path.is_file():
+        if (directory / FINETUNING_INFO_FILE).is_file():
+            raise ValueError(
+                f"{directory} holds a fine-tuned checkpoint: only `bertscope pretrain` runs resume"
+            )
         info_path = directory / PRETRAINING_INFO_FILE
         try:
             info = json.loads(info_path.read_text(encoding="utf-8"))
@@ -659,12 +689,18 @@ def load_training_state(directory: str | Path) -> dict[str, Any]:
             f"{directory} holds a checkpoint without {TRAINING_STATE_FILE} (written by an earlier version), so it "
             "cannot be resumed exactly; start a new run"
         )
+    unusable = (
+        f"so the run cannot be resumed (the model in {directory} still loads, as of its last checkpoint): start "
+        "a new run to train on"
+    )
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # a truncated or foreign file: torch raises several types, none of them ours
-        raise ValueError(f"{path} cannot be read ({exc}); start a new run") from exc
+        # Not torch's own text: it ends by advising weights_only=False, which would run whatever the file holds.
+        raise ValueError(f"{path} cannot be read ({type(exc).__name__}: cut short or not a training state), "
+                         f"{unusable}") from exc  # fmt: skip
     if not isinstance(state, dict) or state.get("version") != TRAINING_STATE_VERSION:
-        raise ValueError(f"{path} is not a training state this version of BERTScope writes; start a new run")
+        raise ValueError(f"{path} is not a training state this version of BERTScope writes, {unusable}")
     return state
 
 
@@ -714,7 +750,13 @@ def _train(
     if state is None:
         result.eval_before = evaluate(network, eval_batches)
     else:
-        network.load_state_dict(state["model"])
+        try:
+            network.load_state_dict(state["model"])
+        except RuntimeError as exc:  # size mismatch: the vocabulary (or config) beside it was edited
+            raise ValueError(
+                f"the weights saved for resuming do not fit the vocabulary and config in {out_dir} (edited since "
+                "the run stopped?): put those files back as the run left them, or start a new run"
+            ) from exc
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         rng.bit_generator.state = state["numpy_rng"]
@@ -764,6 +806,9 @@ def _train(
                 "recent_loss": recent_loss,
                 "eval_before": result.eval_before,
                 "elapsed_s": time.monotonic() - start_time,
+                # Not the weights' business, but their last bits': the same steps on another thread count sum
+                # in another order, so a resume on it ends a little apart from the uninterrupted run.
+                "threads": torch.get_num_threads(),
             }
         was_training = network.training
         network.eval()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -782,9 +783,61 @@ def test_resuming_refuses_what_it_cannot_continue_exactly(trained, small_corpus,
         train(small_corpus[:60], _resumable_config(steps=6), out_dir=tmp_path / "run", stop=lambda: True)
     with pytest.raises(ValueError, match="not the one the run"):
         resume(small_corpus[:59], tmp_path / "run")
-    (tmp_path / "run" / TRAINING_STATE_FILE).write_bytes(b"not a torch file")
-    with pytest.raises(ValueError, match="cannot be read"):
+    vocab = tmp_path / "run" / "vocab.txt"
+    kept = vocab.read_text(encoding="utf-8")
+    vocab.write_text(kept + "extra\n", encoding="utf-8")  # a line added: the embeddings no longer fit
+    with pytest.raises(ValueError, match="do not fit the vocabulary"):
         resume(small_corpus[:60], tmp_path / "run")
+    vocab.write_text(kept, encoding="utf-8")
+    for garbage in (b"not a torch file", b""):
+        (tmp_path / "run" / TRAINING_STATE_FILE).write_bytes(garbage)
+        with pytest.raises(ValueError, match="cannot be read") as told:
+            resume(small_corpus[:60], tmp_path / "run")
+        # torch's own text advises weights_only=False, which would run whatever the file holds
+        assert "weights_only" not in str(told.value) and "still loads" in str(told.value)
+    (tmp_path / "tuned").mkdir()
+    (tmp_path / "tuned" / "finetuning.json").write_text("{}")
+    with pytest.raises(ValueError, match="fine-tuned checkpoint"):
+        resume(small_corpus, tmp_path / "tuned")
+
+
+def test_a_checkpoint_stopped_while_its_files_move_in_leaves_the_run_resumable(
+    small_corpus, tmp_path, monkeypatch
+):
+    """The earlier training_state.pt was deleted before the new files moved in: a stop (a second Ctrl-C, a
+    crash, a full disk) between two moves of the final save left a run that could neither resume nor say it
+    had finished. Now the records move in last and what they replace goes after."""
+    from bert_core.pretraining import train as lab
+    from bert_core.tokenizer import WordPieceTokenizer
+
+    documents, config = small_corpus[:60], _resumable_config(steps=6)
+    with one_thread():
+        lab.train(documents, config, out_dir=tmp_path / "run", stop=lambda: True)
+        vocab = (tmp_path / "run" / "vocab.txt").read_text(encoding="utf-8").splitlines()
+        lab.train(
+            documents, config, out_dir=tmp_path / "whole", tokenizer=WordPieceTokenizer.from_vocab(vocab)
+        )
+    expected = (tmp_path / "whole" / "model.safetensors").read_bytes()
+    saved = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
+    real = os.replace
+    for fail_at in range(1, 8):
+        for name, data in saved.items():  # the stopped run, as it was
+            (tmp_path / "run" / name).write_bytes(data)
+        moves = []
+
+        def replace(src, dst, fail_at=fail_at, moves=moves):
+            moves.append(dst)
+            if len(moves) == fail_at:
+                raise OSError(28, "No space left on device")
+            real(src, dst)
+
+        monkeypatch.setattr(lab.os, "replace", replace)
+        with one_thread(), pytest.raises(lab.CheckpointWriteError, match="No space left"):
+            lab.resume(small_corpus[:60], tmp_path / "run")  # its final save fails at move `fail_at`
+        monkeypatch.setattr(lab.os, "replace", real)
+        with one_thread():
+            lab.resume(documents, tmp_path / "run")  # from whichever checkpoint the stop left: step 1 or 4
+        assert (tmp_path / "run" / "model.safetensors").read_bytes() == expected, fail_at
 
 
 def test_cli_ctrl_c_stops_after_the_step_with_a_checkpoint_and_resume_finishes_it(
@@ -821,10 +874,17 @@ def test_cli_ctrl_c_stops_after_the_step_with_a_checkpoint_and_resume_finishes_i
         assert f"bertscope pretrain resume --corpus {corpus} --out {out}" in err
         assert json.loads((out / "pretraining.json").read_text())["step"] == 3
         assert signal.getsignal(signal.SIGINT) is handler  # put back
-        code = cli.main(["resume", "--corpus", str(corpus), "--out", str(out), "--quiet", "--threads", "1"])
+        # Started afresh by mistake (the word `resume` forgotten), it would replace the run at its first
+        # checkpoint, or at a Ctrl-C meant to take the command back.
+        with pytest.raises(SystemExit):
+            cli.main(["--corpus", str(corpus), "--out", str(out), "--steps", "8", "--threads", "1"])
+        assert "holds an unfinished run (step 3 of 8)" in capsys.readouterr().err
+        code = cli.main(["resume", "--corpus", str(corpus), "--out", str(out), "--quiet", "--threads", "2"])
+        said = capsys.readouterr()
+        assert "will differ in their last bits" in said.err  # trained on 1 thread
     finally:
         torch.set_num_threads(threads)
-    assert code == 0 and "MLM loss" in capsys.readouterr().out
+    assert code == 0 and "MLM loss" in said.out
     info = json.loads((out / "pretraining.json").read_text())
     assert info["step"] == 8 and info["final"] is True
     assert info["command"].startswith("bertscope pretrain --corpus")
@@ -832,3 +892,57 @@ def test_cli_ctrl_c_stops_after_the_step_with_a_checkpoint_and_resume_finishes_i
     with pytest.raises(SystemExit):
         cli.main(["resume", "--corpus", str(corpus), "--out", str(out)])
     assert "finished (step 8)" in capsys.readouterr().err
+
+
+def test_cli_ctrl_c_before_training_and_with_sigint_ignored(tmp_path, capsys, monkeypatch):
+    import os
+    import signal
+
+    from bert_core.pretraining import cli, corpus
+
+    path = tmp_path / "corpus.txt"
+    write_corpus(path, 60, seed=9)
+    args = ["--corpus", str(path), "--out", str(tmp_path / "m"), "--steps", "6", "--hidden-size", "32", "--layers",
+            "1", "--heads", "2", "--vocab-size", "200", "--batch-size", "4", "--warmup", "1", "--max-positions",
+            "64", "--threads", "1"]  # fmt: skip
+
+    def interrupted(_):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:  # while the corpus is read: a traceback through the imports before
+        patch.setattr(corpus, "read_documents", interrupted)
+        assert cli.main(args) == 130
+    assert "interrupted before training started; nothing was written" in capsys.readouterr().err
+
+    class CtrlCAtStep3:
+        def __call__(self, stats) -> None:
+            if stats.step == 3:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(cli, "ProgressBar", CtrlCAtStep3)
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as `cmd &` in a script starts it
+    try:
+        assert cli.main(args) == 0  # ignored, as it was before the lab caught Ctrl-C
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    assert "done in" in capsys.readouterr().out
+
+
+def test_what_a_stopped_run_says_it_left(tmp_path):
+    import argparse
+    import time
+
+    from bert_core.pretraining.cli import _saved
+
+    out = tmp_path / "m"
+    out.mkdir()
+    args = argparse.Namespace(out=out, corpus=tmp_path / "c.txt")
+    assert _saved(args, time.time()) == f"no checkpoint of this run was written to {out}"
+    (out / "pretraining.json").write_text(json.dumps({"step": 40, "training_config": {"steps": 90}}))
+    old = time.time() - 600
+    os.utime(out / "pretraining.json", (old, old))  # an earlier run's, finished
+    assert _saved(args, time.time()).startswith("no checkpoint of this run")
+    (out / "pretraining.json").write_text(json.dumps({"step": 40, "training_config": {"steps": 90}}))
+    (out / "training_state.pt").write_bytes(b"")
+    said = _saved(args, time.time() - 5)
+    assert "(step 40 of 90)" in said and "bertscope pretrain resume --corpus" in said
