@@ -178,7 +178,7 @@ def _example(row: dict[str, Any], line: int, task: str, where: str) -> Example:
             line,
             _text(row, "text", where),
             _text(row, "text_pair", where) if task == "pair" else None,
-            label=_text(row, "label", where).strip(),
+            label=_label(row, where),
         )
     if task == "tag":
         words, tags = _items(row, "tokens", where), _items(row, "tags", where)
@@ -205,6 +205,15 @@ def _example(row: dict[str, Any], line: int, task: str, where: str) -> Example:
             f"{found!r} there; answer_start counts characters from 0"
         )
     return Example(line, question, context, answer_start=start, answer_text=answer)
+
+
+def _label(row: dict[str, Any], where: str) -> str:
+    """A class label as text: a whole number as JSONL exports of datasets write them (0, 1) is its digits,
+    ordered by value like the labels of a CSV."""
+    value = row["label"]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _text(row, "label", where).strip()
 
 
 def _text(row: dict[str, Any], column: str, where: str) -> str:

@@ -42,7 +42,9 @@ from ..pretraining.train import (
     FINETUNING_INFO_FILE,
     PRETRAINING_INFO_FILE,
     SAVE_DTYPES,
+    TRAINING_STATE_FILE,
     checkpoint_state,
+    checkpoint_step,
     init_bert_weights,
     optimizer_and_schedule,
     optimizer_step,
@@ -528,6 +530,12 @@ def _finetune(
     info: dict[str, Any],
 ) -> FinetuneResult:
     started = time.monotonic()
+    if (source_dir / TRAINING_STATE_FILE).is_file():
+        # Its pretraining.json (copied into the fine-tuned checkpoint) says "final": false, and nothing else would.
+        log.warning(
+            "%s is an unfinished pre-training run (%s): fine-tuning its encoder as it stands",
+            source_dir, checkpoint_step(source_dir),
+        )  # fmt: skip
     source = load_pretrained(source_dir, pack_weights=False)
     data_labels = example_labels(examples, config.task)
     if config.task != "qa" and len(data_labels) < 2:
@@ -546,6 +554,14 @@ def _finetune(
     features, skipped = make_features(model, examples, config.task, labels, skip=config.skip_unreachable)
     if skipped:
         log.warning("skipped %d of %d examples whose answer no window holds", skipped, len(examples))
+    # QA reads a long passage in windows; the other tasks read each example's first pieces only, silently.
+    cut = sum(f.encoding.truncated for f in features) if config.task != "qa" else 0
+    if cut:
+        log.warning(
+            "%d of %d examples are longer than the %d pieces the model reads: only their first %d train "
+            "(--max-length goes up to the model's positions)",
+            cut, len(features), model.tokenizer.max_length, model.tokenizer.max_length,
+        )  # fmt: skip
     rng = np.random.default_rng(config.seed)
     order = rng.permutation(len(features))
     n_eval = round(len(features) * config.eval_fraction)
@@ -597,6 +613,7 @@ def _finetune(
                 "train_examples": len(train_set),
                 "eval_examples": len(held_out),
                 "skipped_examples": skipped,
+                "truncated_examples": cut,
                 "new_weights": list(new_weights),
                 "history": result.history,
                 "wall_time_s": round(time.monotonic() - started, 1),

@@ -15,7 +15,6 @@ checkpoint to the weights the run would have ended with uninterrupted.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import shlex
@@ -24,7 +23,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ..paths import in_path, out_dir, replace_problem, writable_problem
@@ -37,6 +35,7 @@ from .train import (
     CheckpointWriteError,
     StepStats,
     TrainingConfig,
+    checkpoint_step,
 )
 
 log = logging.getLogger(__name__)
@@ -227,7 +226,7 @@ def _main(argv: list[str]) -> int:
         # Replaced at this run's first checkpoint, or by a Ctrl-C meant to take this command back: hours of the
         # other run gone for a forgotten word.
         parser.error(
-            f"--out {args.out} holds an unfinished run ({_step_said(args.out)}): go on with it with `bertscope "
+            f"--out {args.out} holds an unfinished run ({checkpoint_step(args.out)}): go on with it with `bertscope "
             f"pretrain resume --corpus FILE --out {args.out}`, or to start over there, delete "
             f"{args.out / TRAINING_STATE_FILE} first"
         )
@@ -423,15 +422,6 @@ def _run(
     return 0
 
 
-def _step_said(out: Path) -> str:
-    """ "step 700 of 3000" from the run's pretraining.json, or why not."""
-    try:
-        info = json.loads((out / "pretraining.json").read_text(encoding="utf-8"))
-        return f"step {info['step']} of {info['training_config']['steps']}"
-    except (OSError, ValueError, KeyError, TypeError):
-        return "its last checkpoint's step unknown"
-
-
 def _saved(args: argparse.Namespace, since: float) -> str:
     """What a run stopped early left: its last checkpoint (and the command that goes on from it), or nothing.
     Written by this run only: the directory may hold an earlier run's records, which are not this one's."""
@@ -443,8 +433,8 @@ def _saved(args: argparse.Namespace, since: float) -> str:
     if not fresh:
         return f"no checkpoint of this run was written to {args.out}"
     if not (args.out / TRAINING_STATE_FILE).is_file():
-        return f"the last checkpoint ({_step_said(args.out)}) is in {args.out}"
-    return f"the last checkpoint ({_step_said(args.out)}) is in {args.out}; go on from it with: {_resume_command(args)}"
+        return f"the last checkpoint ({checkpoint_step(args.out)}) is in {args.out}"
+    return f"the last checkpoint ({checkpoint_step(args.out)}) is in {args.out}; go on from it with: {_resume_command(args)}"
 
 
 def _resume_command(args: argparse.Namespace) -> str:

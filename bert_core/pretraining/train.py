@@ -644,6 +644,15 @@ def resume(
         )
 
 
+def checkpoint_step(directory: Path) -> str:
+    """ "step 700 of 3000" from a lab checkpoint's pretraining.json, or that it is not known."""
+    try:
+        info = json.loads((directory / PRETRAINING_INFO_FILE).read_text(encoding="utf-8"))
+        return f"step {info['step']} of {info['training_config']['steps']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "its last checkpoint's step unknown"
+
+
 def corpus_problem(documents: Sequence[Sequence[str]], state: dict[str, Any], out_dir: Path) -> str | None:
     """Why `documents` cannot continue the run whose `state` is in `out_dir`, or None."""
     if corpus_fingerprint(documents) == state["corpus_sha256"]:

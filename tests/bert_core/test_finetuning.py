@@ -416,3 +416,40 @@ def test_written_rows_read_back_in_either_format(tmp_path):
         assert (
             example.words == ("the", "bank") and example.tags == ("O", "B-LOC") and example.text == "the bank"
         )
+
+
+def test_whole_number_labels_of_a_json_lines_export_are_read_as_their_digits(tmp_path):
+    """Datasets' JSONL exports write class labels as numbers: they were refused ("'label' must be text")."""
+    path = tmp_path / "sst.jsonl"
+    path.write_text(
+        '{"text": "good", "label": 1}\n{"text": "bad", "label": 0}\n{"text": "fine", "label": 10}\n'
+    )
+    examples = read_examples(path, "classify")
+    assert [e.label for e in examples] == ["1", "0", "10"]
+    from bert_core.finetuning.data import example_labels
+
+    assert example_labels(examples, "classify") == ("0", "1", "10")  # by value, as a CSV's
+    path.write_text('{"text": "good", "label": true}\n')
+    with pytest.raises(InputError, match="'label' must be text"):  # a yes/no is not a class number
+        read_examples(path, "classify")
+
+
+def test_cut_examples_and_an_unfinished_base_are_said(tiny_checkpoint, tmp_path, caplog):
+    """Both went unsaid: a 5,000-word text trained on its first 64 pieces, and a base stopped mid-run was
+    fine-tuned as if finished (its copied pretraining.json says "final": false, and nothing else did)."""
+    import json
+    import shutil
+
+    base = tmp_path / "base"
+    shutil.copytree(tiny_checkpoint, base)
+    (base / "pretraining.json").write_text(json.dumps({"step": 3, "final": False, "training_config": {"steps": 8}}))
+    (base / "training_state.pt").write_bytes(b"")
+    examples = _classify_examples(8)
+    examples[0] = Example(2, "the river bank " * 400, label="river")
+    config = FinetuneConfig(task="classify", **{**FAST, "epochs": 1})
+    with caplog.at_level("WARNING"):
+        finetune(examples, str(base), config, out_dir=tmp_path / "out")
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "is an unfinished pre-training run (step 3 of 8)" in said
+    assert "1 of 8 examples are longer than the 64 pieces the model reads" in said
+    assert json.loads((tmp_path / "out" / "finetuning.json").read_text())["truncated_examples"] == 1
