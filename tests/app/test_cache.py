@@ -103,14 +103,17 @@ def test_what_a_cached_figure_counts_against_the_budget_covers_what_it_holds(cle
     names = [f"{n}: bank→river" for n in range(160)]
     matrix = np.random.default_rng(0).random((160, 160), dtype=np.float32)
     # plotly's one-time caches, and the store itself (created at its first use)
-    cache.figure(charts.heatmap, matrix, names, names, title="warm-up", value_name="weight")
+    # hover labels on every cell (past charts.HOVER_CELLS they are left out unless asked for): strings to count
+    cache.figure(charts.heatmap, matrix, names, names, title="warm-up", value_name="weight", hover_cells=True)
     for title in ("a", "b"):
         before = server.results().total
         gc.collect()
         tracemalloc.start()
         try:
             base = tracemalloc.get_traced_memory()[0]
-            fig = cache.figure(charts.heatmap, matrix, names, names, title=title, value_name="weight")
+            fig = cache.figure(
+                charts.heatmap, matrix, names, names, title=title, value_name="weight", hover_cells=True
+            )
             gc.collect()
             held = tracemalloc.get_traced_memory()[0] - base
         finally:

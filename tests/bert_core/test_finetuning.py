@@ -442,7 +442,9 @@ def test_cut_examples_and_an_unfinished_base_are_said(tiny_checkpoint, tmp_path,
 
     base = tmp_path / "base"
     shutil.copytree(tiny_checkpoint, base)
-    (base / "pretraining.json").write_text(json.dumps({"step": 3, "final": False, "training_config": {"steps": 8}}))
+    (base / "pretraining.json").write_text(
+        json.dumps({"step": 3, "final": False, "training_config": {"steps": 8}})
+    )
     (base / "training_state.pt").write_bytes(b"")
     examples = _classify_examples(8)
     examples[0] = Example(2, "the river bank " * 400, label="river")
