@@ -284,7 +284,10 @@ def heatmap(
         trace.text = [[f"{rn[i]}{separator}{cn[j]}" for j in range(c)] for i in range(r)]
         trace.hovertemplate = "%{text}<br>" + value_name + " %{z:.4f}<extra></extra>"
     else:
-        trace.hovertemplate = f"row %{{y}}{separator}column %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>"
+        # The map's own row and column (0, 1, ...), which `positions` may number otherwise on the axes: said so.
+        trace.hovertemplate = (
+            f"map row %{{y}}{separator}map column %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>"
+        )
     fig = go.Figure(trace)
     if height is None:
         height = int(min(900, max(300, 120 + 18 * r * font_size / BASE_FONT)))

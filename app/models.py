@@ -474,7 +474,7 @@ class ModelStore:
         finds one place fewer, and the room's model does not count against it (see `room_model`), unless that
         model failed to load: then keeping its place would only leave one unused. Caller holds the lock."""
         room = self._room_key
-        kept = room is not None and key != room and not self._failures.get(model_key_of(room))
+        kept = self._keeps_place_for_room(key)
         limit = self.capacity - 1 if kept else self.capacity
 
         def in_the_way() -> list[str]:
@@ -487,6 +487,15 @@ class ModelStore:
             self._evicted[oldest] = self._models.pop(oldest)  # gone at once if only the store held it
         crowded = in_the_way()
         return crowded if len(crowded) >= limit else []
+
+    def _keeps_place_for_room(self, key: str) -> bool:
+        """Whether loading `key` leaves a place for the room's model: not when `key` is that model, nor while
+        that model's last load failed (a place kept for it would only stay empty). Caller holds the lock."""
+        room = self._room_key
+        if room is None or key == room:
+            return False
+        room_key = model_key_of(room)
+        return self._still_holds(self._failures.get(room_key), room_key) is None
 
     def _claim(self, key: str, source: str) -> list[str]:
         """Room for `key` taken (it counts as loading from now, in the same hold of the lock as the check, so two
@@ -532,6 +541,10 @@ class ModelStore:
     def recent_failure(self, key: str) -> str | None:
         with self._lock:
             failure = self._failures.get(key)
+        return self._still_holds(failure, key)
+
+    def _still_holds(self, failure: tuple[float, str, tuple | None] | None, key: str) -> str | None:
+        """The reason of a remembered failure while it still stands, else None."""
         if not failure:
             return None
         when, reason, signature = failure
@@ -624,7 +637,9 @@ class ModelStore:
             if crowded:
                 names = [self._sources.get(k, k) for k in crowded]
                 kept = ""
-                if self._room_key is not None and self._room_key not in crowded:
+                with self._lock:
+                    keeps = self._keeps_place_for_room(cache_key)
+                if keeps:
                     # it always loads, so it is one of the alternatives too
                     kept = f", one place kept for the model the room opens on ({self.room_model})"
                     names = [self.room_model, *names]
@@ -793,7 +808,22 @@ def model_store() -> ModelStore:
         capacity = max(1, int(os.environ.get(ENV_MAX_MODELS, "").strip() or 3))
     except ValueError:
         capacity = 3
-    return ModelStore(capacity=capacity, room_model=default_model_source())
+    return ModelStore(capacity=capacity, room_model=room_model_source())
+
+
+def room_model_source() -> str | None:
+    """The model a link without ?model= opens on, as load_model gets it: the server's own, or the demo model
+    where that is the default hub model and can't be had here (a shared server without it in the cache); None
+    where it would be refused (outside the roots), since a place kept for it would stay empty."""
+    source = default_model_source()
+    if (
+        source == DEFAULT_HUB_MODEL
+        and demo_model_available()
+        and not hub_downloads_allowed()
+        and not is_in_hub_cache(source)
+    ):
+        return DEMO_SOURCE
+    return None if refusal(source) else source
 
 
 @dataclass(frozen=True)
@@ -824,7 +854,7 @@ def _without_home(message: str) -> str:
     if not home:
         return message
     # where a name ends: "/root/x", "/root:", "in /root." (not "/rooted")
-    return re.sub(re.escape(home) + r"(?=$|[\s'\"/\\)(,;:]|\.(?:$|\s))", "~", message)
+    return re.sub(r"(?<![\w./~-])" + re.escape(home) + r"(?=$|[\s'\"/\\)(,;:]|\.(?:$|\s))", "~", message)
 
 
 def load_model(
@@ -919,9 +949,8 @@ def load_second(source: str) -> ActiveModel:
     of the page (the page then could not load it again), until the session leaves the page."""
     hold = session_hold()
     if hold.second is not None and loaded_key(hold.second.source) != loaded_key(source):
-        hold.second = (
-            None  # let go of first, as the sidebar does, or a full store would count it against this
-        )
+        # let go of first, as the sidebar does, or a full store would count it against this
+        hold.second = None
     try:
         hold.second = load_model(source, held=hold.second)
     except ModelUnavailable:

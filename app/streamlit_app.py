@@ -20,6 +20,8 @@ import bert_core  # noqa: E402
 from app import inputs, models, server, transforms, ui  # noqa: E402
 from app.registry import PAGES  # noqa: E402
 
+COMPARE_PATH = next(p.url_path for p in PAGES if p.file == "views/compare.py")
+
 
 def _count(n: int) -> str:
     return f"{n / 1e6:,.1f} M" if n >= 1e6 else f"{n:,}"
@@ -201,7 +203,7 @@ def main() -> None:
                 # A session whose widgets are bound to the URL already (none is, on a link's first run): the
                 # URL can't be handed over, so the page is shown on the twin's path.
                 pass
-        if page.url_path != "compare":
+        if not page.url_path.startswith(COMPARE_PATH):  # "compare", or "compare-start" were it the first page
             models.leave_second()  # only that page uses a second model: elsewhere it is free to go
         sidebar()
         ui.large_text_style()

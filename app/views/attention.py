@@ -15,7 +15,6 @@ from app import cache, charts, transforms, ui
 from app.inputs import KEY_HEAD, KEY_LAYER, focus_clicked_token, open_clicked_map
 
 HEATMAP, HEAD_VIEW, MODEL_VIEW = "Heatmap", "Head view", "Model view"
-HOVER_LABEL_LIMIT = 128  # above this many rows, heatmap cells carry no per-cell hover labels
 HEAD_VIEW_FULL_LIMIT = 64  # above this many tokens, the head view draws each token's strongest lines only
 ALL_TOKENS = "(all tokens)"
 KEY_FOCUS_UNIT = "att_focus_unit"
@@ -200,7 +199,7 @@ table = ui.later(transforms.grid_table, matrix, [from_axis, to_axis], "weight")
 
 slug = f"attention_L{layer}_{'mean' if head == 'mean' else f'H{head}'}"
 if view == HEATMAP:
-    hover_cells = len(rows) <= HOVER_LABEL_LIMIT
+    hover_cells = len(rows) * len(cols) <= charts.HOVER_CELLS  # the rule of every heatmap, said below
     fig = cache.figure(
         charts.heatmap,
         matrix,
@@ -218,7 +217,8 @@ if view == HEATMAP:
     caption = "Row = the token that attends (query); column = the token attended to (key)."
     if not hover_cells:
         caption += (
-            f" With more than {HOVER_LABEL_LIMIT} rows, hovering shows row/column numbers, not token names."
+            f" With more than {charts.HOVER_CELLS:,} cells, hovering shows the map's row and column, counted "
+            "from 0, not the tokens' names and numbers."
         )
     ui.show_figure(fig, key="att_heatmap", data=table, filename=slug, caption=caption)
 else:

@@ -102,7 +102,7 @@ specials = {
     tokenizer.pad_token,
     tokenizer.unk_token,
 }
-if typed_piece in specials or typed_piece.upper() == "[MASK]" or typed_piece.startswith("##"):
+if typed_piece.lower() in {t.lower() for t in specials} or typed_piece.startswith("##"):  # "[mask]" too
     # Stripped of its punctuation it became "MASK" or "ing", and the page said the word was not in sentences
     # that visibly held it.
     st.info(
@@ -166,7 +166,8 @@ for n, r in zip(batch.used, batch.results, strict=True):
         (cut if total else missing).append(n)
         continue
     # A line may give one sense per occurrence ("… bank … bank. | river, money"): the k-th is the k-th's.
-    given = occurrence_senses(items[n][1])
+    # split only where there are several: "money, finance" on a line with one bank stays one sense
+    given = occurrence_senses(items[n][1]) if total > 1 else [items[n][1]]
     if len(given) > 1 and len(given) != total:
         miscounted.append((n, len(given), total))
 

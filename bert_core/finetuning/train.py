@@ -558,9 +558,9 @@ def _finetune(
     cut = sum(f.encoding.truncated for f in features) if config.task != "qa" else 0
     if cut:
         log.warning(
-            "%d of %d examples are longer than the %d pieces the model reads: only their first %d train "
-            "(--max-length goes up to the model's positions)",
-            cut, len(features), model.tokenizer.max_length, model.tokenizer.max_length,
+            "%d of %d examples are longer than the %d pieces the model reads and are cut to that (a pair's longer "
+            "sentence loses its end first; --max-length goes up to the model's positions)",
+            cut, len(features), model.tokenizer.max_length,
         )  # fmt: skip
     rng = np.random.default_rng(config.seed)
     order = rng.permutation(len(features))

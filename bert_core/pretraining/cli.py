@@ -199,18 +199,19 @@ def _clock(seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "make-corpus":  # writes as it goes: not "nothing was written" when interrupted
+        from .corpus import main as corpus_main
+
+        return corpus_main(argv[1:])
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        return _main(argv)
     except KeyboardInterrupt:  # before training started (imports, reading the corpus): nothing was written
         print("\ninterrupted before training started; nothing was written", file=sys.stderr)
         return 130
 
 
 def _main(argv: list[str]) -> int:
-    if argv and argv[0] == "make-corpus":
-        from .corpus import main as corpus_main
-
-        return corpus_main(argv[1:])
     if argv and argv[0] == "resume":
         return _resume_main(argv[1:], argv)
     parser = _parser()
@@ -320,10 +321,8 @@ def _resume_main(argv: list[str], command: list[str]) -> int:
     if problem := writable_problem(args.out):
         parser.error(problem)
 
-    import torch
-
     from .corpus import read_documents
-    from .train import TrainingConfig, corpus_problem, load_training_state, resume
+    from .train import corpus_problem, load_training_state, resume
 
     try:
         state = load_training_state(args.out)
@@ -333,9 +332,9 @@ def _resume_main(argv: list[str], command: list[str]) -> int:
         parser.error(str(exc))
     if problem:
         parser.error(problem)
-    pair_task = TrainingConfig.from_dict(state["training_config"]).pair_task
-    # The run's own thread count unless told otherwise: another one sums in another order, and the weights end
-    # a few bits apart from the uninterrupted run's.
+    pair_task = state["training_config"]["pair_task"]
+    # resume() runs on the run's own thread count unless told otherwise: another sums in another order, and
+    # the weights end a few bits apart from the uninterrupted run's.
     threads = state.get("threads")
     if args.threads and threads and args.threads != threads:
         print(
@@ -343,11 +342,9 @@ def _resume_main(argv: list[str], command: list[str]) -> int:
             "will differ in their last bits from an uninterrupted run's",
             file=sys.stderr,
         )
-    if args.threads or threads:
-        torch.set_num_threads(args.threads or threads)
     info = {"resumed_with": "bertscope pretrain " + shlex.join(command)}
     return _run(
-        lambda **kw: resume(documents, args.out, info=info, state=state, **kw),
+        lambda **kw: resume(documents, args.out, info=info, state=state, threads=args.threads, **kw),
         args,
         pair_task,
         prog="bertscope pretrain resume",
@@ -370,7 +367,9 @@ def _run(
 
     def on_interrupt(signum, frame) -> None:
         nonlocal stop_requested
-        if stop_requested:
+        # Before the first step (a vocabulary trained, the data built, a first evaluation: minutes) there is
+        # nothing to keep: stopped at once, rather than a step trained and a run left for `resume` to find.
+        if stop_requested or last["step"] == 0:
             raise KeyboardInterrupt
         stop_requested = True
         if last["step"] == last["total"]:
@@ -430,6 +429,13 @@ def _saved(args: argparse.Namespace, since: float) -> str:
         fresh = record.stat().st_mtime >= since - 1
     except OSError:
         fresh = False
+    if (
+        not fresh and (args.out / TRAINING_STATE_FILE).is_file()
+    ):  # a resume stopped before its first checkpoint
+        return (
+            f"the checkpoint it resumed from ({checkpoint_step(args.out)}) is still in {args.out}; go on from it "
+            f"with: {_resume_command(args)}"
+        )
     if not fresh:
         return f"no checkpoint of this run was written to {args.out}"
     if not (args.out / TRAINING_STATE_FILE).is_file():

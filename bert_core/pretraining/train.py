@@ -556,13 +556,15 @@ def write_checkpoint(
             if files is not None:
                 files(tmp_dir)
             written = {item.name for item in tmp_dir.iterdir()}
-            # The lab's records last, and what the earlier checkpoint left and this one does not replace only
-            # once everything is in: a stop between two moves leaves records that describe files still there
-            # (the earlier training_state.pt was deleted first, and a run stopped then could not be resumed).
+            # Leftovers that would win over these files go first; the lab's records move in last, and the
+            # earlier ones this save does not replace go only after that: a stop between two moves leaves
+            # records that describe files still there (the earlier training_state.pt was deleted first, and a
+            # run stopped then could not be resumed).
+            _remove_stale_files(directory, written, STALE_CHECKPOINT_FILES, shards=True)
             for item in sorted(tmp_dir.iterdir(), key=lambda item: item.name in LAB_RECORDS):
                 item.chmod(0o644)  # mkdtemp's files are private; a checkpoint is meant to be shared
                 os.replace(item, directory / item.name)
-            _remove_stale_files(directory, written)
+            _remove_stale_files(directory, written, LAB_RECORDS)
     except (OSError, RuntimeError) as exc:  # torch.save's full disk is a RuntimeError ("enforce fail ...")
         why = (
             exc.strerror if isinstance(exc, OSError) and exc.strerror else "a write failed: is the disk full?"
@@ -571,13 +573,14 @@ def write_checkpoint(
     return directory
 
 
-def _remove_stale_files(directory: Path, written: set[str]) -> None:
-    """Delete the known checkpoint files in `directory` that this save does not replace."""
+def _remove_stale_files(
+    directory: Path, written: set[str], names: tuple[str, ...], *, shards: bool = False
+) -> None:
+    """Delete the files of `names` (and with `shards`, weight shards) in `directory` that this save does not
+    replace. The labs' records among them too: another run's describe other weights."""
     for item in directory.iterdir():
         name = item.name
-        # The labs' metadata too (when this save writes none): another run's describes other weights.
-        known = name in (*STALE_CHECKPOINT_FILES, *LAB_RECORDS)
-        stale = known or STALE_SHARD.fullmatch(name) is not None
+        stale = name in names or (shards and STALE_SHARD.fullmatch(name) is not None)
         if stale and name not in written and item.is_file():
             log.info("removing %s left over from an earlier checkpoint in %s", name, directory)
             item.unlink()
@@ -619,33 +622,40 @@ def resume(
     info: dict[str, Any] | None = None,
     stop: Callable[[], bool] | None = None,
     state: dict[str, Any] | None = None,
+    threads: int | None = None,
 ) -> TrainingResult:
     """Go on with the run whose last checkpoint is in `out_dir`, on the same `documents`, to its planned last
     step: with the configuration, vocabulary and every random generator's state it was stopped with, so it ends
     with the weights it would have had uninterrupted. `info` is merged into the run's own (pretraining.json).
     Raises ValueError when there is nothing to resume or the documents are not the run's. `state`: its
-    `load_training_state`, when the caller has read it already."""
+    `load_training_state`, when the caller has read it already. It runs on the run's own thread count unless
+    `threads` says otherwise (another sums in another order: the last bits of the weights then differ)."""
     out_dir = Path(out_dir)
     state = load_training_state(out_dir) if state is None else state
     config = TrainingConfig.from_dict(state["training_config"])
     if problem := corpus_problem(documents, state, out_dir):
         raise ValueError(problem)
     tokenizer = WordPieceTokenizer.from_directory(out_dir, max_length=config.max_position_embeddings)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads or state.get("threads") or before)
     with torch.random.fork_rng(devices=[]):
-        return _train(
-            documents,
-            config,
-            out_dir=out_dir,
-            tokenizer=tokenizer,
-            on_step=on_step,
-            info={**state["info"], **(info or {})},
-            stop=stop,
-            state=state,
-        )
+        try:
+            return _train(
+                documents,
+                config,
+                out_dir=out_dir,
+                tokenizer=tokenizer,
+                on_step=on_step,
+                info={**state["info"], **(info or {})},
+                stop=stop,
+                state=state,
+            )
+        finally:
+            torch.set_num_threads(before)
 
 
 def checkpoint_step(directory: Path) -> str:
-    """ "step 700 of 3000" from a lab checkpoint's pretraining.json, or that it is not known."""
+    """The step a lab checkpoint's pretraining.json records ("step 700 of 3000"), or that it is not known."""
     try:
         info = json.loads((directory / PRETRAINING_INFO_FILE).read_text(encoding="utf-8"))
         return f"step {info['step']} of {info['training_config']['steps']}"
@@ -775,7 +785,7 @@ def _train(
         result.eval_before = dict(state["eval_before"])
         log.info("resuming at step %d of %d", first_step, config.steps)
     network.train()
-    fingerprint = corpus_fingerprint(documents)
+    fingerprint = state["corpus_sha256"] if state else corpus_fingerprint(documents)  # resume checked it
 
     def checkpoint(step: int, final: bool) -> None:
         if out_dir is None:

@@ -32,7 +32,7 @@ def test_a_large_heatmap_sends_no_hover_label_per_cell():
     assert small.data[0].text[3][5] == "3: t3 · 5: t5"
     names = [f"t{i}" for i in range(512)]
     large = charts.heatmap(np.random.default_rng(0).random((512, 512)), names, names)
-    assert large.data[0].text is None and "row %{y} · column %{x}" in large.data[0].hovertemplate
+    assert large.data[0].text is None and "map row %{y} · map column %{x}" in large.data[0].hovertemplate
     assert len(json.dumps(large.to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)) < 3e6
 
 

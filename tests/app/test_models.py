@@ -169,23 +169,21 @@ def test_the_rooms_model_always_has_a_place_however_many_tabs_hold_others(tmp_pa
     """Two open tabs on two other models left the server's own model no room (BERTSCOPE_MAX_MODELS=2): the
     lecture's link said "no model is loaded" to everyone after them, for as long as those tabs stayed open."""
     room, b, c = (make_checkpoint(tmp_path / name, "model") for name in ("room", "b", "c"))
-    for kept in (False, True):
-        store = models.ModelStore(capacity=2, room_model=str(room) if kept else None)
-        held_b = store.load(str(b))  # one tab on b ...
-        if not kept:
-            held_c = store.load(str(c))  # ... one on c: before, the room's model was shut out
-            with pytest.raises(models.StoreFull):
-                store.load(str(room))
-            continue
-        with pytest.raises(models.StoreFull) as full:  # ... another model waits for b's tab instead
-            store.load(str(c))
-        assert "one place kept for the model the room opens on" in str(full.value)
-        assert full.value.in_use == [str(room), str(b)]  # the room's model is one that loads now
-        held_room = store.load(str(room))  # and the room's model loads beside b
-        with pytest.raises(models.StoreFull):
-            store.load(str(c))
-        assert store.load(str(b)) is held_b and store.load(str(room)) is held_room
-    del held_c
+    before = models.ModelStore(capacity=2)  # no place kept: one tab on b, one on c, and the room is shut out
+    held = [before.load(str(b)), before.load(str(c))]
+    with pytest.raises(models.StoreFull):
+        before.load(str(room))
+    store = models.ModelStore(capacity=2, room_model=str(room))
+    held_b = store.load(str(b))  # one tab on b ...
+    with pytest.raises(models.StoreFull) as full:  # ... another model waits for b's tab instead
+        store.load(str(c))
+    assert "one place kept for the model the room opens on" in str(full.value)
+    assert full.value.in_use == [str(room), str(b)]  # the room's model is one that loads now
+    held_room = store.load(str(room))  # and the room's model loads beside b
+    with pytest.raises(models.StoreFull) as full:
+        store.load(str(c))
+    assert full.value.in_use == [str(room), str(b)]
+    assert store.load(str(b)) is held_b and store.load(str(room)) is held_room and len(held) == 2
 
 
 def test_the_room_keeps_no_place_for_a_model_that_failed_or_at_a_capacity_of_one(tmp_path, load_calls):
@@ -195,10 +193,13 @@ def test_the_room_keeps_no_place_for_a_model_that_failed_or_at_a_capacity_of_one
     store = models.ModelStore(capacity=2, room_model=str(broken))
     with pytest.raises(bert_core.ModelLoadError):
         store.load(str(broken))
-    held = [store.load(str(b)), store.load(str(c))]  # a place kept for it would only stay empty
+    held = [store.load(str(b)), store.load(str(c))]  # a place kept for it would only stay empty: none raised
+    (broken / "note.txt").write_text("being fixed")  # its files changed: its failure no longer stands ...
+    d = make_checkpoint(tmp_path / "d", "model")
+    with pytest.raises(models.StoreFull, match="place kept"):  # ... so its place is kept again
+        store.load(str(d))
     single = models.ModelStore(capacity=1, room_model=str(b))
     held.append(single.load(str(c)))  # with one place, it is whoever loads first
-    assert len(held) == 3
 
 
 def test_the_store_lets_go_of_the_hold_of_a_tab_closed_for_a_while_only(tmp_path, load_calls):
@@ -882,3 +883,22 @@ def test_messages_keep_a_path_as_typed_and_hide_the_home_directory_itself(monkey
     with pytest.raises(bert_core.ModelLoadError) as told:
         bert_core.load_pretrained(typed)
     assert typed in str(told.value)  # a Path folded "//" into "/"
+
+
+def test_the_place_is_kept_for_the_model_the_room_really_opens_on(monkeypatch):
+    """Under --shared without bert-base in the cache, the room opens on the demo model; the place was kept for
+    bert-base, which never loads there, so every other model had one place and Compare failed for everyone."""
+    monkeypatch.delenv("BERTSCOPE_MODEL", raising=False)
+    monkeypatch.setenv("BERTSCOPE_ALLOW_HUB", "0")
+    monkeypatch.setattr(models, "is_in_hub_cache", lambda repo_id: False)
+    assert models.room_model_source() == models.DEMO_SOURCE
+    monkeypatch.setattr(models, "is_in_hub_cache", lambda repo_id: True)
+    assert models.room_model_source() == models.DEFAULT_HUB_MODEL
+    monkeypatch.setenv("BERTSCOPE_MODEL", "@nope")  # refused to every session: no place for it
+    assert models.refusal("@nope") and models.room_model_source() is None
+
+
+def test_the_home_directory_is_hidden_only_where_it_is_the_home_directory(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", "/home/lecturer")
+    assert models._without_home("no config.json in /home/lecturer") == "no config.json in ~"
+    assert models._without_home("in /srv/home/lecturer/models/x") == "in /srv/home/lecturer/models/x"

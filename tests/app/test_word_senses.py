@@ -196,7 +196,7 @@ def test_large_text_stacks_the_matrix_and_the_pca_at_full_width(make_app):
     assert len(large.columns) == len(normal.columns) - 2
 
 
-@pytest.mark.parametrize("target", ["[MASK]", "[mask]", "[CLS]", "##ing"])
+@pytest.mark.parametrize("target", ["[MASK]", "[mask]", "[CLS]", "[sep]", "##ing"])
 def test_a_special_token_or_a_piece_as_target_is_told_so(senses, target):
     """Stripped of its punctuation it became "MASK" or "ing", and the page said the word was not in sentences
     that visibly held it."""
@@ -226,5 +226,12 @@ def test_a_line_gives_each_occurrence_its_own_sense(senses):
     np.testing.assert_allclose(last, (sims[0, 3] + sims[1, 2]) / 2, atol=1e-5)  # river-river, money-money
     at.radio(key="senses_occurrence").set_value("last").run()  # one point: the last occurrence's sense
     assert figure(at, "senses_matrix")["layout"]["xaxis"]["ticktext"][0] == "1. money"
-    at.text_area(key="senses_text").set_value("\n".join(["the bank | river, money, river", *lines[1:]])).run()
-    assert "sentence 1 (3 senses, 1 occurrence)" in text_of(at.warning)
+    at.radio(key="senses_occurrence").set_value("each").run()
+    at.text_area(key="senses_text").set_value(
+        "\n".join([*lines, "the bank by the bank | river, money, river"])
+    ).run()
+    assert "sentence 4 (3 senses, 2 occurrences)" in text_of(at.warning)
+    # a comma in the one sense of a line with the word once is part of that sense
+    at.text_area(key="senses_text").set_value("\n".join([*lines[1:], "our bank | money, finance"])).run()
+    assert "3. money, finance" in figure(at, "senses_matrix")["layout"]["xaxis"]["ticktext"]
+    assert "senses," not in text_of(at.warning)

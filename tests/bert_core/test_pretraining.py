@@ -751,7 +751,11 @@ def test_a_stopped_run_resumed_ends_with_the_weights_of_an_uninterrupted_one(tra
         saved = json.loads((tmp_path / "stopped" / "pretraining.json").read_text())
         assert saved["step"] == 6 and saved["final"] is False
         assert (tmp_path / "stopped" / TRAINING_STATE_FILE).is_file()
+        import torch
+
+        torch.set_num_threads(2)  # the caller's: resume() trains on the run's own (1), then puts this back
         resumed = resume(small_corpus, tmp_path / "stopped", info={"resumed_with": "test"})
+        assert torch.get_num_threads() == 2
     assert [s.step for s in resumed.history] == list(range(7, 13))
     assert [s.loss for s in resumed.history] == [s.loss for s in whole.history[6:]]
     final, expected = resumed.network.state_dict(), whole.network.state_dict()
@@ -820,7 +824,8 @@ def test_a_checkpoint_stopped_while_its_files_move_in_leaves_the_run_resumable(
     expected = (tmp_path / "whole" / "model.safetensors").read_bytes()
     saved = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
     real = os.replace
-    for fail_at in range(1, 8):
+    # A resume from step 1 moves 6 files at its step-4 checkpoint, then 5 for the final save: every one fails
+    for fail_at in range(1, 12):
         for name, data in saved.items():  # the stopped run, as it was
             (tmp_path / "run" / name).write_bytes(data)
         moves = []
@@ -838,6 +843,8 @@ def test_a_checkpoint_stopped_while_its_files_move_in_leaves_the_run_resumable(
         with one_thread():
             lab.resume(documents, tmp_path / "run")  # from whichever checkpoint the stop left: step 1 or 4
         assert (tmp_path / "run" / "model.safetensors").read_bytes() == expected, fail_at
+        assert json.loads((tmp_path / "run" / "pretraining.json").read_text())["final"] is True
+    assert len(moves) == 11  # the last round reached its final save's last move
 
 
 def test_cli_ctrl_c_stops_after_the_step_with_a_checkpoint_and_resume_finishes_it(
@@ -914,6 +921,20 @@ def test_cli_ctrl_c_before_training_and_with_sigint_ignored(tmp_path, capsys, mo
         assert cli.main(args) == 130
     assert "interrupted before training started; nothing was written" in capsys.readouterr().err
 
+    from bert_core.pretraining import train as lab
+
+    real = lab.train_tokenizer
+
+    def ctrl_c_while_the_vocabulary_trains(*a, **kw):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(*a, **kw)
+
+    with monkeypatch.context() as patch:  # before step 1: stopped at once, not a step trained and a run left
+        patch.setattr(lab, "train_tokenizer", ctrl_c_while_the_vocabulary_trains)
+        assert cli.main(args) == 130
+    assert "no checkpoint of this run was written" in capsys.readouterr().err
+    assert not (tmp_path / "m" / "training_state.pt").exists()
+
     class CtrlCAtStep3:
         def __call__(self, stats) -> None:
             if stats.step == 3:
@@ -946,3 +967,6 @@ def test_what_a_stopped_run_says_it_left(tmp_path):
     (out / "training_state.pt").write_bytes(b"")
     said = _saved(args, time.time() - 5)
     assert "(step 40 of 90)" in said and "bertscope pretrain resume --corpus" in said
+    # a resume stopped before its own first checkpoint: the one it started from is still there
+    said = _saved(args, time.time() + 600)
+    assert said.startswith("the checkpoint it resumed from (step 40 of 90) is still in") and "resume" in said
