@@ -847,8 +847,21 @@ def test_a_checkpoint_stopped_while_its_files_move_in_leaves_the_run_resumable(
     assert len(moves) == 11  # the last round reached its final save's last move
 
 
+@pytest.fixture
+def ctrl_c_stops():
+    """SIGINT as a terminal's program has it (Python's KeyboardInterrupt), whatever this test process inherited:
+    run in the background of a script (`cmd &`), it starts with SIGINT ignored, which the lab respects."""
+    import signal
+
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
 def test_cli_ctrl_c_stops_after_the_step_with_a_checkpoint_and_resume_finishes_it(
-    tmp_path, capsys, monkeypatch
+    tmp_path, capsys, monkeypatch, ctrl_c_stops
 ):
     import os
     import signal
@@ -901,7 +914,7 @@ def test_cli_ctrl_c_stops_after_the_step_with_a_checkpoint_and_resume_finishes_i
     assert "finished (step 8)" in capsys.readouterr().err
 
 
-def test_cli_ctrl_c_before_training_and_with_sigint_ignored(tmp_path, capsys, monkeypatch):
+def test_cli_ctrl_c_before_training_and_with_sigint_ignored(tmp_path, capsys, monkeypatch, ctrl_c_stops):
     import os
     import signal
 
