@@ -168,7 +168,7 @@ for n, r in zip(batch.used, batch.results, strict=True):
     # A line may give one sense per occurrence ("… bank … bank. | river, money"): the k-th is the k-th's.
     # split only where there are several: "money, finance" on a line with one bank stays one sense
     given = occurrence_senses(items[n][1]) if total > 1 else [items[n][1]]
-    if len(given) > 1 and len(given) != total:
+    if len(given) > 1 and (len(given) != total or "" in given):  # "| river," gives the second no sense
         miscounted.append((n, len(given), total))
 
     if which == "each" and total > 1:
@@ -213,8 +213,9 @@ if repeated:
     )
 if miscounted:
     st.warning(
-        "A line gives one sense per occurrence of the word only when it gives as many as there are; the "
-        "occurrences past those given have no sense: "
+        "A line gives one sense per occurrence of the word when it gives as many as there are, none empty: "
+        "occurrences past those given (or given an empty one) have no sense, and senses past the occurrences "
+        "are not used: "
         + ", ".join(
             f"sentence {n + 1} ({g} senses, {t} occurrence{'s' if t != 1 else ''})" for n, g, t in miscounted
         )
@@ -298,6 +299,7 @@ with m1:
         value_name="cosine",
         font_size=fs,
         width_px=ui.chart_width(),
+        separator=" ↔ ",  # a cosine goes both ways, and " · " is inside the names ("1. river · bank #1")
     )
     # Cell numbers a little smaller than the labels in large text: at 22 px they filled small cells edge to edge
     # (many sentences make many cells, even at full width).

@@ -73,7 +73,7 @@ def test_target_with_punctuation_and_spaces_is_cleaned(senses):
     assert at.text_input(key="senses_word").value == "  bank. "  # what was typed stays
     # hover names each cell by its sentences' own numbers, once ("1. sentence → 2. sentence")
     hover = figure(at, "senses_matrix")["data"][0]["text"]
-    assert hover[0][1].startswith("1. ") and " · 2. " in hover[0][1] and ": " not in hover[0][1]
+    assert hover[0][1].startswith("1. ") and " ↔ 2. " in hover[0][1] and ": " not in hover[0][1]
 
 
 @pytest.mark.parametrize(("target", "parts"), [("can't", "'can', ''', 't'"), ("银行", "'银', '行'")])
@@ -231,6 +231,9 @@ def test_a_line_gives_each_occurrence_its_own_sense(senses):
         "\n".join([*lines, "the bank by the bank | river, money, river"])
     ).run()
     assert "sentence 4 (3 senses, 2 occurrences)" in text_of(at.warning)
+    assert "senses past the occurrences are not used" in text_of(at.warning)
+    at.text_area(key="senses_text").set_value("\n".join([*lines[1:], "the bank by the bank | river,"])).run()
+    assert "sentence 3 (2 senses, 2 occurrences)" in text_of(at.warning)  # the second was given none
     # a comma in the one sense of a line with the word once is part of that sense
     at.text_area(key="senses_text").set_value("\n".join([*lines[1:], "our bank | money, finance"])).run()
     assert "3. money, finance" in figure(at, "senses_matrix")["layout"]["xaxis"]["ticktext"]
