@@ -808,10 +808,14 @@ def scatter_2d(
         legend={"orientation": "v"},
     )
     if written and len(points):
-        # Room above the highest point for its label, which the plot's edge cut in half
+        # Room above the highest point for its label, which the plot's edge cut in half; and beside the outermost
+        # ones for half a label's width each way ("1 · bank #1" at the right edge lost its last character)
         low, high = float(points[:, 1].min()), float(points[:, 1].max())
         pad = (high - low or 1.0) * 0.08
         fig.update_yaxes(range=[low - pad, high + 2 * pad])
+        left, right = float(points[:, 0].min()), float(points[:, 0].max())
+        side = (right - left or 1.0) * 0.12
+        fig.update_xaxes(range=[left - side, right + side])
     return _layout(fig, title, 460, font_size)
 
 

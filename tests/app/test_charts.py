@@ -369,6 +369,8 @@ def test_a_scatters_points_are_labelled_where_a_projector_shows_no_hover():
     assert [d.mode for d in few.data] == ["markers+text"] * 2 and list(few.data[1].text) == [
         f"t{i}" for i in range(5, 10)
     ]
+    # room beyond the outermost points for half a label each way (the plot's edge cut "bank #1" short)
+    assert tuple(few.layout.xaxis.range) == pytest.approx((0 - 18 * 0.12, 18 + 18 * 0.12))
     many = np.zeros((charts.SCATTER_TEXT_LIMIT + 1, 2))
     crowded = charts.scatter_2d(many, [0] * len(many), ["a"], ["h"] * len(many), texts=["t"] * len(many))
     assert crowded.data[0].mode == "markers"  # more would cover each other: hover only
