@@ -72,8 +72,13 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
                 status.update(label=label, state="complete", expanded=False)
     except models.ModelUnavailable as exc:
         st.error("This model can't be loaded: " + ui.md_escape(exc.reason))
-        # A full store: the models open pages use are the ones that load now.
-        alternatives = exc.in_use or models.loadable_alternatives(source)
+        # A full store: the models open pages use are the ones that load now. Otherwise every bundled model too
+        # (only the demo model was offered, while the picker listed its fine-tuned heads).
+        alternatives = exc.in_use or [
+            s
+            for s in dict.fromkeys([*models.loadable_alternatives(source), *models.bundled_models()])
+            if s != source
+        ]
         if alternatives:
             st.caption("Models that can be loaded here:")
             for i, alt in enumerate(alternatives):

@@ -73,6 +73,8 @@ def test_broken_model_directory_is_explained_not_raised(make_app, tmp_path):
     assert not at.exception
     assert any("can't be loaded" in e.value for e in at.sidebar.error)
     assert any(b.label.startswith("Use ") for b in at.sidebar.button)  # offers a model that loads
+    offered = [b.label.replace("\\", "") for b in at.sidebar.button if b.label.startswith("Use ")]
+    assert offered[0] == "Use @demo" and "Use @demo-qa" in offered  # each bundled model (labels are escaped)
     assert any("No model is loaded" in i.value for i in at.info)
     next(b for b in at.sidebar.button if b.label.startswith("Use ")).click().run()
     assert not at.sidebar.error
