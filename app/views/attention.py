@@ -199,7 +199,6 @@ table = ui.later(transforms.grid_table, matrix, [from_axis, to_axis], "weight")
 
 slug = f"attention_L{layer}_{'mean' if head == 'mean' else f'H{head}'}"
 if view == HEATMAP:
-    hover_cells = len(rows) * len(cols) <= charts.HOVER_CELLS  # the rule of every heatmap, said below
     fig = cache.figure(
         charts.heatmap,
         matrix,
@@ -208,14 +207,13 @@ if view == HEATMAP:
         title=title,
         zmin=0.0,
         colorscale="Blues",
-        hover_cells=hover_cells,
         value_name="weight",
         font_size=ui.font_size(),
         separator=" → ",
         positions=(rows, cols),  # each token's own number, with [CLS] or a sentence hidden too
     )
     caption = "Row = the token that attends (query); column = the token attended to (key)."
-    if not hover_cells:
+    if fig.data[0].text is None:  # past charts.HOVER_CELLS, the builder's one rule, no per-cell labels
         caption += (
             f" With more than {charts.HOVER_CELLS:,} cells, hovering shows the map's row and column, counted "
             "from 0, not the tokens' names and numbers."
