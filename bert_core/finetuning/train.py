@@ -351,6 +351,17 @@ def _qa_feature(model: BertScopeModel, example: Example) -> Feature | None:
     return best
 
 
+def _targets(features: Sequence[Feature]) -> set[int]:
+    """The label indices the features train (classify, pair, tag); none for qa, whose targets are places."""
+    found: set[int] = set()
+    for f in features:
+        if isinstance(f.target, np.ndarray):
+            found.update(int(t) for t in f.target if t != IGNORE_INDEX)
+        elif isinstance(f.target, int):
+            found.add(f.target)
+    return found
+
+
 def _batch(model: BertScopeModel, features: Sequence[Feature]) -> dict[str, torch.Tensor]:
     """Padded (B, S) tensors and the targets: "labels" (B,) for classify, (B, S) for tag; "start", "end" (B,)
     for qa."""
@@ -571,6 +582,14 @@ def _finetune(
     train_set = [features[i] for i in order[n_eval:]]
     if not train_set:
         raise InputError(f"{len(features)} usable examples leave none to train on after holding out {n_eval}")
+    if unseen := [labels[k] for k in sorted(_targets(held_out) - _targets(train_set))]:
+        # A small file's held-out draw can take every example of a label: the head is then scored on it
+        # without having seen it, which reads as a failure of the model rather than of the split.
+        log.warning(
+            "no training example has the label%s %s (the held-out examples do): give more examples of it, "
+            "or a smaller --eval-fraction",
+            "s" if len(unseen) > 1 else "", ", ".join(unseen),
+        )  # fmt: skip
 
     network = model.network
     head = model.task

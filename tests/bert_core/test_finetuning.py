@@ -455,3 +455,20 @@ def test_cut_examples_and_an_unfinished_base_are_said(tiny_checkpoint, tmp_path,
     assert "is an unfinished pre-training run (step 3 of 8)" in said
     assert "1 of 8 examples are longer than the 64 pieces the model reads" in said
     assert json.loads((tmp_path / "out" / "finetuning.json").read_text())["truncated_examples"] == 1
+
+
+def test_a_label_only_the_held_out_examples_have_is_said(tiny_checkpoint, tmp_path, caplog):
+    """Two examples, one a label: the held-out draw takes one of them, and the head was scored on a label it
+    had never been shown, without a word."""
+    examples = [Example(1, RIVER[0], label="river"), Example(2, MONEY[0], label="money")]
+    config = FinetuneConfig(task="classify", **{**FAST, "epochs": 1, "eval_fraction": 0.5})
+    with caplog.at_level("WARNING"):
+        result = finetune(examples, str(tiny_checkpoint), config, out_dir=None)
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert result.eval_examples == 1 and "no training example has the label " in said
+    assert said.split("the label ")[1].split(" (")[0] in ("river", "money")
+    caplog.clear()
+    quarter = FinetuneConfig(task="classify", **{**FAST, "epochs": 1})  # 2 of 8 held out: both labels train
+    with caplog.at_level("WARNING"):
+        finetune(examples * 4, str(tiny_checkpoint), quarter, out_dir=None)
+    assert "no training example" not in " ".join(r.getMessage() for r in caplog.records)
