@@ -220,11 +220,6 @@ def _numbered(k: int, name: str) -> str:
     return name if name == str(k) or name.startswith(f"{k}: ") else f"{k}: {name}"
 
 
-# Cells up to which a heatmap carries a "row → column" hover label each: a 512-token map's 262,144 labels made
-# one figure 6.8 MB for the browser to receive and parse (Inside's value-weighted view sent three).
-HOVER_CELLS = 128 * 128
-
-
 def heatmap(
     matrix: np.ndarray,
     row_labels: Sequence[str],
@@ -235,7 +230,6 @@ def heatmap(
     zmax: float | None = None,
     zmid: float | None = None,
     colorscale: str = "Blues",
-    hover_cells: bool | None = None,
     value_name: str = "value",
     font_size: int = BASE_FONT,
     height: int | None = None,
@@ -244,16 +238,15 @@ def heatmap(
     separator: str = " · ",
     positions: tuple[Sequence[int], Sequence[int]] | None = None,
 ) -> go.Figure:
-    """A labelled (R, C) heatmap. Axes are numeric with tick text, so repeated tokens stay separate rows.
+    """A labelled (R, C) heatmap. Its axes are categories named by each row's and column's numbered label
+    ("3: the"), so repeated tokens stay separate rows and the hover reads a cell's names off the axes.
     `numbered`: the labels already say where they are (a list page's "1. text"), so no position is added to
     them; labels numbered as ui.token_labels does ("3: bank") are recognised without it.
     `width_px`: about how wide the chart is drawn (a half-width column: ~400), so column labels are thinned to
     as many as fit. `zmid`: the value a diverging scale puts at its middle colour (0 for signed values, so
     white means none and not the data's midpoint).
 
-    hover_cells=False drops the per-cell "row → column" hover labels (R*C strings) for large matrices; the
-    hover then shows indices and the value. None (the default): labels up to HOVER_CELLS cells. `separator`
-    stands between a cell's row and column in the hover: " → " where the row attends to the column (or draws
+    `separator` stands between a cell's row and column in the hover: " → " where the row attends to the column (or draws
     from it, as rollout does); the default " · " elsewhere, where a cosine or a layer × head grid has no
     direction ("layer 3 → head 2" read as something flowing). `positions`: the rows' and columns' own numbers,
     written before their names in the hover and on a thinned axis, where a view shows some of a text's tokens
@@ -262,32 +255,30 @@ def heatmap(
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     r, c = matrix.shape
-    if hover_cells is None:
-        hover_cells = r * c <= HOVER_CELLS
     rl, cl = labels(row_labels), labels(col_labels)
     row_at, col_at = positions or (range(r), range(c))
     width_px = width_px or page_px(font_size)
+    # Positions too, so two rows of the same token ("the", "the") are two categories and read apart.
+    rn = rl if numbered else [_numbered(i, name) for i, name in zip(row_at, rl, strict=True)]
+    cn = cl if numbered else [_numbered(j, name) for j, name in zip(col_at, cl, strict=True)]
+    if len(set(rn)) < r or len(set(cn)) < c:
+        raise ValueError("a heatmap's numbered row and column labels must each be unique (one category each)")
+    # The hover names a cell from its axes' categories: a label per cell was R*C strings, and a 512-token map's
+    # 262,144 of them made one figure 6.8 MB for the browser to receive and parse. Plain positions (a vector's
+    # dimensions "0".."767") stay a numeric axis, whose number is their name and whose ticks plotly spaces
+    # evenly ("0, 200, 400"; as categories: every 36th, turned on end).
+    plain_r, plain_c = (all(name == str(k) for k, name in enumerate(names)) for names in (rl, cl))
     trace = go.Heatmap(
         z=matrix,
-        x=np.arange(c),
-        y=np.arange(r),
+        x=np.arange(c) if plain_c else cn,
+        y=np.arange(r) if plain_r else rn,
         zmin=zmin,
         zmax=zmax,
         zmid=zmid,
         colorscale=colorscale,
         colorbar={"thickness": 12},
+        hovertemplate=f"%{{y}}{separator}%{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
     )
-    if hover_cells:
-        # Positions too, so two rows of the same token ("the", "the") can be told apart.
-        rn = rl if numbered else [_numbered(i, name) for i, name in zip(row_at, rl, strict=True)]
-        cn = cl if numbered else [_numbered(j, name) for j, name in zip(col_at, cl, strict=True)]
-        trace.text = [[f"{rn[i]}{separator}{cn[j]}" for j in range(c)] for i in range(r)]
-        trace.hovertemplate = "%{text}<br>" + value_name + " %{z:.4f}<extra></extra>"
-    else:
-        # The map's own row and column (0, 1, ...), which `positions` may number otherwise on the axes: said so.
-        trace.hovertemplate = (
-            f"map row %{{y}}{separator}map column %{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>"
-        )
     fig = go.Figure(trace)
     if height is None:
         height = int(min(900, max(300, 120 + 18 * r * font_size / BASE_FONT)))
@@ -311,13 +302,15 @@ def heatmap(
     fit_c = max(3, int(plot_px / (1.15 * font_size)))
     every_c = max(1, int(np.ceil(c / fit_c)))
 
-    def axis(names: list[str], every: int, at: Sequence[int], **text_only) -> dict:
-        if every > 1 and all(name == str(k) for k, name in enumerate(names)):
+    def axis(names: list[str], every: int, at: Sequence[int], plain: bool, **text_only) -> dict:
+        if every > 1 and plain:
             # Many plain positions (a vector's dimensions): plotly picks as many as fit the chart's real width,
             # which a page's column may make much narrower than the ~900 px assumed above. (A few are all
             # written: plotly's own choice for 2 to 5 could be 0.5 steps.)
             return {}
+        # Tick values are places among the categories (0, 1, ...), as plotly reads a number on a category axis.
         return {
+            "type": "linear" if plain else "category",
             "tickmode": "array",
             "tickvals": list(range(0, len(names), every)),
             "ticktext": ticks(names, every, at),
@@ -330,8 +323,8 @@ def heatmap(
         all(len(html.unescape(t)) <= 3 for t in cl) and shown_c * (_text_px(cl, font_size) + 6) <= plot_px
     )
     fig.update_layout(
-        xaxis=axis(cl, every_c, col_at, tickangle=0 if upright else -60),
-        yaxis=axis(rl, every_r, row_at) | {"autorange": "reversed"},
+        xaxis=axis(cl, every_c, col_at, plain_c, tickangle=0 if upright else -60),
+        yaxis=axis(rl, every_r, row_at, plain_r) | {"autorange": "reversed"},
     )
     # As many colour-bar values as its height holds at this text size: a short chart's ran together in Large
     # text ("1/0.5/0/−0.5/−1" in 100 px).
@@ -347,9 +340,11 @@ def vector_strips(
     font_size: int = BASE_FONT,
     height: int | None = None,
     width_px: int | None = None,
+    numbered: bool = False,
 ) -> go.Figure:
     """vectors (K, H) as K strips of H dimensions, red below zero and blue above (white at 0); `width_px` as
-    in `heatmap` (a strip in half a page: ~400, so its dimension numbers are thinned to fit)."""
+    in `heatmap` (a strip in half a page: ~400, so its dimension numbers are thinned to fit). `numbered`: the
+    rows are names of their own ("segment A (0)"), not tokens, so no position is added before them."""
     v = np.asarray(vectors)
     fig = heatmap(
         v,
@@ -357,12 +352,12 @@ def vector_strips(
         [str(d) for d in range(v.shape[1])],
         title=title,
         colorscale="RdBu",
-        hover_cells=False,
         font_size=font_size,
         height=height,
         width_px=width_px,
+        numbered=numbered,
     )
-    fig.update_traces(zmid=0.0)
+    fig.update_traces(zmid=0.0, hovertemplate="%{y}<br>dimension %{x}: %{z:.4f}<extra></extra>")
     # A short strip's colour bar holds two or three values: the data's lowest and highest and 0, written out
     # (plotly's own choice of at most three "nice" values left only the 0 of a small range).
     finite = v[np.isfinite(v)]

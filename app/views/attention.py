@@ -213,11 +213,6 @@ if view == HEATMAP:
         positions=(rows, cols),  # each token's own number, with [CLS] or a sentence hidden too
     )
     caption = "Row = the token that attends (query); column = the token attended to (key)."
-    if fig.data[0].text is None:  # past charts.HOVER_CELLS, the builder's one rule, no per-cell labels
-        caption += (
-            f" With more than {charts.HOVER_CELLS:,} cells, hovering shows the map's row and column, counted "
-            "from 0, not the tokens' names and numbers."
-        )
     ui.show_figure(fig, key="att_heatmap", data=table, filename=slug, caption=caption)
 else:
     # One list for both sides: "k: tok → …" isolates a query row (what it attends to), "… → k: tok" a key

@@ -176,7 +176,12 @@ elif len(seg) >= 2:
     c2.metric("|segment B|", f"{np.linalg.norm(seg[1]):.3f}")
     c3.metric("cosine(A, B)", f"{cos:.3f}")
     seg_fig = charts.vector_strips(
-        seg[:2], ["segment A (0)", "segment B (1)"], title="The two segment vectors", font_size=fs, height=220
+        seg[:2],
+        ["segment A (0)", "segment B (1)"],
+        title="The two segment vectors",
+        font_size=fs,
+        height=220,
+        numbered=True,
     )
     ui.show_figure(
         seg_fig,

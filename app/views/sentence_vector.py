@@ -100,7 +100,7 @@ if result is not None:
     c1.metric("Dimensions", f"{vec.shape[0]}")
     with c2:
         strip = charts.vector_strips(
-            vec[None, :], ["vector"], font_size=fs, height=160, width_px=650
+            vec[None, :], ["vector"], font_size=fs, height=160, width_px=650, numbered=True
         )  # 3/4 page
         ui.show_figure(
             strip,

@@ -102,6 +102,14 @@ def figure(at: AppTest, key: str) -> dict:
     )
 
 
+def hover(trace, row: int, col: int) -> str:
+    """What hovering cell (row, col) of a heatmap shows: its hovertemplate with the row's and column's
+    categories put in (the value left as written). `trace`: plotly JSON (a dict) or a plotly trace."""
+    trace = trace if isinstance(trace, dict) else trace.to_plotly_json()
+    text = trace["hovertemplate"].replace("%{y}", str(trace["y"][row])).replace("%{x}", str(trace["x"][col]))
+    return text.split("<extra>")[0]
+
+
 def decode(value):
     """A plotly JSON array (a list, or {"dtype", "bdata", "shape"} base64) as a numpy array."""
     import base64

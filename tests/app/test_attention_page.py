@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import bert_core
-from tests.app.conftest import decode, figure
+from tests.app.conftest import decode, figure, hover
 
 PAGE = "views/attention.py"
 TEXT = "the bank by the river"
@@ -139,8 +139,8 @@ def test_hiding_the_specials_keeps_the_isolated_token_and_its_own_number(make_ap
     assert at.selectbox(key="att_focus").value == chosen
     at.radio(key="att_view").set_value("Heatmap").run()
     at.toggle(key="att_hide_special").set_value(True).run()
-    hover = figure(at, "att_heatmap")["data"][0]["text"]
-    assert hover[0][0].startswith("1: ") and " → 1: " in hover[0][0]  # the first word is 1, as in the CSV
+    first = hover(figure(at, "att_heatmap")["data"][0], 0, 0)
+    assert first.startswith("1: ") and " → 1: " in first  # the first word is 1, as in the CSV
 
 
 def test_out_of_range_layer_in_the_link_is_harmless(make_app):

@@ -127,6 +127,23 @@ def test_model_view_click_opens_that_head(app_url, page):
     assert query.get("layer") == ["2"] and query.get("head") == ["3"]
 
 
+def test_a_heatmaps_hover_names_both_tokens_by_their_own_numbers(app_url, page):
+    """The hover reads a cell's row and column off the axes, whose categories are the numbered tokens, in place
+    of a label per cell (a 512-token map's 262,144 strings, left out past 128 × 128 cells, where the hover said
+    "map row 0 · map column 1"): plotly's hover in the app's own renderer names them, [CLS] hidden or not."""
+    text = " ".join(["the bank by the river"] * 20)  # cut at the tiny model's 64 positions: 62 words shown
+    query = urllib.parse.urlencode({"a": text, "att_view": "Heatmap", "att_hide_special": "true"})
+    page.goto(f"{app_url}/attention?{query}")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    plot = page.locator(f"{CHART} .nsewdrag").first.bounding_box()
+    # The first row's second cell: the first word attending to the second.
+    page.mouse.move(plot["x"] + plot["width"] * 1.5 / 62, plot["y"] + plot["height"] * 0.5 / 62)
+    page.wait_for_selector(f"{CHART} .hoverlayer .hovertext", timeout=10_000)
+    shown = page.locator(f"{CHART} .hoverlayer .hovertext").first.text_content()
+    assert shown.startswith("1: the → 2: bankweight "), shown
+
+
 def test_head_view_click_on_a_token_isolates_it(app_url, page):
     page.goto(f"{app_url}/attention?a=the+bank+by+the+river&att_view=Head+view&head=1")
     page.wait_for_selector(CHART, timeout=60_000)

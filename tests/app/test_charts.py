@@ -7,6 +7,7 @@ import pytest
 
 from app import charts
 from bert_core.pieces import WORDPIECE, PieceStyle
+from tests.app.conftest import hover
 
 
 def test_label_escapes_markup_and_latex():
@@ -21,19 +22,27 @@ def test_heatmap_keeps_repeated_tokens_apart():
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), m)
 
 
-def test_a_large_heatmap_sends_no_hover_label_per_cell():
+def test_a_heatmap_sends_no_hover_label_per_cell_and_names_every_cell_in_its_hover():
     """A 512-token map's 262,144 "row → column" labels made one figure 6.8 MB to send and parse (Inside's
-    value-weighted view drew three); past HOVER_CELLS the hover names row and column by number."""
+    value-weighted view drew three); past 128 × 128 cells they were left out and the hover named row and column
+    by their places in the map, from 0. The axes' categories now name every cell, at any size."""
     import json
 
     import plotly
 
-    small = charts.heatmap(np.zeros((128, 128)), [f"t{i}" for i in range(128)], [f"t{i}" for i in range(128)])
-    assert small.data[0].text[3][5] == "3: t3 · 5: t5"
     names = [f"t{i}" for i in range(512)]
     large = charts.heatmap(np.random.default_rng(0).random((512, 512)), names, names)
-    assert large.data[0].text is None and "map row %{y} · map column %{x}" in large.data[0].hovertemplate
-    assert len(json.dumps(large.to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)) < 3e6
+    assert large.data[0].text is None
+    assert hover(large.data[0], 3, 500) == "3: t3 · 500: t500<br>value %{z:.4f}"
+    assert len(json.dumps(large.to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)) < 1.5e6
+    shown = charts.heatmap(np.zeros((300, 2)), names[:300], ["a", "b"], positions=(range(1, 301), [1, 2]))
+    assert hover(shown.data[0], 299, 1) == "300: t299 · 2: b<br>value %{z:.4f}"  # the tokens' own numbers
+    # A vector's dimensions stay a numeric axis (plotly's even ticks), their number their name in the hover.
+    strip = charts.vector_strips(np.zeros((2, 768)), ["the", "bank"])
+    assert strip.layout.xaxis.type is None and strip.layout.yaxis.type == "category"
+    assert hover(strip.data[0], 1, 700) == "1: bank<br>dimension 700: %{z:.4f}"
+    with pytest.raises(ValueError, match="unique"):  # two rows one category: plotly would draw one
+        charts.heatmap(np.zeros((2, 1)), ["1. a", "1. a"], ["x"], numbered=True)
 
 
 def test_head_view_focus_draws_only_that_row():
@@ -152,11 +161,11 @@ def test_thinned_heatmap_ticks_carry_their_position():
     assert len(many.layout.yaxis.tickvals) == 64 and len(many.layout.xaxis.tickvals) == 32
     # Labels a page already numbered (ui.token_labels) keep their one number, on the axis and in the hover.
     numbered = [f"{i}: the" for i in range(200)]
-    fig = charts.heatmap(np.zeros((200, 200)), numbered, numbered, hover_cells=True)
+    fig = charts.heatmap(np.zeros((200, 200)), numbered, numbered)
     assert fig.layout.yaxis.ticktext[:2] == ("0: the", "4: the")
-    assert fig.data[0].text[3][5] == "3: the · 5: the"
+    assert hover(fig.data[0], 3, 5).startswith("3: the · 5: the<br>")
     listed = charts.heatmap(np.zeros((2, 2)), ["1. one", "2. two"], ["1", "2"], numbered=True)
-    assert listed.data[0].text[0][1] == "1. one · 2"  # a list page's own numbers, not positions on top
+    assert hover(listed.data[0], 0, 1).startswith("1. one · 2<br>")  # a list page's own numbers only
     few = charts.heatmap(np.zeros((3, 3)), ["a", "b", "c"], ["0", "1", "2"])
     assert list(few.layout.xaxis.tickvals) == [0, 1, 2]  # a few plain positions are all written
 
@@ -380,7 +389,7 @@ def test_a_heatmaps_hover_says_a_direction_only_where_there_is_one_and_numbers_a
     """ "layer 3 → head 2" and "1. river → 2. money" read as something flowing; and a view of some of a text's
     tokens numbered them from 0 in the hover where the CSV and the other pages give their own numbers."""
     grid = charts.heatmap(np.zeros((2, 2)), ["layer 1", "layer 2"], ["head 1", "head 2"], numbered=True)
-    assert grid.data[0].text[1][0] == "layer 2 · head 1"
+    assert hover(grid.data[0], 1, 0).startswith("layer 2 · head 1<br>")
     attention = charts.heatmap(
         np.zeros((2, 3)),
         ["the", "bank"],
@@ -388,7 +397,7 @@ def test_a_heatmaps_hover_says_a_direction_only_where_there_is_one_and_numbers_a
         separator=" → ",
         positions=([1, 2], [1, 2, 3]),
     )
-    assert attention.data[0].text[0][2] == "1: the → 3: ."
+    assert hover(attention.data[0], 0, 2).startswith("1: the → 3: .<br>")
     words = [f"w{i}" for i in range(200)]
     thinned = charts.heatmap(np.zeros((2, 200)), ["a", "b"], words, positions=([0, 1], range(5, 205)))
     assert thinned.layout.xaxis.ticktext[0].startswith("5: w0")

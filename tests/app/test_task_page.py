@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 import bert_core
 from app import cache
-from tests.app.conftest import APP, TIMEOUT, decode, figure
+from tests.app.conftest import APP, TIMEOUT, decode, figure, hover
 from tests.variants import make_task_checkpoint
 
 PAGE = "views/task.py"
@@ -56,7 +56,7 @@ def test_classifier_bars_and_saliency_are_the_cores(heads, monkeypatch):
     attentions = model.analyze(text).attentions
     np.testing.assert_allclose(decode(first["data"][0]["z"]), attentions[:, :, 0, :].mean(axis=1), atol=1e-6)
     assert "mean of the heads" in first["layout"]["title"]["text"]
-    assert first["data"][0]["text"][0][1].startswith("layer 1 · 1: ")  # no 0-based number before the layer
+    assert hover(first["data"][0], 0, 1).startswith("layer 1 · 1: ")  # no 0-based number before the layer
     assert any("is not why" in c.value for c in at.caption)
     before = at.session_state[cache.FORWARD_PASSES]
     at.radio(key="task_method").set_value("integrated_gradients").run()  # the same choice again: cached

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import bert_core
-from tests.app.conftest import decode, figure
+from tests.app.conftest import decode, figure, hover
 from tests.app.test_other_pages import z
 
 PAGE = "views/word_senses.py"
@@ -72,8 +72,8 @@ def test_target_with_punctuation_and_spaces_is_cleaned(senses):
     assert figure(at, "senses_matrix")
     assert at.text_input(key="senses_word").value == "  bank. "  # what was typed stays
     # hover names each cell by its sentences' own numbers, once ("1. sentence → 2. sentence")
-    hover = figure(at, "senses_matrix")["data"][0]["text"]
-    assert hover[0][1].startswith("1. ") and " ↔ 2. " in hover[0][1] and ": " not in hover[0][1]
+    cell = hover(figure(at, "senses_matrix")["data"][0], 0, 1).split("<br>")[0]
+    assert cell.startswith("1. ") and " ↔ 2. " in cell and ": " not in cell
 
 
 @pytest.mark.parametrize(("target", "parts"), [("can't", "'can', ''', 't'"), ("银行", "'银', '行'")])
