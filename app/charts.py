@@ -217,7 +217,7 @@ def _text_px(texts: Sequence[str], font_size: int) -> float:
 def _numbered(k: int, name: str) -> str:
     """A row or column label with its position, once: pages that number their labels ('3: bank',
     ui.token_labels) are not numbered again."""
-    return name if name == str(k) or name.startswith(f"{k}: ") else f"{k}: {name}"
+    return name if name.startswith(f"{k}: ") else f"{k}: {name}"
 
 
 def heatmap(
@@ -258,16 +258,20 @@ def heatmap(
     rl, cl = labels(row_labels), labels(col_labels)
     row_at, col_at = positions or (range(r), range(c))
     width_px = width_px or page_px(font_size)
-    # Positions too, so two rows of the same token ("the", "the") are two categories and read apart.
-    rn = rl if numbered else [_numbered(i, name) for i, name in zip(row_at, rl, strict=True)]
-    cn = cl if numbered else [_numbered(j, name) for j, name in zip(col_at, cl, strict=True)]
+    # Plain positions (a vector's dimensions "0".."767", each at its own place) stay a numeric axis, whose
+    # number is their name and whose ticks plotly spaces evenly ("0, 200, 400"; as categories: every 36th,
+    # turned on end). Tokens that read "0 1 2" at places 1, 2, 3 are not plain: they are numbered.
+    plain_r, plain_c = (
+        all(name == str(k) == str(place) for k, (name, place) in enumerate(zip(names, at, strict=True)))
+        for names, at in ((rl, row_at), (cl, col_at))
+    )
+    # Every other axis is categories named with each label's position, so two rows of the same token ("the",
+    # "the") are two categories and read apart, and the hover names a cell from its axes: a label per cell
+    # was R*C strings, and a 512-token map's 262,144 of them made one figure 6.8 MB to receive and parse.
+    rn = rl if numbered or plain_r else [_numbered(i, name) for i, name in zip(row_at, rl, strict=True)]
+    cn = cl if numbered or plain_c else [_numbered(j, name) for j, name in zip(col_at, cl, strict=True)]
     if len(set(rn)) < r or len(set(cn)) < c:
         raise ValueError("a heatmap's numbered row and column labels must each be unique (one category each)")
-    # The hover names a cell from its axes' categories: a label per cell was R*C strings, and a 512-token map's
-    # 262,144 of them made one figure 6.8 MB for the browser to receive and parse. Plain positions (a vector's
-    # dimensions "0".."767") stay a numeric axis, whose number is their name and whose ticks plotly spaces
-    # evenly ("0, 200, 400"; as categories: every 36th, turned on end).
-    plain_r, plain_c = (all(name == str(k) for k, name in enumerate(names)) for names in (rl, cl))
     trace = go.Heatmap(
         z=matrix,
         x=np.arange(c) if plain_c else cn,
@@ -287,33 +291,32 @@ def heatmap(
     fit_r = max(4, int((height - 120) / (font_size * 0.9)))
     every_r = max(1, int(np.ceil(r / fit_r)))
 
-    def ticks(names: list[str], every: int, at: Sequence[int]) -> list[str]:
+    def ticks(names: list[str], categories: list[str], every: int) -> list[str]:
         # Thinned labels carry their position: without it every n-th token reads like a sentence with gaps.
-        if every == 1 or numbered:
-            return names[::every]
-        return [_numbered(at[k], names[k]) for k in range(0, len(names), every)]
+        return names if every == 1 else categories[::every]
 
     # The columns get what the row labels and the colour bar (12 px and its values) leave of the chart's
     # width, and labels tilted by 60° stand 1/sin(60°) = 1.15 text heights apart at the least: in Large text
     # a half-width chart's row labels ("12: deposited") took half of it, and its column labels piled up.
     plot_px = max(
-        60.0, width_px - _text_px(ticks(rl, every_r, row_at), font_size) - 12 - _text_px(["0.5"], font_size)
+        60.0, width_px - _text_px(ticks(rl, rn, every_r), font_size) - 12 - _text_px(["0.5"], font_size)
     )
     fit_c = max(3, int(plot_px / (1.15 * font_size)))
     every_c = max(1, int(np.ceil(c / fit_c)))
 
-    def axis(names: list[str], every: int, at: Sequence[int], plain: bool, **text_only) -> dict:
+    def axis(names: list[str], categories: list[str], every: int, plain: bool, **text_only) -> dict:
         if every > 1 and plain:
             # Many plain positions (a vector's dimensions): plotly picks as many as fit the chart's real width,
             # which a page's column may make much narrower than the ~900 px assumed above. (A few are all
             # written: plotly's own choice for 2 to 5 could be 0.5 steps.)
             return {}
-        # Tick values are places among the categories (0, 1, ...), as plotly reads a number on a category axis.
         return {
             "type": "linear" if plain else "category",
             "tickmode": "array",
-            "tickvals": list(range(0, len(names), every)),
-            "ticktext": ticks(names, every, at),
+            # A category's own name, not its place: plotly reads a number as the category so named first, so
+            # the tick meant for place 4 went to a column named "4" (Sentence vector's 1, 3, 4, _).
+            "tickvals": list(range(0, len(names), every)) if plain else categories[::every],
+            "ticktext": ticks(names, categories, every),
         } | text_only
 
     # Short column labels (sentence numbers "1".."4") stand upright where they fit side by side; tilted, they
@@ -323,8 +326,8 @@ def heatmap(
         all(len(html.unescape(t)) <= 3 for t in cl) and shown_c * (_text_px(cl, font_size) + 6) <= plot_px
     )
     fig.update_layout(
-        xaxis=axis(cl, every_c, col_at, plain_c, tickangle=0 if upright else -60),
-        yaxis=axis(rl, every_r, row_at, plain_r) | {"autorange": "reversed"},
+        xaxis=axis(cl, cn, every_c, plain_c, tickangle=0 if upright else -60),
+        yaxis=axis(rl, rn, every_r, plain_r) | {"autorange": "reversed"},
     )
     # As many colour-bar values as its height holds at this text size: a short chart's ran together in Large
     # text ("1/0.5/0/−0.5/−1" in 100 px).

@@ -130,7 +130,8 @@ def test_model_view_click_opens_that_head(app_url, page):
 def test_a_heatmaps_hover_names_both_tokens_by_their_own_numbers(app_url, page):
     """The hover reads a cell's row and column off the axes, whose categories are the numbered tokens, in place
     of a label per cell (a 512-token map's 262,144 strings, left out past 128 × 128 cells, where the hover said
-    "map row 0 · map column 1"): plotly's hover in the app's own renderer names them, [CLS] hidden or not."""
+    "map row 0 · map column 1"): plotly's hover in the app's own renderer names them, [CLS] hidden or not,
+    and each tick label stands on its own category."""
     text = " ".join(["the bank by the river"] * 20)  # cut at the tiny model's 64 positions: 62 words shown
     query = urllib.parse.urlencode({"a": text, "att_view": "Heatmap", "att_hide_special": "true"})
     page.goto(f"{app_url}/attention?{query}")
@@ -142,6 +143,16 @@ def test_a_heatmaps_hover_names_both_tokens_by_their_own_numbers(app_url, page):
     page.wait_for_selector(f"{CHART} .hoverlayer .hovertext", timeout=10_000)
     shown = page.locator(f"{CHART} .hoverlayer .hovertext").first.text_content()
     assert shown.startswith("1: the → 2: bankweight "), shown
+    # Categories named by bare numbers: plotly reads a tick value as the category so named before it reads it
+    # as a place, so sentence numbers 1..4 as tick places read "1, 3, 4, _" over the four columns.
+    sentences = "\n".join(["the cat sat", "the dog ran", "money in the bank", "a boat by the bank"])
+    page.goto(f"{app_url}/sentence?" + urllib.parse.urlencode({"sv_sentences": sentences}))
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    columns = page.locator('[data-testid="stPlotlyChart"]').evaluate_all(
+        "charts => charts.map(c => [...c.querySelectorAll('.xtick text')].map(t => t.textContent))"
+    )
+    assert ["1", "2", "3", "4"] in columns, columns
 
 
 def test_head_view_click_on_a_token_isolates_it(app_url, page):

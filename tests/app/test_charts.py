@@ -45,6 +45,24 @@ def test_a_heatmap_sends_no_hover_label_per_cell_and_names_every_cell_in_its_hov
         charts.heatmap(np.zeros((2, 1)), ["1. a", "1. a"], ["x"], numbered=True)
 
 
+def test_tick_labels_stand_on_their_own_category_where_labels_are_numbers():
+    """Sentence vector's columns "1".."4" read "1, 3, 4, _": a numeric tick value on a category axis is read as
+    the category so named before it is read as a place. And tokens "0 1 2" shown from place 1 ([CLS] hidden)
+    made a plain numeric axis whose hover said "0 → 1" for what the CSV calls 1 and 2."""
+    listed = charts.heatmap(np.zeros((4, 4)), [f"{i}. s" for i in range(1, 5)], list("1234"), numbered=True)
+    assert list(listed.layout.xaxis.tickvals) == list(listed.data[0].x) == list("1234")
+    digits = [str(i) for i in range(200)]
+    shown = charts.heatmap(np.zeros((200, 200)), digits, digits, positions=(range(1, 201), range(1, 201)))
+    assert shown.layout.yaxis.type == "category"
+    step = list(shown.data[0].y).index(shown.layout.yaxis.tickvals[1])  # thinned: every step-th row labelled
+    assert (
+        step > 1 and shown.layout.yaxis.tickvals[1] == f"{step + 1}: {step}" == shown.layout.yaxis.ticktext[1]
+    )
+    assert hover(shown.data[0], 0, 4).startswith("1: 0 · 5: 4<br>")
+    plain = charts.heatmap(np.zeros((2, 3)), ["a", "b"], ["0", "1", "2"])
+    assert plain.layout.xaxis.type == "linear" and hover(plain.data[0], 1, 2).startswith("1: b · 2<br>")
+
+
 def test_head_view_focus_draws_only_that_row():
     w = np.full((3, 3), 1 / 3, dtype=np.float32)
     fig = charts.head_view(["a", "b", "c"], ["a", "b", "c"], w, focus=1)
