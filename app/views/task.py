@@ -135,9 +135,17 @@ elif info.task == "tag":
             data=pd.DataFrame([e.__dict__ for e in own]),  # this chart's sentence, as its title says
             filename=f"entities_sentence_{'AB'[sentence]}",
         )
+    # The head labels special tokens too, but was never trained on them (their targets are ignored) and no
+    # word takes their label: a [SEP] read as B-PERSON at 0.99 read as a finding to a room.
+    special = active.model.encode(text, pair).special_tokens_mask  # tokenising only
     tag_table = pd.DataFrame(tags, columns=["token", "label", "probability"])
-    tag_table.insert(1, "shown as", [style.display(t) for t in tag_table["token"]])
-    ui.table(tag_table, key="task_tags")
+    tag_table.insert(0, "position", range(len(tag_table)))
+    tag_table.insert(2, "shown as", [style.display(t) for t in tag_table["token"]])
+    ui.table(tag_table[~special.astype(bool)].reset_index(drop=True), key="task_tags")
+    st.caption(
+        "Every piece but the special tokens, by its position among the pieces: the head labels those too, but it "
+        "is not trained on them and no word takes their label."
+    )
 else:
     st.caption(
         "A sequence-classification head reads the first token's vector (through the pooler for BERT and ALBERT) "

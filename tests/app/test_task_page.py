@@ -68,7 +68,11 @@ def test_tagger_answer_and_choices(heads, monkeypatch):
     assert not at.get("error")
     model = bert_core.load_pretrained(heads["tag"])
     table = [t for t in at.dataframe if "label" in t.value.columns][0].value
-    assert list(table["label"]) == [label for _, label, _ in model.tag("we sat by the river bank")]
+    tags = model.tag("we sat by the river bank")
+    # Every piece but [CLS] and [SEP], by its own position: a [SEP] labelled B-PERSON at 0.99 read as a finding.
+    assert list(table["position"]) == list(range(1, len(tags) - 1))
+    assert list(table["label"]) == [label for _, label, _ in tags[1:-1]]
+    assert list(table["token"]) == [token for token, _, _ in tags[1:-1]]
 
     question, passage = "where was the cash?", "we deposited the cash at the bank by the river."
     at = _app(monkeypatch, heads["qa"], a=question, b=passage)
