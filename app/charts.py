@@ -284,11 +284,21 @@ def heatmap(
         hovertemplate=f"%{{y}}{separator}%{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
     )
     fig = go.Figure(trace)
+    # Column labels stand below the plot, tilted ones taking sin(60°) of their length: in Large text Word
+    # senses' "7. money · bank #2" took 230 px of a 330 px chart and left its eight rows 125 px. Whether short
+    # labels stand upright is settled below, in the plot's width, which the row labels narrow; here, with the
+    # widest row labels there can be, labels surely upright take a line and any others a tilted label's room.
+    few_short = all(len(html.unescape(t)) <= 3 for t in cl)
+    colour_bar_px = 12 + _text_px(["0.5"], font_size)
+    surely_upright = (
+        few_short and c * (_text_px(cl, font_size) + 6) <= width_px - _text_px(rn, font_size) - colour_bar_px
+    )
+    below = 1.5 * font_size if plain_c or surely_upright else 0.87 * _text_px(cn, font_size) + font_size
     if height is None:
-        height = int(min(900, max(300, 120 + 18 * r * font_size / BASE_FONT)))
+        height = int(min(900, max(300, 60 + below + 18 * r * font_size / BASE_FONT)))
     # As many labels as fit without running together, fewer as large text grows: rows in the plot's height,
     # columns (tilted) in `width_px` (below).
-    fit_r = max(4, int((height - 120) / (font_size * 0.9)))
+    fit_r = max(4, int((height - 60 - below) / (font_size * 0.9)))
     every_r = max(1, int(np.ceil(r / fit_r)))
 
     def ticks(names: list[str], categories: list[str], every: int) -> list[str]:
@@ -298,9 +308,7 @@ def heatmap(
     # The columns get what the row labels and the colour bar (12 px and its values) leave of the chart's
     # width, and labels tilted by 60° stand 1/sin(60°) = 1.15 text heights apart at the least: in Large text
     # a half-width chart's row labels ("12: deposited") took half of it, and its column labels piled up.
-    plot_px = max(
-        60.0, width_px - _text_px(ticks(rl, rn, every_r), font_size) - 12 - _text_px(["0.5"], font_size)
-    )
+    plot_px = max(60.0, width_px - _text_px(ticks(rl, rn, every_r), font_size) - colour_bar_px)
     fit_c = max(3, int(plot_px / (1.15 * font_size)))
     every_c = max(1, int(np.ceil(c / fit_c)))
 
@@ -322,9 +330,7 @@ def heatmap(
     # Short column labels (sentence numbers "1".."4") stand upright where they fit side by side; tilted, they
     # only looked odd. ("d10".."d47", a head's dimensions, are short too but ran together upright.)
     shown_c = -(-c // every_c)
-    upright = (
-        all(len(html.unescape(t)) <= 3 for t in cl) and shown_c * (_text_px(cl, font_size) + 6) <= plot_px
-    )
+    upright = few_short and shown_c * (_text_px(cl, font_size) + 6) <= plot_px
     fig.update_layout(
         xaxis=axis(cl, cn, every_c, plain_c, tickangle=0 if upright else -60),
         yaxis=axis(rl, rn, every_r, plain_r) | {"autorange": "reversed"},

@@ -419,3 +419,19 @@ def test_a_heatmaps_hover_says_a_direction_only_where_there_is_one_and_numbers_a
     words = [f"w{i}" for i in range(200)]
     thinned = charts.heatmap(np.zeros((2, 200)), ["a", "b"], words, positions=([0, 1], range(5, 205)))
     assert thinned.layout.xaxis.ticktext[0].startswith("5: w0")
+
+
+def test_long_tilted_column_labels_leave_the_rows_their_room():
+    """In Large text Word senses' matrix drew its eight rows in ~125 px: the column labels ("7. money · bank #2",
+    tilted by 60°) stand below the plot within the chart's height, which counted rows only."""
+    names = [f"{i}. money · bank #2" for i in range(1, 9)]
+    font = 22
+    fig = charts.heatmap(
+        np.zeros((8, 8)), names, names, numbered=True, font_size=font, title="Cosine, layer 2"
+    )
+    assert fig.layout.xaxis.tickangle == -60
+    labels_px = 0.87 * 0.6 * font * len(names[0])  # a tilted label's height below the plot
+    rows_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b - labels_px
+    assert rows_px >= 8 * 1.2 * font  # each row at least a line of text
+    plain = charts.heatmap(np.zeros((8, 8)), names[:8], list("12345678"), numbered=True, font_size=font)
+    assert plain.layout.height < fig.layout.height  # short labels stand upright and take a line
