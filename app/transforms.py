@@ -156,6 +156,25 @@ def _rank_tolerance(singular: np.ndarray, shape: tuple[int, ...]) -> float:
     return float(singular.max(initial=0.0)) * max(shape) * np.finfo(np.float64).eps
 
 
+def same_rows(vectors: np.ndarray) -> list[list[int]]:
+    """Groups (two or more, in order) of rows of vectors (K, H) that are one vector, to float32's precision:
+    drawn as points, each group is one point."""
+    v = np.asarray(vectors, dtype=np.float64)
+    scale = np.maximum(np.linalg.norm(v, axis=1), 1e-12)
+    groups: list[list[int]] = []
+    placed: set[int] = set()
+    for i in range(len(v)):
+        if i in placed:
+            continue
+        group = [i] + [
+            j for j in range(i + 1, len(v)) if np.linalg.norm(v[i] - v[j]) <= 1e-6 * max(scale[i], scale[j])
+        ]
+        if len(group) > 1:
+            groups.append(group)
+            placed.update(group)
+    return groups
+
+
 def pca_2d(vectors: np.ndarray) -> np.ndarray:
     """(P, H) -> (P, 2) projection on the first two principal components (zeros where undefined)."""
     v = np.asarray(vectors, dtype=np.float64)

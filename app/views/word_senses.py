@@ -322,6 +322,7 @@ with m1:
 with m2:
     points = transforms.pca_2d(vectors[:, layer])
     share = transforms.pca_variance_share(vectors[:, layer])
+    point_names = [f"{n + 1}{suffix}" for n, _, suffix, _ in found]  # the matrix's sentence numbers
     scatter = charts.scatter_2d(
         points,
         sense_groups,
@@ -331,15 +332,32 @@ with m2:
         title=f"PCA of the target word's vectors, layer {layer}",
         font_size=fs,
         marker_size=24 if large else 14,
-        texts=[f"{n + 1}{suffix}" for n, _, suffix, _ in found],  # the sentence numbers of the matrix
+        texts=point_names,
     )
+    caption = (
+        "Colour = the sense written after | on the sentence's line; the number is its line. Hover a point for "
+        "its sentence."
+    )
+    # Points of one vector lie on one another, one colour hiding the other: said, with why at layer 0.
+    stacked = transforms.same_rows(vectors[:, layer])
+    if stacked:
+        caption += " " + ui.md_escape(  # the target as typed is in the names ("7 · bank #1")
+            "; ".join(
+                f"{', '.join(point_names[i] for i in g)} are one point (the same vector)" for g in stacked
+            )
+            + "."
+        )
+        if layer == 0:
+            caption += (
+                " At layer 0 a word's vector comes from its embeddings only, its piece and its place in the "
+                "sentence: the same word at the same place is the same vector, whatever the sentence says."
+            )
     ui.show_figure(
         scatter,
         key="senses_pca",
         data=pd.DataFrame({"sentence": names, "sense": senses, "pc1": points[:, 0], "pc2": points[:, 1]}),
         filename=f"word_sense_pca_layer{layer}",
-        caption="Colour = the sense written after | on the sentence's line; the number is its line. Hover a "
-        "point for its sentence.",
+        caption=caption,
     )
 
 labelled = [s for s in senses if s]

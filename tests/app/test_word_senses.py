@@ -238,3 +238,15 @@ def test_a_line_gives_each_occurrence_its_own_sense(senses):
     at.text_area(key="senses_text").set_value("\n".join([*lines[1:], "our bank | money, finance"])).run()
     assert "3. money, finance" in figure(at, "senses_matrix")["layout"]["xaxis"]["ticktext"]
     assert "senses," not in text_of(at.warning)
+
+
+def test_points_that_are_one_vector_are_said_to_be_one_point(senses):
+    """At layer 0 "bank" second in two sentences is one vector: one point hid the other, one colour showing."""
+    at = senses(["the bank by the river | river", "the bank holds money | money", "a river bank | river"])
+    at.slider(key="senses_layer").set_value(0).run()
+    said = text_of(at.caption)
+    assert "1, 2 are one point (the same vector)" in said and "At layer 0 a word's vector comes from" in said
+    pca = figure(at, "senses_pca")["data"]
+    assert decode(pca[0]["x"])[0] == pytest.approx(decode(pca[1]["x"])[0], abs=1e-5)  # 1 under 2, indeed
+    at.slider(key="senses_layer").set_value(1).run()  # the sentences differ from layer 1 on
+    assert "one point" not in text_of(at.caption)
