@@ -377,6 +377,9 @@ def vector_strips(
     return fig
 
 
+EDGE = 0.6  # the head view's room for token names beyond each end of its lines (which run from x=0 to 1)
+
+
 def head_view(
     left: Sequence[str],
     right: Sequence[str],
@@ -475,12 +478,28 @@ def head_view(
             go.Scatter(
                 x=[x] * n,
                 y=list(range(n)),
-                mode="markers+text",
+                mode="text",
                 text=labels(names),
                 textposition=position,
                 textfont={"color": colors, "size": font_size},
-                # Transparent but clickable: the page isolates the token a click lands on.
-                marker={"size": max(10, font_size), "color": "rgba(0,0,0,0)"},
+                hoverinfo="skip",
+                showlegend=False,
+                name=f"{side} tokens",
+            )
+        )
+        # Transparent bars under the tokens, from the lines' end to the chart's edge, are what a click lands
+        # on: the page isolates that token. (Text is not clickable, and a marker at the line's end was the
+        # only target: a click on the word itself did nothing.)
+        fig.add_trace(
+            go.Bar(
+                y=list(range(n)),
+                x=[-EDGE if side == "from" else EDGE] * n,
+                base=[x] * n,
+                orientation="h",
+                width=0.9,
+                marker={"color": "rgba(0,0,0,0)"},
+                text=labels(names),
+                textposition="none",
                 customdata=[[side, k] for k in range(n)],
                 hovertemplate=f"%{{text}}: click to show {hint}<extra></extra>",
                 showlegend=False,
@@ -488,7 +507,8 @@ def head_view(
             )
         )
     fig.update_layout(
-        xaxis={"visible": False, "range": [-0.6, 1.6], "fixedrange": True},
+        xaxis={"visible": False, "range": [-EDGE, 1 + EDGE], "fixedrange": True},
+        barmode="overlay",  # a row's left and right bars each its full height, not grouped into halves
         # An explicit range: autorange pads a long token column with ~10 % empty space at both ends.
         yaxis={"visible": False, "range": [max(r, c) - 0.5, -0.5]},
         plot_bgcolor="rgba(0,0,0,0)",

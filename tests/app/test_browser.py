@@ -163,15 +163,18 @@ def test_head_view_click_on_a_token_isolates_it(app_url, page):
     assert focus.input_value() == "(all tokens)"
 
     def click_token(side: str, k: int) -> None:
-        # The token traces are the last two: "from" (left), then "to" (right). The chart redraws after each
-        # click, so the point is looked up afresh once the app is idle.
+        # On the word (a marker at the line's end was the only target). The token names are the last
+        # two scatter traces: "from" (left), then "to" (right). The chart redraws after each click, so the
+        # word is looked up afresh once the app is idle.
         wait_for_app(page)
         traces = page.locator(f"{CHART} .scatterlayer .trace")
-        point = traces.nth(traces.count() - (2 if side == "from" else 1)).locator(".point").nth(k)
+        point = traces.nth(traces.count() - (2 if side == "from" else 1)).locator(".textpoint").nth(k)
         point.wait_for(state="attached", timeout=30_000)
         box = point.bounding_box()
         assert box is not None, f"token {k} on the {side} side is not drawn"
-        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        # the word's far end, away from the line: a click there fell through
+        x = box["x"] + 2 if side == "from" else box["x"] + box["width"] - 2
+        page.mouse.move(x, box["y"] + box["height"] / 2)
         page.mouse.down()
         page.mouse.up()
 

@@ -66,7 +66,7 @@ def test_tick_labels_stand_on_their_own_category_where_labels_are_numbers():
 def test_head_view_focus_draws_only_that_row():
     w = np.full((3, 3), 1 / 3, dtype=np.float32)
     fig = charts.head_view(["a", "b", "c"], ["a", "b", "c"], w, focus=1)
-    ys = [y for t in fig.data if t.mode == "lines" for y in t.y]
+    ys = [y for t in fig.data if t.type == "scatter" and t.mode == "lines" for y in t.y]
     assert set(ys[0::3]) == {1}
 
 
@@ -74,7 +74,10 @@ def test_head_view_focus_to_draws_only_that_column():
     w = np.random.default_rng(1).random((3, 4)).astype(np.float32)
     fig = charts.head_view(["a", "b", "c"], ["w", "x", "y", "z"], w, focus_to=2)
     ends = [
-        (y0, y1) for t in fig.data if t.mode == "lines" for y0, y1 in zip(t.y[0::3], t.y[1::3], strict=True)
+        (y0, y1)
+        for t in fig.data
+        if t.type == "scatter" and t.mode == "lines"
+        for y0, y1 in zip(t.y[0::3], t.y[1::3], strict=True)
     ]
     assert sorted(ends) == [(0, 2), (1, 2), (2, 2)]  # every row's line, into column 2 only
 
@@ -199,14 +202,14 @@ def test_head_view_overlays_every_head_in_its_own_colour_and_lane():
     w = np.random.default_rng(2).random((3, 4, 4)).astype(np.float32)
     w /= w.sum(-1, keepdims=True)
     fig = charts.head_view(list("abcd"), list("abcd"), w, focus=1)
-    legend = [t for t in fig.data if t.showlegend is not False and t.mode == "lines"]
+    legend = [t for t in fig.data if t.showlegend is not False and t.type == "scatter" and t.mode == "lines"]
     assert [t.name for t in legend] == ["head 1", "head 2", "head 3"]  # one entry per head, full colour
     assert [t.line.color for t in legend] == charts.HEAD_COLORS[:3]
-    lines = [t for t in fig.data if t.mode == "lines" and t.showlegend is False]
+    lines = [t for t in fig.data if t.type == "scatter" and t.mode == "lines" and t.showlegend is False]
     assert sorted({t.legendgroup for t in lines}) == ["head 1", "head 2", "head 3"]
     assert fig.layout.legend.itemclick is False  # a key only: heads are chosen on the page, which persists
     some = charts.head_view(list("abcd"), list("abcd"), w[[0, 2]], head_numbers=[1, 3], focus=1)
-    kept = [t for t in some.data if t.showlegend is not False and t.mode == "lines"]
+    kept = [t for t in some.data if t.showlegend is not False and t.type == "scatter" and t.mode == "lines"]
     assert [t.name for t in kept] == ["head 1", "head 3"]
     assert [t.line.color for t in kept] == [charts.HEAD_COLORS[0], charts.HEAD_COLORS[2]]  # colours stay
     for h in range(3):
