@@ -159,7 +159,8 @@ ui.show_figure(
     caption="Nearby positions have similar vectors in a trained model: the band along the diagonal."
     + (
         f" This model was pre-trained on at most {info.trained_length} pieces: positions {info.trained_length} "
-        "and beyond keep their random start, so the band stops there."
+        "and beyond keep their random start, so the band stops there at the latest; the last positions before "
+        "it were seen only in the longest inputs, so it may fade earlier."
         if info.trained_length is not None and count > info.trained_length
         else ""
     ),

@@ -410,5 +410,7 @@ def test_position_similarity_says_where_a_model_stopped_training_its_positions(m
     at = make_app("views/embeddings.py", a="the bank", model="@demo")
     said = " ".join(c.value for c in at.caption)
     assert "pre-trained on at most 42 pieces" in said
+    # Its band fades by ~38: the last positions before 42 came only with the longest inputs.
+    assert "stops there at the latest" in said and "may fade earlier" in said
     at.slider(key="emb_positions").set_value(40).run()
     assert "pre-trained on at most" not in " ".join(c.value for c in at.caption)
