@@ -150,10 +150,15 @@ def font_size() -> int:
     return LARGE_FONT if st.session_state.get(KEY_LARGE) else NORMAL_FONT
 
 
+def stacked() -> bool:
+    """Whether `side_by_side` puts its charts one under the other (Large text)."""
+    return bool(st.session_state.get(KEY_LARGE))
+
+
 def side_by_side(count: int) -> list:
     """`count` columns for charts that sit side by side, or, in Large text, as many containers one under the
     other: in a column of a projected page a chart's labels at that size leave its plot ~150 px wide."""
-    if st.session_state.get(KEY_LARGE):
+    if stacked():
         return [st.container() for _ in range(count)]
     return list(st.columns(count))
 

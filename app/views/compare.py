@@ -17,9 +17,13 @@ SENSES = (
 )
 TARGET = "bank"
 
+# Where each side is drawn, as the page says it: Large text stacks the two sides, and "left:" in the legend
+# named a model drawn above the other.
+WHERE = {"left": "above", "right": "below"} if ui.stacked() else {"left": "left", "right": "right"}
+first, second = ("above", "below") if ui.stacked() else ("on the left", "on the right")
 st.header("Compare two models")
 st.caption(
-    "The same sentence through two models: the sidebar's model on the left, the one picked here on the right "
+    f"The same sentence through two models: the sidebar's model {first}, the one picked here {second} "
     "(e.g. bert-base-uncased and distilbert-base-uncased, or the demo BERT and a variant). Each model is "
     "loaded once and shared by every page and session."
 )
@@ -127,7 +131,7 @@ columns = ui.side_by_side(2)  # stacked in Large text: a projector's half page l
 for (name, active), column in zip(sides, columns, strict=True):
     with column:
         if not active.model.info.has_mlm_head:
-            st.info(ui.md_escape(f"{active.model.info.architecture_name}: this checkpoint has no MLM head."))
+            st.info(card(active) + ": this checkpoint has no MLM head.")  # card escapes
             continue
         given = texts[name]
         try:
@@ -177,7 +181,7 @@ for name, active in sides:
         continue
     a, b = vectors
     cos = (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1) + 1e-12)  # (L + 1,)
-    curves[f"{name}: {active.model.info.architecture_name} ({active.source})"] = (
+    curves[f"{WHERE[name]}: {active.model.info.architecture_name} ({active.source})"] = (
         np.linspace(0.0, 1.0, len(cos)),
         cos,
     )

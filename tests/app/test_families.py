@@ -228,7 +228,7 @@ def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
     masks = figure(at, "cmp_masks_right")
     assert len(masks["data"][0]["y"]) == 5 or len(decode(masks["data"][0]["x"])) == 5
     senses = figure(at, "cmp_senses")
-    assert len(senses["data"]) == 2  # one curve per model
+    assert [t["name"].split(":")[0] for t in senses["data"]] == ["left", "right"]  # one curve per model
     assert at.query_params["model2"] == [str(family_dirs["distilbert"])] or at.query_params["model2"] == str(
         family_dirs["distilbert"]
     )
@@ -239,6 +239,9 @@ def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
     at.text_area(key="a").set_value("we sat on the [MASK] of the river " * 3).run()
     ticks = figure(at, "cmp_attention_left")["layout"]["xaxis"]["tickvals"]
     assert len(ticks) * 1.15 * 22 <= 560
+    # Stacked, the page and the legend say above and below, not left and right
+    assert [t["name"].split(":")[0] for t in figure(at, "cmp_senses")["data"]] == ["above", "below"]
+    assert "the sidebar's model above, the one picked here below" in at.caption[0].value
     assert (
         len(at.columns)
         == len(
@@ -481,3 +484,11 @@ def test_compare_keeps_the_second_model_when_the_sidebar_picks_it_too(
     at = _app(monkeypatch, "@demo", "views/compare.py", model2="@demo")
     assert not at.exception and at.selectbox(key="model2").value == "@demo"
     assert at.selectbox(key="model2").options[0] != "@demo"
+
+
+def test_compare_names_the_side_without_an_mlm_head(family_dirs, monkeypatch, tiny_checkpoint):
+    """ "BERT: this checkpoint has no MLM head." named neither side where both were BERT."""
+    at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", model2=str(family_dirs["electra"]))
+    assert not at.exception, [e.value for e in at.exception]
+    (said,) = [i.value for i in at.info if "no MLM head" in i.value]
+    assert said.startswith("ELECTRA · ") and str(family_dirs["electra"].name) in said.replace("\\", "")
