@@ -8,7 +8,8 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from app import cache, charts, transforms, ui
+from app import cache, charts, models, transforms, ui
+from app import inputs as inputs_module
 
 EXAMPLES = (
     "the bundled @demo-senses (which sense of an ambiguous word), @demo-roles (who, where, when) or @demo-qa "
@@ -26,6 +27,13 @@ style = info.piece_style
 fs = ui.font_size()
 if info.task is None:
     st.info(ui.md_escape(f"This checkpoint has no fine-tuned task head. Load one, e.g. {EXAMPLES}."))
+    # One click for the bundled heads: typing "@demo-senses" over "@demo" in the picker lost the text at the
+    # "-" (Streamlit's selectbox starts afresh where the typed text was its value).
+    bundled = [source for source in models.bundled_models() if source in models.DEMO_TASKS]
+    for column, source in zip(st.columns(max(1, len(bundled))), bundled, strict=False):
+        column.button(
+            f"Use {source}", key=f"task_use_{source}", on_click=inputs_module.use_model, args=(source,)
+        )
     st.stop()
 
 text, pair = inputs.text_a, inputs.text_b

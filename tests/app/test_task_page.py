@@ -103,6 +103,11 @@ def test_qa_without_a_passage_and_a_model_without_a_head_say_so(heads, monkeypat
     assert any("passage" in str(i.value) for i in at.info) and not at.get("error")
     at = _app(monkeypatch, tiny_checkpoint, a="the bank")
     assert any("no fine-tuned task head" in str(i.value).replace("\\", "") for i in at.info)
+    # The bundled heads a click away: typed over "@demo" in the picker, "@demo-senses" lost itself at the "-"
+    at.button(key="task_use_@demo-roles").click().run()
+    assert not at.exception and at.selectbox(key="model").value == "@demo-roles"
+    assert not any("no fine-tuned task head" in str(i.value).replace("\\", "") for i in at.info)
+    assert any("label" in t.value.columns for t in at.dataframe)  # the tagger's table
 
 
 def test_masked_words_offers_saliency_for_a_chosen_guess(monkeypatch, tiny_checkpoint):
