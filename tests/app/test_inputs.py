@@ -70,3 +70,14 @@ def test_share_link_names_every_given_parameter():
     )
     assert link == "http://host:8501/compare?model=%40demo&model2=a+b%2Fc"
     assert inputs.share_link(None, {"a": "[MASK] (x)"}) == "?a=%5BMASK%5D+%28x%29"
+
+
+def test_the_question_preset_is_answered_by_the_bundled_qa_head():
+    """The Task page had no question among the examples, and a lecturer's own ("Who did Anna meet at the
+    bank?", outside the grammar the demo head was trained on) got "on Monday". The preset's answer is right."""
+    import bert_core
+    from app import models
+
+    preset = next(e for e in inputs.examples() if "@demo-qa" in e.label)
+    answer = bert_core.load_pretrained(models.DEMO_TASKS_DIR / "qa").answer(preset.text_a, preset.text_b)[0]
+    assert answer[0].lower() == "on monday" and answer[4] > 0.5
