@@ -229,7 +229,7 @@ def heatmap(
     zmin: float | None = None,
     zmax: float | None = None,
     zmid: float | None = None,
-    colorscale: str = "Blues",
+    colorscale: str | list = "Blues",
     value_name: str = "value",
     font_size: int = BASE_FONT,
     height: int | None = None,

@@ -263,14 +263,25 @@ elif view == "roles":
                 }
             )
     table = pd.DataFrame(rows)
-    names = sorted({r for r in table["role"] if r})
-    codes = np.array([[names.index(r) + 1 if r else 0 for r in row] for row in roles.labels], dtype=float)
+    names = ["none", *sorted({r for r in table["role"] if r})]
+    codes = np.array([[names.index(r or "none") for r in row] for row in roles.labels], dtype=float)
+    # One flat colour per role and the colour bar as their key: a continuous scale marked "0" and "2" left the
+    # roles to be looked up in the title.
+    bands = [
+        (edge, "#eeeeee" if k == 0 else charts.SEQUENCE_COLORS[(k - 1) % 8])
+        for k in range(len(names))
+        for edge in (k / len(names), (k + 1) / len(names))
+    ]
     fig = charts.heatmap(
         codes, [f"layer {i + 1}" for i in range(n_layers)], [f"head {h + 1}" for h in range(n_heads)],
-        title="Role per head (" + ", ".join(f"{i + 1} = {n}" for i, n in enumerate(names)) + "; 0 = none)",
-        zmin=0.0, zmax=max(1.0, float(len(names))), colorscale="Viridis", value_name="role", font_size=fs,
-        numbered=True,
+        title="Role per head", zmin=-0.5, zmax=len(names) - 0.5, colorscale=bands, value_name="role",
+        font_size=fs, numbered=True,
     )  # fmt: skip
+    fig.update_traces(
+        text=[[r or "none" for r in row] for row in roles.labels],  # layers × heads: a few hundred at most
+        hovertemplate="%{y} · %{x}<br>%{text}<extra></extra>",
+        colorbar={"tickvals": list(range(len(names))), "ticktext": names, "nticks": None},
+    )
     ui.show_figure(fig, key="roles_grid", data=table, filename="head_roles")
     ui.table(table, key="roles_table")
     if st.toggle(

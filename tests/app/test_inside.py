@@ -128,6 +128,15 @@ def test_ablation_changes_the_guesses_and_the_bank_curve_against_the_intact_mode
 
 def test_roles_on_the_model_view_and_their_stability_over_the_presets(make_app, tiny_model):
     at = open_view(make_app, "roles", TEXT)
+    # Each role its own flat colour, named on the colour bar and in the hover (a continuous scale marked 0 and 2)
+    grid = figure(at, "roles_grid")
+    roles = bert_core.head_roles(tiny_model.analyze(TEXT), style=tiny_model.info.piece_style)
+    named = grid["data"][0]["colorbar"]["ticktext"]
+    assert named[0] == "none" and set(named[1:]) == {r for row in roles.labels for r in row if r}
+    assert grid["data"][0]["text"] == [[r or "none" for r in row] for row in roles.labels]
+    assert decode(grid["data"][0]["z"]).tolist() == [
+        [named.index(r or "none") for r in row] for row in roles.labels
+    ]
     at.toggle(key="roles_stability").set_value(True).run()
     assert not at.exception, [e.value for e in at.exception]
     stable = [t for t in at.dataframe if "usual role" in t.value.columns][0].value
