@@ -773,11 +773,24 @@ def lines(
 def rank_axis(fig: go.Figure, top_rank: float) -> go.Figure:
     """A y axis for ranks (1 = the top prediction) up to `top_rank`: whole numbers from 1, never 0 or 0.5;
     on a log axis once ranks run past 20, so a logit lens's climb from rank 3,000 to 1 keeps the last layers'
-    1, 2 and 5 apart instead of flattening them onto the floor of a linear axis."""
+    1, 2 and 5 apart instead of flattening them onto the floor of a linear axis. Each point is written with its
+    rank, which no axis of a few ticks gives exactly."""
+    for trace in fig.data:
+        trace.update(
+            mode="lines+markers+text", text=[f"{v:,.0f}" for v in trace.y], textposition="top center"
+        )
     top = max(1.0, float(top_rank))
+    # (the range leaves room above the highest point for its number)
     if top > 20:
-        return fig.update_yaxes(type="log", range=[np.log10(0.8), np.log10(top * 1.3)], dtick=1)
-    return fig.update_yaxes(tick0=1, dtick=max(1, int(np.ceil(top / 8))), range=[0.5, top + 0.5])
+        # 1, 2, 5 in every decade, written out: ticks at 1 and 10 only left a rank of 35 to guess
+        ticks = [m * 10**e for e in range(int(np.log10(top)) + 2) for m in (1, 2, 5) if m * 10**e <= top * 2]
+        return fig.update_yaxes(
+            type="log",
+            range=[np.log10(0.8), np.log10(top * 2)],
+            tickvals=ticks,
+            ticktext=[f"{t:,}" for t in ticks],
+        )
+    return fig.update_yaxes(tick0=1, dtick=max(1, int(np.ceil(top / 8))), range=[0.5, top * 1.15 + 0.5])
 
 
 def scatter_2d(

@@ -465,7 +465,7 @@ elif view == "lens":
     rank_fig = charts.lines(
         list(range(len(lens.final_token_rank))),
         {f"rank of {style.display(lens.final_token)}": lens.final_token_rank},
-        title="Rank of the final answer by layer (1 = top)",
+        title=f"Rank of '{style.display(lens.final_token)}', the last layer's answer, by layer (1 = top)",
         value_name="rank",
         font_size=fs,
     )
