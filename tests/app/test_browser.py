@@ -290,10 +290,18 @@ def test_large_text_on_a_laptop_screen_wraps_labels_enlarges_choices_and_keeps_m
                  parseFloat(getComputedStyle(e.querySelector('p')).fontSize)]"""
     )
     assert value_bottom <= knob_top + 1 and value_size >= 20
-    # Tables (st.dataframe draws on a canvas no stylesheet reaches) and the sentence typed in the sidebar.
+    # Tables (st.dataframe draws on a canvas no stylesheet reaches) and the sentence typed in the sidebar; table
+    # cells padded less, so the demo model's Tokens table is whole at this width (its last column,
+    # "continuation", ran ~20 px under the page's edge with Streamlit's padding).
     page.goto(f"{app_url}/?a=the+bank+of+the+river&large=true")
     page.wait_for_selector('[data-testid="stTable"] td', timeout=60_000)
     wait_for_app(page)
+    padding, overflow = page.evaluate(
+        """() => { const t = document.querySelector('[data-testid="stTable"] table');
+                   return [parseFloat(getComputedStyle(t.querySelector('td')).paddingLeft),
+                           t.scrollWidth - t.parentElement.clientWidth]; }"""
+    )
+    assert padding <= 5 and overflow <= 1, (padding, overflow)
     cell, typed = page.evaluate(
         """() => ['[data-testid="stTable"] td', '[data-testid="stSidebar"] textarea'].map(s =>
               parseFloat(getComputedStyle(document.querySelector(s)).fontSize))"""
