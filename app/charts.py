@@ -939,12 +939,14 @@ def saliency_strip(
     font_size: int = BASE_FONT,
     width_px: int | None = None,
 ) -> go.Figure:
-    """Tokens coloured by their attribution, centred on zero: red for the target, blue against it. In rows of
+    """Tokens coloured by their attribution, centred on zero: blue for the target, red against it, as blue is
+    what helped on head importance and what is alike on the cosine maps (red for the target here read the
+    other way round beside them). In rows of
     at most STRIP_ROW tokens, fewer for longer labels or larger text: one row of a long input piled its
     labels up."""
     bound = float(np.abs(np.asarray(scores, dtype=np.float32)).max(initial=0.0)) or 1.0
     return token_strip(
-        tokens, scores, title=title, zmin=-bound, zmax=bound, colorscale="RdBu_r", value_name="attribution",
+        tokens, scores, title=title, zmin=-bound, zmax=bound, colorscale="RdBu", value_name="attribution",
         value_format="+.3g", font_size=font_size, per_row=strip_row(tokens, font_size, width_px),  # +.3g: a tiny share reads as itself, not +0.0000
     )  # fmt: skip
 

@@ -329,11 +329,14 @@ def length_notes(active: models.ActiveModel, enc) -> None:
 IG_GAP_WARNING = 0.05  # a completeness gap past this share of the change is said: the colours are approximate
 
 
+STRIP_COLOURS = "Blue pushed it up, red down."
+
+
 def attribution_note(explained, score_name: str) -> None:
     """Under a saliency strip: the number explained (`score_name`, e.g. "the logit"), and for integrated
     gradients how closely the attributions add up to its change from the baseline, with a warning when not."""
     if explained.method != "integrated_gradients":
-        st.caption(f"Explained: {score_name}, {explained.score:.3f} for the input.")
+        st.caption(f"Explained: {score_name}, {explained.score:.3f} for the input. {STRIP_COLOURS}")
         return
     change = explained.score - explained.baseline_score
     gap = explained.completeness_gap
@@ -346,7 +349,8 @@ def attribution_note(explained, score_name: str) -> None:
     )
     st.caption(
         f"Explained: {score_name}, {explained.score:.3f} for the input and {explained.baseline_score:.3f} at the "
-        f"baseline, a change of {change:+.3f}; the attributions add up to it within {gap:.4f}{share}."
+        f"baseline, a change of {change:+.3f}; the attributions add up to it within {gap:.4f}{share}. "
+        + STRIP_COLOURS
     )
     if gap > IG_GAP_WARNING * abs(change) and gap > 1e-3:
         st.warning(

@@ -194,7 +194,7 @@ st.caption(
     "explained score (a logit, before the softmax) between a baseline (every word replaced by padding, the "
     "special tokens kept) and the input. Gradient × input multiplies the gradient at the input by the word "
     "embedding itself: a quick local reading with no baseline, which credits special tokens too and can "
-    "disagree with integrated gradients, even in sign. Red pushed the score up, blue down."
+    "disagree with integrated gradients, even in sign."
 )
 method = st.radio(
     "Method",

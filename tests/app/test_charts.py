@@ -449,3 +449,19 @@ def test_long_tilted_column_labels_leave_the_rows_their_room():
     assert rows_px >= 8 * 1.2 * font  # each row at least a line of text
     plain = charts.heatmap(np.zeros((8, 8)), names[:8], list("12345678"), numbered=True, font_size=font)
     assert plain.layout.height < fig.layout.height  # short labels stand upright and take a line
+
+
+def test_a_saliency_strip_colours_as_the_other_charts_do_blue_for_red_against():
+    """Red was "pushed the answer up" on the saliency strips while blue was "supported the guess" on head
+    importance and "alike" on every cosine map: a room reading both charts read one of them backwards."""
+    strip = charts.saliency_strip(["for", "against"], [1.0, -1.0], title="x").data[0]
+    importance = charts.heatmap(np.zeros((1, 1)), ["layer 1"], ["head 1"], zmid=0.0, colorscale="RdBu").data[
+        0
+    ]
+    high, low = strip.colorscale[-1][1], strip.colorscale[0][1]
+    assert (
+        (high, low)
+        == (importance.colorscale[-1][1], importance.colorscale[0][1])
+        == ("rgb(5,48,97)", "rgb(103,0,31)")
+    )
+    assert strip.zmin == -strip.zmax  # centred on zero: white is no effect
