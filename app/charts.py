@@ -804,12 +804,33 @@ def scatter_2d(
     font_size: int = BASE_FONT,
     marker_size: int = 14,
     texts: Sequence[str] | None = None,
+    width_px: int | None = None,
 ) -> go.Figure:
     """Points (P, 2) coloured by group (one trace per group, named by `group_names`). `texts` are written
     beside the points, up to SCATTER_TEXT_LIMIT of them: a projector shows no hover, and unlabelled dots said
-    nothing to a room."""
+    nothing to a room. Each label goes above its point, or below, right or left where that would cover another
+    label, as far as about how wide the chart is drawn (`width_px`, as in `heatmap`) tells."""
     points = np.asarray(points, dtype=np.float32)
     written = texts is not None and len(points) <= SCATTER_TEXT_LIMIT
+    if written and len(points):
+        # The axes' ranges, set below: room above the highest point for its label, which the plot's edge cut
+        # in half; and beside the outermost ones for half a label's width each way ("1 · bank #1" at the right
+        # edge lost its last character).
+        low, high = float(points[:, 1].min()), float(points[:, 1].max())
+        pad = (high - low or 1.0) * 0.08
+        y_range = [low - pad, high + 2 * pad]
+        left, right = float(points[:, 0].min()), float(points[:, 0].max())
+        side = (right - left or 1.0) * 0.12
+        x_range = [left - side, right + side]
+        places = label_places(
+            points,
+            [label(t) for t in texts],
+            x_range,
+            y_range,
+            font_size,
+            marker_size,
+            width_px or page_px(font_size),
+        )
     fig = go.Figure()
     for g, name in enumerate(group_names):
         idx = [i for i, gi in enumerate(groups) if gi == g]
@@ -831,7 +852,7 @@ def scatter_2d(
                 **(
                     {
                         "text": [label(texts[i]) for i in idx],
-                        "textposition": "top center",
+                        "textposition": [places[i] for i in idx],
                         "textfont": {"size": font_size - 1},
                     }
                     if written
@@ -845,15 +866,62 @@ def scatter_2d(
         legend={"orientation": "v"},
     )
     if written and len(points):
-        # Room above the highest point for its label, which the plot's edge cut in half; and beside the outermost
-        # ones for half a label's width each way ("1 · bank #1" at the right edge lost its last character)
-        low, high = float(points[:, 1].min()), float(points[:, 1].max())
-        pad = (high - low or 1.0) * 0.08
-        fig.update_yaxes(range=[low - pad, high + 2 * pad])
-        left, right = float(points[:, 0].min()), float(points[:, 0].max())
-        side = (right - left or 1.0) * 0.12
-        fig.update_xaxes(range=[left - side, right + side])
+        fig.update_yaxes(range=y_range)
+        fig.update_xaxes(range=x_range)
     return _layout(fig, title, 460, font_size)
+
+
+SCATTER_PLOT_PX = 340  # about how tall a scatter's plot is drawn (its 460 px less the title and the x axis)
+
+
+def label_places(
+    points: np.ndarray,
+    texts: Sequence[str],
+    x_range: Sequence[float],
+    y_range: Sequence[float],
+    font_size: int,
+    marker_size: int,
+    width_px: int,
+) -> list[str]:
+    """A plotly textposition for each point's label: above it unless that covers a label already placed (the
+    highest points first) or another point, or runs past the plot's edge, then below, right or left; where
+    every place is taken, the one covered least. Placed in pixels, from the axes' ranges and about how large
+    the plot is drawn."""
+    plot_w = max(100.0, width_px - 120.0)  # the legend and the y axis's labels take the rest
+    sx, sy = plot_w / (x_range[1] - x_range[0]), SCATTER_PLOT_PX / (y_range[1] - y_range[0])
+    at = [((x - x_range[0]) * sx, (y - y_range[0]) * sy) for x, y in np.asarray(points, dtype=np.float64)]
+    r, h = marker_size / 2 + 2, font_size * 1.2
+
+    def box(k: int, place: str) -> tuple[float, float, float, float]:
+        x, y = at[k]
+        w = _text_px([texts[k]], font_size)
+        cx, cy = {
+            "top center": (x, y + r + h / 2),
+            "bottom center": (x, y - r - h / 2),
+            "middle right": (x + r + w / 2, y),
+            "middle left": (x - r - w / 2, y),
+        }[place]
+        return cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2
+
+    def covered(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+        return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+    def outside(b: tuple[float, ...]) -> float:  # what the plot's edges would cut off
+        area = (b[2] - b[0]) * (b[3] - b[1])
+        return area - covered(b, (0.0, 0.0, plot_w, SCATTER_PLOT_PX))
+
+    dots = [(x - r, y - r, x + r, y + r) for x, y in at]
+    placed: list[tuple[float, float, float, float]] = []
+    places = ["top center"] * len(at)
+    for k in sorted(range(len(at)), key=lambda k: -at[k][1]):
+        costs = []
+        for place in ("top center", "bottom center", "middle right", "middle left"):
+            b = box(k, place)
+            cost = sum(covered(b, o) for o in placed) + sum(covered(b, d) for d in dots) + outside(b)
+            costs.append((round(cost, 3), place, b))  # a label touching its own dot covers 1e-15 px² of it
+        _, places[k], chosen = min(costs, key=lambda c: c[0])  # the first of equals: above, if it is free
+        placed.append(chosen)
+    return places
 
 
 SCATTER_TEXT_LIMIT = 40  # points a scatter writes its labels beside; more would cover each other

@@ -503,7 +503,8 @@ elif view == "hidden":
     groups = [0 if not result.special_tokens_mask[i] else 1 for i in tokens_map.positions]
     fig = charts.scatter_2d(points, groups, ["pieces", "specials"], names, title=f"Tokens at layer {layer} "
                             f"(PC1 {share[0]:.0%}, PC2 {share[1]:.0%} of the variance)", font_size=fs,
-                            texts=[style.display(result.tokens[i]) for i in tokens_map.positions])  # fmt: skip
+                            texts=[style.display(result.tokens[i]) for i in tokens_map.positions],
+                            width_px=ui.chart_width(half=False))  # fmt: skip
     ui.show_figure(fig, key="hidden_pca", data=pd.DataFrame(points, columns=["pc1", "pc2"]).assign(token=names),
                    filename="token_pca")  # fmt: skip
 

@@ -333,6 +333,7 @@ with m2:
         font_size=fs,
         marker_size=24 if large else 14,
         texts=point_names,
+        width_px=ui.chart_width(),
     )
     caption = (
         "Colour = the sense written after | on the sentence's line; the number is its line. Hover a point for "

@@ -465,3 +465,13 @@ def test_a_saliency_strip_colours_as_the_other_charts_do_blue_for_red_against():
         == ("rgb(5,48,97)", "rgb(103,0,31)")
     )
     assert strip.zmin == -strip.zmax  # centred on zero: white is no effect
+
+
+def test_scatter_labels_of_points_close_together_go_where_they_cover_no_other():
+    """Two banks of one line, a hair apart in the PCA, wrote "7 · bank #1" over "7 · bank #2"."""
+    texts = ["7 · bank #1", "7 · bank #2", "1", "2"]
+    points = np.array([[0.0, 0.0], [0.02, 0.01], [5.0, 3.0], [-4.0, -2.0]])
+    fig = charts.scatter_2d(points, [0, 1, 0, 1], ["river", "money"], texts, texts=texts, width_px=500)
+    places = {t: p for trace in fig.data for t, p in zip(trace.text, trace.textposition, strict=True)}
+    assert places["1"] == places["2"] == "top center"  # alone: above, as before
+    assert places["7 · bank #1"] != places["7 · bank #2"]
