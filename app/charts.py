@@ -290,12 +290,17 @@ def heatmap(
     # widest row labels there can be, labels surely upright take a line and any others a tilted label's room.
     few_short = all(len(html.unescape(t)) <= 3 for t in cl)
     colour_bar_px = 12 + _text_px(["0.5"], font_size)
-    surely_upright = (
-        few_short and c * (_text_px(cl, font_size) + 6) <= width_px - _text_px(rn, font_size) - colour_bar_px
-    )
+
+    def upright_in(count: int, room: float) -> bool:
+        # Short column labels (sentence numbers "1".."4") stand upright where they fit side by side; tilted,
+        # they only looked odd. ("d10".."d47", a head's dimensions, are short too but ran together upright.)
+        return few_short and count * (_text_px(cl, font_size) + 6) <= room
+
+    surely_upright = upright_in(c, width_px - _text_px(rn, font_size) - colour_bar_px)
     below = 1.5 * font_size if plain_c or surely_upright else 0.87 * _text_px(cn, font_size) + font_size
     if height is None:
-        height = int(min(900, max(300, 60 + below + 18 * r * font_size / BASE_FONT)))
+        # the rows' part capped (a 512-token map in 780 px), not the labels' below them
+        height = int(max(300, 60 + below + min(780, 18 * r * font_size / BASE_FONT)))
     # As many labels as fit without running together, fewer as large text grows: rows in the plot's height,
     # columns (tilted) in `width_px` (below).
     fit_r = max(4, int((height - 60 - below) / (font_size * 0.9)))
@@ -327,10 +332,7 @@ def heatmap(
             "ticktext": ticks(names, categories, every),
         } | text_only
 
-    # Short column labels (sentence numbers "1".."4") stand upright where they fit side by side; tilted, they
-    # only looked odd. ("d10".."d47", a head's dimensions, are short too but ran together upright.)
-    shown_c = -(-c // every_c)
-    upright = few_short and shown_c * (_text_px(cl, font_size) + 6) <= plot_px
+    upright = upright_in(-(-c // every_c), plot_px)
     fig.update_layout(
         xaxis=axis(cl, cn, every_c, plain_c, tickangle=0 if upright else -60),
         yaxis=axis(rl, rn, every_r, plain_r) | {"autorange": "reversed"},
@@ -399,8 +401,8 @@ def head_view(
     `head_numbers` (1-based; default 1..N) in the legend and coloured by that number. focus: draw only row `focus` (what that token
     attends to); focus_to: draw only column `focus_to` (what attends to that token). Lines below
     `min_weight`, or outside each row's `top_k`, are left out (to keep large inputs light). Lines are
-    binned by weight into a few traces rather than one trace per line. Each token carries an invisible
-    marker with customdata ["from", i] or ["to", j], so a click on it can isolate it.
+    binned by weight into a few traces rather than one trace per line. Each token's name lies over a
+    transparent bar with customdata ["from", i] or ["to", j], so a click on it can isolate it.
     """
     if focus is not None and focus_to is not None:
         raise ValueError("isolate a token on one side only: focus or focus_to")
@@ -770,27 +772,43 @@ def lines(
     return _layout(fig, title, 420, font_size)
 
 
-def rank_axis(fig: go.Figure, top_rank: float) -> go.Figure:
+def rank_axis(fig: go.Figure, top_rank: float, width_px: int | None = None) -> go.Figure:
     """A y axis for ranks (1 = the top prediction) up to `top_rank`: whole numbers from 1, never 0 or 0.5;
     on a log axis once ranks run past 20, so a logit lens's climb from rank 3,000 to 1 keeps the last layers'
-    1, 2 and 5 apart instead of flattening them onto the floor of a linear axis. Each point is written with its
-    rank, which no axis of a few ticks gives exactly."""
+    1, 2 and 5 apart instead of flattening them onto the floor of a linear axis. Points are written with their
+    rank, which no axis of a few ticks gives exactly: the last point always, the others where their number
+    stays clear of the next one written. Laid out for the figure's own text size and height (`_layout`'s)
+    and about `width_px` across (as in `heatmap`)."""
+    font = fig.layout.font.size or BASE_FONT
+    plot_h = max(100.0, (fig.layout.height or 420) - (fig.layout.margin.t or 0) - 3 * font - 20)
+    plot_w = max(100.0, (width_px or page_px(font)) - 80.0)
+    text_h = 1.4 * font  # a line of text, and the room a number needs above its point
     for trace in fig.data:
-        trace.update(
-            mode="lines+markers+text", text=[f"{v:,.0f}" for v in trace.y], textposition="top center"
-        )
+        ranks = [float(v) for v in trace.y]
+        step = plot_w / max(1, len(ranks) - 1)
+        shown: list[str] = [""] * len(ranks)
+        kept: int | None = None
+        for k in reversed(range(len(ranks))):  # from the last layer's, which is always written
+            text = f"{ranks[k]:,.0f}"
+            if kept is None or (kept - k) * step >= 0.6 * font * (len(text) + len(shown[kept])) / 2 + 6:
+                shown[k], kept = text, k
+        trace.update(mode="lines+markers+text", text=shown, textposition="top center")
     top = max(1.0, float(top_rank))
-    # (the range leaves room above the highest point for its number)
     if top > 20:
-        # 1, 2, 5 in every decade, written out: ticks at 1 and 10 only left a rank of 35 to guess
-        ticks = [m * 10**e for e in range(int(np.log10(top)) + 2) for m in (1, 2, 5) if m * 10**e <= top * 2]
+        low, high = np.log10(0.8), np.log10(top)
+        high += (high - low) * text_h / (plot_h - text_h)  # room above the highest point for its number
+        # 1, 2, 5 in every decade where a decade holds three lines of text, 1 alone where it holds one, every
+        # other power of ten below that: ticks at 1 and 10 only left a rank of 35 to guess, and 1, 2, 5 over
+        # five decades of a short chart ran together in Large text
+        per_decade = plot_h / (high - low)
+        marks = (1, 2, 5) if per_decade >= 3 * text_h else (1,)
+        every = 1 if per_decade >= text_h else 2
+        ticks = [m * 10**e for e in range(0, int(high) + 1, every) for m in marks if m * 10**e <= 10**high]
         return fig.update_yaxes(
-            type="log",
-            range=[np.log10(0.8), np.log10(top * 2)],
-            tickvals=ticks,
-            ticktext=[f"{t:,}" for t in ticks],
+            type="log", range=[low, high], tickvals=ticks, ticktext=[f"{t:,}" for t in ticks]
         )
-    return fig.update_yaxes(tick0=1, dtick=max(1, int(np.ceil(top / 8))), range=[0.5, top * 1.15 + 0.5])
+    room = (top - 0.5) * text_h / (plot_h - text_h)
+    return fig.update_yaxes(tick0=1, dtick=max(1, int(np.ceil(top / 8))), range=[0.5, top + 0.5 + room])
 
 
 def scatter_2d(
@@ -997,6 +1015,10 @@ def replaced_strip(
         tokens, probabilities, title=title, zmin=0.0, zmax=1.0, colorscale=[[0.0, "#ffffff"], [1.0, "#d62728"]],
         value_name="P(replaced)", font_size=font_size, per_row=per_row or strip_row(tokens, font_size, width_px),
     )  # fmt: skip
+
+
+# What the saliency strips' colours mean, for the note under each (`saliency_strip`'s "RdBu")
+STRIP_COLOURS = "Blue pushed the explained score up, red down."
 
 
 def saliency_strip(

@@ -268,7 +268,7 @@ elif view == "roles":
     # One flat colour per role and the colour bar as their key: a continuous scale marked "0" and "2" left the
     # roles to be looked up in the title.
     bands = [
-        (edge, "#eeeeee" if k == 0 else charts.SEQUENCE_COLORS[(k - 1) % 8])
+        (edge, "#eeeeee" if k == 0 else charts.SEQUENCE_COLORS[(k - 1) % len(charts.SEQUENCE_COLORS)])
         for k in range(len(names))
         for edge in (k / len(names), (k + 1) / len(names))
     ]
@@ -469,7 +469,7 @@ elif view == "lens":
         value_name="rank",
         font_size=fs,
     )
-    charts.rank_axis(rank_fig, float(np.max(lens.final_token_rank)))
+    charts.rank_axis(rank_fig, float(np.max(lens.final_token_rank)), width_px=ui.chart_width(half=False))
     ui.show_figure(
         rank_fig,
         key="lens_rank",

@@ -34,7 +34,7 @@ def test_a_heatmap_sends_no_hover_label_per_cell_and_names_every_cell_in_its_hov
     large = charts.heatmap(np.random.default_rng(0).random((512, 512)), names, names)
     assert large.data[0].text is None
     assert hover(large.data[0], 3, 500) == "3: t3 · 500: t500<br>value %{z:.4f}"
-    assert len(json.dumps(large.to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)) < 1.5e6
+    assert len(json.dumps(large.to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)) < 2e6  # z: 1.4e6
     shown = charts.heatmap(np.zeros((300, 2)), names[:300], ["a", "b"], positions=(range(1, 301), [1, 2]))
     assert hover(shown.data[0], 299, 1) == "300: t299 · 2: b<br>value %{z:.4f}"  # the tokens' own numbers
     # A vector's dimensions stay a numeric axis (plotly's even ticks), their number their name in the hover.
@@ -351,6 +351,16 @@ def test_rank_axis_starts_at_rank_one_and_goes_log_for_long_climbs():
     ]  # a rank of 35: between
     written = charts.rank_axis(charts.lines([0, 1, 2], {"rank": [3000, 40, 1]}), 3000).data[0]
     assert list(written.text) == ["3,000", "40", "1"]  # and each point says its own
+    # bert-base's climb from the vocabulary's far end in Large text at a projector's width: 1, 2, 5 in five
+    # decades of ~300 px and a "30,522" at every layer ran together; the last layer's is always written
+    ranks = [30522, 29000, 25000, 20000, 15000, 9000, 4000, 900, 200, 40, 7, 2, 1]
+    large = charts.rank_axis(charts.lines(range(13), {"rank": ranks}, font_size=22), 30522, width_px=560)
+    assert list(large.layout.yaxis.ticktext) == ["1", "10", "100", "1,000", "10,000"]
+    text = list(large.data[0].text)
+    assert (
+        text[-1] == "1" and "" in text and all(t in ("", f"{r:,}") for t, r in zip(text, ranks, strict=True))
+    )
+    assert 10 ** large.layout.yaxis.range[1] > 30522 * 1.5  # room above the highest point for its number
     assert 10 ** many.range[0] < 1 < 3000 < 10 ** many.range[1]
 
 
@@ -447,6 +457,10 @@ def test_long_tilted_column_labels_leave_the_rows_their_room():
     labels_px = 0.87 * 0.6 * font * len(names[0])  # a tilted label's height below the plot
     rows_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b - labels_px
     assert rows_px >= 8 * 1.2 * font  # each row at least a line of text
+    longer = [f"{i}. the financial institution by the river · bank #2" for i in range(1, 17)]
+    fig = charts.heatmap(np.zeros((16, 16)), longer, longer, numbered=True, font_size=font, width_px=560)
+    labels_px = 0.87 * 0.6 * font * len(longer[0])
+    assert fig.layout.height - fig.layout.margin.t - fig.layout.margin.b - labels_px >= 16 * 1.2 * font
     plain = charts.heatmap(np.zeros((8, 8)), names[:8], list("12345678"), numbered=True, font_size=font)
     assert plain.layout.height < fig.layout.height  # short labels stand upright and take a line
 
@@ -455,15 +469,8 @@ def test_a_saliency_strip_colours_as_the_other_charts_do_blue_for_red_against():
     """Red was "pushed the answer up" on the saliency strips while blue was "supported the guess" on head
     importance and "alike" on every cosine map: a room reading both charts read one of them backwards."""
     strip = charts.saliency_strip(["for", "against"], [1.0, -1.0], title="x").data[0]
-    importance = charts.heatmap(np.zeros((1, 1)), ["layer 1"], ["head 1"], zmid=0.0, colorscale="RdBu").data[
-        0
-    ]
-    high, low = strip.colorscale[-1][1], strip.colorscale[0][1]
-    assert (
-        (high, low)
-        == (importance.colorscale[-1][1], importance.colorscale[0][1])
-        == ("rgb(5,48,97)", "rgb(103,0,31)")
-    )
+    # the highest value dark blue, the lowest dark red, as "RdBu" (head importance's, the cosines') runs
+    assert (strip.colorscale[-1][1], strip.colorscale[0][1]) == ("rgb(5,48,97)", "rgb(103,0,31)")
     assert strip.zmin == -strip.zmax  # centred on zero: white is no effect
 
 
