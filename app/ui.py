@@ -171,7 +171,7 @@ def chart_width(half: bool = True) -> int:
     rows, bar labels): a column of `side_by_side(2)` (`half`) or the page's width; in Large text, where
     side-by-side charts stack, a 1024 px projector's page with the sidebar open. Too many labels for the real
     width run together; too few only leave gaps between them."""
-    if half and not st.session_state.get(KEY_LARGE):
+    if half and not stacked():
         return 400
     return charts.page_px(font_size())
 
@@ -329,14 +329,11 @@ def length_notes(active: models.ActiveModel, enc) -> None:
 IG_GAP_WARNING = 0.05  # a completeness gap past this share of the change is said: the colours are approximate
 
 
-STRIP_COLOURS = "Blue pushed it up, red down."
-
-
 def attribution_note(explained, score_name: str) -> None:
     """Under a saliency strip: the number explained (`score_name`, e.g. "the logit"), and for integrated
     gradients how closely the attributions add up to its change from the baseline, with a warning when not."""
     if explained.method != "integrated_gradients":
-        st.caption(f"Explained: {score_name}, {explained.score:.3f} for the input. {STRIP_COLOURS}")
+        st.caption(f"Explained: {score_name}, {explained.score:.3f} for the input. {charts.STRIP_COLOURS}")
         return
     change = explained.score - explained.baseline_score
     gap = explained.completeness_gap
@@ -350,7 +347,7 @@ def attribution_note(explained, score_name: str) -> None:
     st.caption(
         f"Explained: {score_name}, {explained.score:.3f} for the input and {explained.baseline_score:.3f} at the "
         f"baseline, a change of {change:+.3f}; the attributions add up to it within {gap:.4f}{share}. "
-        + STRIP_COLOURS
+        + charts.STRIP_COLOURS
     )
     if gap > IG_GAP_WARNING * abs(change) and gap > 1e-3:
         st.warning(

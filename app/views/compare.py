@@ -19,11 +19,13 @@ TARGET = "bank"
 
 # Where each side is drawn, as the page says it: Large text stacks the two sides, and "left:" in the legend
 # named a model drawn above the other.
-WHERE = {"left": "above", "right": "below"} if ui.stacked() else {"left": "left", "right": "right"}
-first, second = ("above", "below") if ui.stacked() else ("on the left", "on the right")
+WHERE = (
+    {"left": "above", "right": "below"} if ui.stacked() else {"left": "on the left", "right": "on the right"}
+)
 st.header("Compare two models")
 st.caption(
-    f"The same sentence through two models: the sidebar's model {first}, the one picked here {second} "
+    f"The same sentence through two models: the sidebar's model {WHERE['left']}, the one picked here "
+    f"{WHERE['right']} "
     "(e.g. bert-base-uncased and distilbert-base-uncased, or the demo BERT and a variant). Each model is "
     "loaded once and shared by every page and session."
 )
@@ -181,7 +183,9 @@ for name, active in sides:
         continue
     a, b = vectors
     cos = (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1) + 1e-12)  # (L + 1,)
-    curves[f"{WHERE[name]}: {active.model.info.architecture_name} ({active.source})"] = (
+    curves[
+        f"{WHERE[name].removeprefix('on the ')}: {active.model.info.architecture_name} ({active.source})"
+    ] = (
         np.linspace(0.0, 1.0, len(cos)),
         cos,
     )

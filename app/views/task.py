@@ -30,10 +30,11 @@ if info.task is None:
     # One click for the bundled heads: typing "@demo-senses" over "@demo" in the picker lost the text at the
     # "-" (Streamlit's selectbox starts afresh where the typed text was its value).
     bundled = [source for source in models.bundled_models() if source in models.DEMO_TASKS]
-    for column, source in zip(st.columns(max(1, len(bundled))), bundled, strict=False):
-        column.button(
-            f"Use {source}", key=f"task_use_{source}", on_click=inputs_module.use_model, args=(source,)
-        )
+    if bundled:
+        for column, source in zip(st.columns(len(bundled)), bundled, strict=True):
+            column.button(
+                f"Use {source}", key=f"task_use_{source}", on_click=inputs_module.use_model, args=(source,)
+            )
     st.stop()
 
 text, pair = inputs.text_a, inputs.text_b
@@ -144,12 +145,13 @@ elif info.task == "tag":
             filename=f"entities_sentence_{'AB'[sentence]}",
         )
     # The head labels special tokens too, but was never trained on them (their targets are ignored) and no
-    # word takes their label: a [SEP] read as B-PERSON at 0.99 read as a finding to a room.
+    # word takes their label: a [SEP] read as B-PERSON at 0.99 read as a finding to a room. (The table and
+    # the saliency's choices below list these pieces, by their positions.)
     special = active.model.encode(text, pair).special_tokens_mask  # tokenising only
-    tag_table = pd.DataFrame(tags, columns=["token", "label", "probability"])
-    tag_table.insert(0, "position", range(len(tag_table)))
+    tagged = [(i, token, label, p) for i, (token, label, p) in enumerate(tags) if not special[i]]
+    tag_table = pd.DataFrame(tagged, columns=["position", "token", "label", "probability"])
     tag_table.insert(2, "shown as", [style.display(t) for t in tag_table["token"]])
-    ui.table(tag_table[~special.astype(bool)].reset_index(drop=True), key="task_tags")
+    ui.table(tag_table, key="task_tags")
     st.caption(
         "Every piece but the special tokens, by its position among the pieces: the head labels those too, but it "
         "is not trained on them and no word takes their label."
@@ -214,12 +216,7 @@ if info.task == "qa":
 elif info.task == "tag":
     # Any piece's label, not only the first's: the tagger's answer is one label per piece. Labels as choices
     # ("3: kitchen → B-PLACE"), so a kept one the new text lacks starts over (ui.start).
-    special = active.model.encode(text, pair).special_tokens_mask  # tokenising only
-    pieces = {
-        f"{i}: {style.display(token)} → {label}": (i, label)
-        for i, (token, label, _) in enumerate(tags)
-        if not special[i]
-    }
+    pieces = {f"{i}: {style.display(token)} → {label}": (i, label) for i, token, label, _ in tagged}
     if pieces:
         first = next((c for c, (_, label) in pieces.items() if label != "O"), next(iter(pieces)))
         start = ui.start("task_tag_piece", first, lambda v: v in pieces)

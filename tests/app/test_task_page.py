@@ -248,7 +248,9 @@ def test_the_attribution_note_gives_the_numbers_and_warns_when_they_do_not_add_u
     said = [c.value for c in at.caption]
     assert "a change of +1.500" in said[0] and "(under 0.1% of it)" in said[0]
     assert "a change of +0.000" in said[1] and "of it" not in said[1]
-    assert said[2] == "Explained: the logit, 3.000 for the input. Blue pushed it up, red down."
+    assert (
+        said[2] == "Explained: the logit, 3.000 for the input. Blue pushed the explained score up, red down."
+    )
     at.session_state["cases"] = [("integrated_gradients", 2.0, 0.0, 0.3)]
     at.run()
     assert len(at.warning) == 1 and "15.0% of it" in at.caption[0].value
