@@ -284,38 +284,46 @@ def heatmap(
         hovertemplate=f"%{{y}}{separator}%{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
     )
     fig = go.Figure(trace)
-    # Column labels stand below the plot, tilted ones taking sin(60°) of their length: in Large text Word
-    # senses' "7. money · bank #2" took 230 px of a 330 px chart and left its eight rows 125 px. Whether short
-    # labels stand upright is settled below, in the plot's width, which the row labels narrow; here, with the
-    # widest row labels there can be, labels surely upright take a line and any others a tilted label's room.
     few_short = all(len(html.unescape(t)) <= 3 for t in cl)
     colour_bar_px = 12 + _text_px(["0.5"], font_size)
-
-    def upright_in(count: int, room: float) -> bool:
-        # Short column labels (sentence numbers "1".."4") stand upright where they fit side by side; tilted,
-        # they only looked odd. ("d10".."d47", a head's dimensions, are short too but ran together upright.)
-        return few_short and count * (_text_px(cl, font_size) + 6) <= room
-
-    surely_upright = upright_in(c, width_px - _text_px(rn, font_size) - colour_bar_px)
-    below = 1.5 * font_size if plain_c or surely_upright else 0.87 * _text_px(cn, font_size) + font_size
-    if height is None:
-        # the rows' part capped (a 512-token map in 780 px), not the labels' below them
-        height = int(max(300, 60 + below + min(780, 18 * r * font_size / BASE_FONT)))
-    # As many labels as fit without running together, fewer as large text grows: rows in the plot's height,
-    # columns (tilted) in `width_px` (below).
-    fit_r = max(4, int((height - 60 - below) / (font_size * 0.9)))
-    every_r = max(1, int(np.ceil(r / fit_r)))
+    label_px = _text_px(cl, font_size) + 6  # an upright label's width and its gap
 
     def ticks(names: list[str], categories: list[str], every: int) -> list[str]:
         # Thinned labels carry their position: without it every n-th token reads like a sentence with gaps.
         return names if every == 1 else categories[::every]
 
-    # The columns get what the row labels and the colour bar (12 px and its values) leave of the chart's
-    # width, and labels tilted by 60° stand 1/sin(60°) = 1.15 text heights apart at the least: in Large text
-    # a half-width chart's row labels ("12: deposited") took half of it, and its column labels piled up.
-    plot_px = max(60.0, width_px - _text_px(ticks(rl, rn, every_r), font_size) - colour_bar_px)
-    fit_c = max(3, int(plot_px / (1.15 * font_size)))
-    every_c = max(1, int(np.ceil(c / fit_c)))
+    def lay_out(below: float) -> tuple[int, int, float, int, bool]:
+        """(height, every_r, plot_px, every_c, upright) with `below` px of column labels under the plot."""
+        h = (
+            height
+            if height is not None
+            else int(max(300, 60 + below + min(780, 18 * r * font_size / BASE_FONT)))
+        )
+        # (the rows' part capped, a 512-token map in 780 px, not the labels' room below them)
+        # As many labels as fit without running together, fewer as large text grows: rows in the plot's height,
+        # columns in its width, which the row labels and the colour bar (12 px and its values) leave of the
+        # chart's: in Large text a half-width chart's row labels ("12: deposited") took half of it, and its
+        # column labels piled up. Labels tilted by 60° stand 1/sin(60°) = 1.15 text heights apart at the least;
+        # short ones (sentence numbers "1".."12") stand upright, side by side, where they fit (tilted, they only
+        # looked odd; "d10".."d47", a head's dimensions, are short too but ran together upright).
+        e_r = max(1, int(np.ceil(r / max(4, int((h - 60 - below) / (font_size * 0.9))))))
+        p_px = max(60.0, width_px - _text_px(ticks(rl, rn, e_r), font_size) - colour_bar_px)
+        up = few_short and c * label_px <= p_px
+        e_c = max(1, int(np.ceil(c / max(3, int(p_px / (label_px if up else 1.15 * font_size))))))
+        return h, e_r, p_px, e_c, up
+
+    # Column labels stand below the plot, tilted ones taking sin(60°) of the longest drawn: in Large text Word
+    # senses' "7. money · bank #2" took 230 px of a 330 px chart and left its eight rows 125 px. Laid out once
+    # with every label's room, then again with the room of those drawn (a long word thinned out of the axis
+    # once left eight rows 600 px).
+    def room(every_c: int, upright: bool) -> float:
+        if plain_c or upright:
+            return 1.5 * font_size
+        return 0.87 * _text_px(ticks(cl, cn, every_c), font_size) + font_size
+
+    _, every_r, plot_px, every_c, upright = lay_out(room(1, False) if not few_short else 1.5 * font_size)
+    below = room(every_c, upright)
+    height, every_r, plot_px, every_c, upright = lay_out(below)
 
     def axis(names: list[str], categories: list[str], every: int, plain: bool, **text_only) -> dict:
         if every > 1 and plain:
@@ -332,14 +340,13 @@ def heatmap(
             "ticktext": ticks(names, categories, every),
         } | text_only
 
-    upright = upright_in(-(-c // every_c), plot_px)
     fig.update_layout(
         xaxis=axis(cl, cn, every_c, plain_c, tickangle=0 if upright else -60),
         yaxis=axis(rl, rn, every_r, plain_r) | {"autorange": "reversed"},
     )
     # As many colour-bar values as its height holds at this text size: a short chart's ran together in Large
     # text ("1/0.5/0/−0.5/−1" in 100 px).
-    fig.update_traces(colorbar={"nticks": max(3, int((height - 120) / (2.5 * font_size)))})
+    fig.update_traces(colorbar={"nticks": max(3, int((height - 60 - below) / (2.5 * font_size)))})
     return _layout(fig, title, height, font_size)
 
 
@@ -840,9 +847,17 @@ def scatter_2d(
         left, right = float(points[:, 0].min()), float(points[:, 0].max())
         side = (right - left or 1.0) * 0.12
         x_range = [left - side, right + side]
+        # Points at one place (one vector, as one word at one position is at layer 0) share one label naming
+        # them all, which four places around a dot could not hold apart ("1" over "5 · bank #1").
+        shown = [label(t) for t in texts]
+        first: dict[tuple[float, float], int] = {}
+        for i, (x, y) in enumerate(points.tolist()):
+            k = first.setdefault((x, y), i)
+            if k != i:
+                shown[k], shown[i] = f"{shown[k]}, {shown[i]}", ""
         places = label_places(
             points,
-            [label(t) for t in texts],
+            shown,
             x_range,
             y_range,
             font_size,
@@ -869,7 +884,7 @@ def scatter_2d(
                 hoverinfo="text",
                 **(
                     {
-                        "text": [label(texts[i]) for i in idx],
+                        "text": [shown[i] for i in idx],
                         "textposition": [places[i] for i in idx],
                         "textfont": {"size": font_size - 1},
                     }

@@ -460,7 +460,15 @@ def test_long_tilted_column_labels_leave_the_rows_their_room():
     longer = [f"{i}. the financial institution by the river · bank #2" for i in range(1, 17)]
     fig = charts.heatmap(np.zeros((16, 16)), longer, longer, numbered=True, font_size=font, width_px=560)
     labels_px = 0.87 * 0.6 * font * len(longer[0])
-    assert fig.layout.height - fig.layout.margin.t - fig.layout.margin.b - labels_px >= 16 * 1.2 * font
+    rows_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b - labels_px
+    assert rows_px >= 16 * 1.2 * font
+    assert (
+        fig.data[0].colorbar.nticks <= rows_px / (2.5 * font) + 1
+    )  # the bar is the plot's height, not the chart's
+    # labels thinned off the axis take no room: a long word once left eight rows 600 px
+    words = ["[CLS]", "the", "supercalifragilisticexpialidocious", "bank", "by", "the", "river", "[SEP]"]
+    short = charts.heatmap(np.zeros((8, 8)), words, words, font_size=font, width_px=560)
+    assert all("super" not in t for t in short.layout.xaxis.ticktext) and short.layout.height < 450
     plain = charts.heatmap(np.zeros((8, 8)), names[:8], list("12345678"), numbered=True, font_size=font)
     assert plain.layout.height < fig.layout.height  # short labels stand upright and take a line
 
@@ -482,3 +490,13 @@ def test_scatter_labels_of_points_close_together_go_where_they_cover_no_other():
     places = {t: p for trace in fig.data for t, p in zip(trace.text, trace.textposition, strict=True)}
     assert places["1"] == places["2"] == "top center"  # alone: above, as before
     assert places["7 · bank #1"] != places["7 · bank #2"]
+
+
+def test_points_at_one_place_share_one_label():
+    """Five points of one vector (one word at one position, layer 0) had four places around their dot for five
+    labels: "1" was written over "5 · bank #1"."""
+    texts = ["1", "2", "5 · bank #1", "3"]
+    points = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [3.0, 1.0]])
+    fig = charts.scatter_2d(points, [0, 1, 0, 1], ["river", "money"], texts, texts=texts, width_px=500)
+    written = sorted(t for trace in fig.data for t in trace.text if t)
+    assert written == ["1, 2, 5 · bank #1", "3"]
