@@ -15,7 +15,7 @@ EXAMPLES = (
     "the bundled @demo-senses (which sense of an ambiguous word), @demo-roles (who, where, when) or @demo-qa "
     "(questions over a short passage) in the model picker; or from the hub textattack/bert-base-uncased-SST-2 (sentiment), dslim/bert-base-NER (entities), "
     "distilbert-base-cased-distilled-squad or deepset/roberta-base-squad2 (question answering), "
-    "roberta-large-mnli (sentence pairs), or a head trained here with `bertscope finetune`"
+    "roberta-large-mnli (sentence pairs), or a head trained here with bertscope finetune"
 )
 ANSWER_COLUMNS = ["answer", "start", "end", "score", "probability"]
 METHODS = {"integrated_gradients": "integrated gradients", "gradient_x_input": "gradient × input"}
