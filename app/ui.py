@@ -153,6 +153,13 @@ def font_size() -> int:
     return LARGE_FONT if st.session_state.get(KEY_LARGE) else NORMAL_FONT
 
 
+def short_label(text: str) -> str:
+    """`text` cut to what a chart's axis label holds: 40 characters, or 18 in Large text, where 40 left a map
+    ~65 px on a projector (the hover, the CSV or a caption says it whole)."""
+    cut = 40 if font_size() == NORMAL_FONT else 18
+    return text if len(text) <= cut else text[: cut - 1] + "…"
+
+
 def stacked() -> bool:
     """Whether `side_by_side` puts its charts one under the other (Large text)."""
     return bool(st.session_state.get(KEY_LARGE))

@@ -135,11 +135,7 @@ if batch is not None:
     numbers = [n + 1 for n in batch.used]
     vectors = np.stack([sentence_vector(r, kind) for r in batch.results])
     sims = transforms.cosine_matrix(vectors)
-    cut = 40 if fs == ui.NORMAL_FONT else 18  # in Large text 40 characters left the map ~65 px on a projector
-    names = [
-        f"{n}. {line if len(line) <= cut else line[: cut - 1] + '…'}"
-        for n, line in zip(numbers, lines, strict=True)
-    ]
+    names = [f"{n}. {ui.short_label(line)}" for n, line in zip(numbers, lines, strict=True)]
     fig = charts.heatmap(
         sims,
         names,

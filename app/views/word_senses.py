@@ -249,7 +249,10 @@ if len(read_as) > 1 or any(len(idx) > 1 for _, idx, *_ in found):
     )
     st.caption(ui.md_escape(f"'{target}' is read as {' and as '.join(ways)}") + mean)
 n_layers = vectors.shape[1] - 1
-names = [f"{n + 1}. {sense or 'sentence'}{suffix}" for n, _, suffix, sense in found]
+full_names = [f"{n + 1}. {sense or 'sentence'}{suffix}" for n, _, suffix, sense in found]  # for the CSVs
+# a long sense cut on the axes, as Sentence vector's lines are ("money and financial institutions where…"
+# pressed the matrix into a corner); the PCA's hover and the CSVs give it whole
+names = [f"{n + 1}. {ui.short_label(sense or 'sentence')}{suffix}" for n, _, suffix, sense in found]
 senses = [sense for *_, sense in found]
 hovers = [
     f"{n + 1}. {sentences[n]}" + (f" ({sense})" if sense else "") + suffix for n, _, suffix, sense in found
@@ -308,7 +311,7 @@ with m1:
     matrix_table = ui.later(
         transforms.grid_table,
         sims,
-        [[("layer", range(n_layers + 1))], [("sentence_i", names)], [("sentence_j", names)]],
+        [[("layer", range(n_layers + 1))], [("sentence_i", full_names)], [("sentence_j", full_names)]],
         "cosine",
     )
     ui.show_figure(
@@ -356,7 +359,9 @@ with m2:
     ui.show_figure(
         scatter,
         key="senses_pca",
-        data=pd.DataFrame({"sentence": names, "sense": senses, "pc1": points[:, 0], "pc2": points[:, 1]}),
+        data=pd.DataFrame(
+            {"sentence": full_names, "sense": senses, "pc1": points[:, 0], "pc2": points[:, 1]}
+        ),
         filename=f"word_sense_pca_layer{layer}",
         caption=caption,
     )

@@ -250,3 +250,13 @@ def test_points_that_are_one_vector_are_said_to_be_one_point(senses):
     assert decode(pca[0]["x"])[0] == pytest.approx(decode(pca[1]["x"])[0], abs=1e-5)  # 1 under 2, indeed
     at.slider(key="senses_layer").set_value(1).run()  # the sentences differ from layer 1 on
     assert "one point" not in text_of(at.caption)
+
+
+def test_a_long_sense_is_cut_on_the_axes(senses):
+    """A 90-character sense pressed the matrix into a corner beside its row label, in Large text especially."""
+    long = "money and financial institutions where people deposit their monthly salary"
+    at = senses([f"the bank was closed | {long}", "we sat on the grassy bank | river"])
+    rows = figure(at, "senses_matrix")["data"][0]["y"]
+    assert rows[0] == "1. " + long[:39] + "…" and rows[1] == "2. river"
+    at.toggle(key="large").set_value(True).run()
+    assert figure(at, "senses_matrix")["data"][0]["y"][0] == "1. " + long[:17] + "…"
