@@ -321,7 +321,9 @@ def heatmap(
             return 1.5 * font_size
         return 0.87 * _text_px(ticks(cl, cn, every_c), font_size) + font_size
 
-    _, every_r, plot_px, every_c, upright = lay_out(room(1, False) if not few_short else 1.5 * font_size)
+    _, every_r, plot_px, every_c, upright = lay_out(
+        room(1, few_short)
+    )  # short ones upright, others all drawn
     below = room(every_c, upright)
     height, every_r, plot_px, every_c, upright = lay_out(below)
 
