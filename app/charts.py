@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import plotly.graph_objects as go
 
-if TYPE_CHECKING:  # only a type here: building figures needs nothing of bert_core
+from app import transforms
+
+if TYPE_CHECKING:  # only a type here
     from bert_core.pieces import PieceStyle
 
 TOKEN_COLORS = {
@@ -851,12 +853,12 @@ def scatter_2d(
         x_range = [left - side, right + side]
         # Points at one place (one vector, as one word at one position is at layer 0) share one label naming
         # them all, which four places around a dot could not hold apart ("1" over "5 · bank #1").
+        # (the one rule of Word senses' caption that names them, transforms.same_rows)
         shown = [label(t) for t in texts]
-        first: dict[tuple[float, float], int] = {}
-        for i, (x, y) in enumerate(points.tolist()):
-            k = first.setdefault((x, y), i)
-            if k != i:
-                shown[k], shown[i] = f"{shown[k]}, {shown[i]}", ""
+        for first, *others in transforms.same_rows(points):
+            shown[first] = ", ".join(shown[i] for i in (first, *others))
+            for i in others:
+                shown[i] = ""
         places = label_places(
             points,
             shown,
