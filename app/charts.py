@@ -1130,3 +1130,21 @@ def span_chips(
     fig.update_xaxes(visible=False)
     fig.update_layout(barmode="overlay", bargap=0.25)
     return _layout(fig, title, int(120 + 40 * (max(rows, default=0) + 1) * font_size / BASE_FONT), font_size)
+
+
+def role_key(labels: list[list[str | None]]) -> tuple[list[str], list[tuple[float, str]]]:
+    """The head-role grid's key: its names ("none" only where a head has no role) and a colour scale of one
+    flat band per name, for codes 0..len(names)-1 drawn from zmin -0.5 to zmax len(names) - 0.5.
+
+    A continuous scale marked "0" and "2" left the roles to be looked up in the title. A role keeps its colour
+    whether or not some head has none."""
+    found = sorted({r for row in labels for r in row if r})
+    names = (["none"] if any(not r for row in labels for r in row) else []) + found
+    colours = [
+        "#eeeeee" if name == "none" else SEQUENCE_COLORS[found.index(name) % len(SEQUENCE_COLORS)]
+        for name in names
+    ]
+    bands = [
+        (edge, colour) for k, colour in enumerate(colours) for edge in (k / len(names), (k + 1) / len(names))
+    ]
+    return names, bands

@@ -263,15 +263,8 @@ elif view == "roles":
                 }
             )
     table = pd.DataFrame(rows)
-    names = ["none", *sorted({r for r in table["role"] if r})]
+    names, bands = charts.role_key(roles.labels)
     codes = np.array([[names.index(r or "none") for r in row] for row in roles.labels], dtype=float)
-    # One flat colour per role and the colour bar as their key: a continuous scale marked "0" and "2" left the
-    # roles to be looked up in the title.
-    bands = [
-        (edge, "#eeeeee" if k == 0 else charts.SEQUENCE_COLORS[(k - 1) % len(charts.SEQUENCE_COLORS)])
-        for k in range(len(names))
-        for edge in (k / len(names), (k + 1) / len(names))
-    ]
     fig = charts.heatmap(
         codes, [f"layer {i + 1}" for i in range(n_layers)], [f"head {h + 1}" for h in range(n_heads)],
         title="Role per head", zmin=-0.5, zmax=len(names) - 0.5, colorscale=bands, value_name="role",

@@ -500,3 +500,19 @@ def test_points_at_one_place_share_one_label():
     fig = charts.scatter_2d(points, [0, 1, 0, 1], ["river", "money"], texts, texts=texts, width_px=500)
     written = sorted(t for trace in fig.data for t in trace.text if t)
     assert written == ["1, 2, 5 · bank #1", "3"]
+
+
+def test_the_head_role_key_names_none_only_where_a_head_has_no_role():
+    every = [["previous token", "[CLS]"], ["[CLS]", "broad"]]
+    names, bands = charts.role_key(every)
+    assert names == ["[CLS]", "broad", "previous token"]  # the key once listed "none" here too
+    some = [["previous token", None], ["[CLS]", "broad"]]
+    names_some, bands_some = charts.role_key(some)
+    assert names_some == ["none", "[CLS]", "broad", "previous token"]
+    # one flat band per name, from 0 to 1, and a role keeps its colour with or without "none"
+    for key, scale in ((names, bands), (names_some, bands_some)):
+        assert len(scale) == 2 * len(key) and scale[0][0] == 0 and scale[-1][0] == 1
+        colours = dict(zip(key, [c for _, c in scale[::2]], strict=True))
+        assert colours["broad"] == dict(zip(names, [c for _, c in bands[::2]], strict=True))["broad"]
+    assert dict(zip(names_some, [c for _, c in bands_some[::2]], strict=True))["none"] == "#eeeeee"
+
