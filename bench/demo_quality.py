@@ -61,6 +61,8 @@ FUNCTION_WORDS = frozenset(
     could would can will until about across along around toward towards behind between through next back
     away off down near also who which what where how too very one more most much many other another such
     own same just only even still again once here if whole""".split()
+    # what contractions and clock times leave as words of their own ("can ' t", "o ' clock", "5 pm")
+    + "t s m re ll ve d o pm".split()
 )
 NAMES = frozenset(n.lower() for n in PERSON_NAMES)
 TOP_K = 5
@@ -70,14 +72,20 @@ PRONOUNS = frozenset(
     {"he", "she", "his", "her", "him", "hers", *(w.lower() for p in FIRST_PERSON for w in p)}
 )
 NAME_SLOTS = {n.lower(): "<name>" for n in PERSON_NAMES} | {p: "<pronoun>" for p in PRONOUNS}
-PHRASE_SLOTS = {filler.lower(): f"<{slot}>" for slot, fillers in SHARED_SLOTS.items() for filler in fillers}
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z ]+", " ", text.lower()).split())
+
+
+# keyed the way `normalise` leaves a phrase ("at 9 o'clock" -> "at o clock")
+PHRASE_SLOTS = {_words(filler): f"<{slot}>" for slot, fillers in SHARED_SLOTS.items() for filler in fillers}
 _PHRASE = re.compile(r"\b(" + "|".join(map(re.escape, sorted(PHRASE_SLOTS, key=len, reverse=True))) + r")\b")
 
 
 def normalise(text: str) -> str:
     """The dedup key: lower case, no punctuation, names / pronouns / time, feeling, relative as placeholders."""
-    words = re.sub(r"[^a-z ]+", " ", text.lower()).split()
-    joined = " ".join(NAME_SLOTS.get(w, w) for w in words)
+    joined = " ".join(NAME_SLOTS.get(w, w) for w in _words(text).split())
     return _PHRASE.sub(lambda m: PHRASE_SLOTS[m.group(1)], joined)
 
 

@@ -136,6 +136,13 @@ SHARED_SLOTS: dict[str, tuple[str, ...]] = {
         "at dawn",
         "after school",
         "after work",
+        # Clock times written as people type them, so digits, ":" and "'" occur in context.
+        "at 9 o'clock",
+        "at 6 o'clock",
+        "at 7:30",
+        "at 10:15",
+        "at half past 4",
+        "at 5 pm",
     ),
     "feel": ("happy", "tired", "calm", "proud", "nervous", "excited", "cheerful", "sleepy", "curious"),
     "relative": (
@@ -150,6 +157,49 @@ SHARED_SLOTS: dict[str, tuple[str, ...]] = {
         "grandfather",
     ),
 }
+
+# Lines any scene may have one of: what people say and remark, so the questions, exclamations, quotes,
+# contractions and numbers that users type are pieces the demo model learned in context (the topics' lines
+# are plain statements). {s} is the protagonist after a quote ("Tom said", "she said", "I said"); none of
+# these lines uses an ambiguous word, so a scene's senses stay its topic's.
+CHAT_LINES: tuple[str, ...] = (
+    '"What a (lovely|beautiful|wonderful) day!" {s} said.',
+    '"Are you ready?" asked {F}.',
+    '"I can\'t wait," {s} said.',
+    '"Where are we going?" asked {F}.',
+    "\"Don't worry, it's fine,\" {F} said.",
+    '"Let\'s go home," {s} said.',
+    '"That was fun!" {s} said with a laugh.',
+    '"Did you see that?" {F} asked.',
+    '"I\'m so {feel}," {s} said.',
+    '"We\'re late!" {F} shouted.',
+    '"Isn\'t it (lovely|quiet|warm) here?" asked {F}.',
+    '"Who\'s there?" {s} called.',
+    '"Thank you!" said {F}.',
+    '"Can we stay a bit longer?" {s} asked.',
+    '"Wait for me!" {F} called.',
+    '"How long will it take?" asked {F}.',
+    "It was getting late; {he} (packed up|headed home|said goodbye to {F}).",
+    "{F}'s {relative} came along too.",
+    "{F} didn't mind the (cold|wait|noise) at all.",
+    "There were {count} other people there, maybe more.",
+    "It was a well-known spot, and {he} had been there (twice|many times) before.",
+    "{F} said it was the best day of the year!",
+    "It took {count} minutes to get there, or so it seemed.",
+    "Nobody knew what time it was: it felt like (hours|minutes).",
+)
+CHAT_SLOTS: dict[str, tuple[str, ...]] = {
+    "count": ("2", "3", "4", "5", "6", "10", "12", "15", "20", "30", "two", "three", "ten"),
+}
+# One scene in three has one chat line, never first (the first sentence names the protagonist).
+CHAT_SHARE = 1 / 3
+# Negations a person would contract, each contracted half the time ("could not" -> "couldn't").
+_CONTRACTIONS = {"could not": "couldn't", "would not": "wouldn't", "did not": "didn't", "was not": "wasn't"}
+_NEGATION = re.compile(r"\b(" + "|".join(_CONTRACTIONS) + r")\b")
+# A first-person plural subject before "was" ("since we was a child") takes "were".
+_WE_WAS = re.compile(r"\b([Ww]e) was\b")
+# A first-person protagonist paired at the start of a line ("{P} and {F} had ..."), said with "I" last.
+_FIRST_PERSON_PAIR = re.compile(r"^\{P\} and (\{F\}|the other workers) ")
 
 # fmt: off
 TOPICS: tuple[Topic, ...] = (
@@ -439,7 +489,7 @@ TOPICS: tuple[Topic, ...] = (
             "The fans waved scarves and sang for the whole match.",
             "The referee stopped the match because of the storm.",
             "{P} kicked the ball from the middle of the pitch.",
-            "Thousands of fans filled the stadium for the final match.",
+            "Thousands of fans filled the stadium for the big match.",
             "The coach told {P} to run along the side of the pitch.",
             "After the match, the fans waited outside to meet the players.",
             "{P} wore the shirt of {club} to every match.",
@@ -690,7 +740,7 @@ TOPICS: tuple[Topic, ...] = (
         "cartrip",
         senses={"trunk": "car"},
         slots={
-            "bags": ("suitcases", "bags", "boxes", "the tent", "the picnic basket", "the groceries"),
+            "bags": ("suitcases", "bags", "boxes", "tent", "picnic basket", "groceries"),
             "dest": ("the coast", "the mountains", "the city", "the lake", "the farm"),
             "car": ("car", "old car", "red car", "van", "taxi"),
         },
@@ -858,7 +908,7 @@ SENSE_ALTERNATIVES: dict[tuple[str, str], tuple[str, ...]] = {
     ("pitch", "sound"): ("tone", "note", "key"),
     ("pitch", "field"): ("field", "ground", "grass"),
     ("crane", "bird"): ("heron", "stork", "swan"),
-    ("crane", "machine"): ("digger", "hoist", "lift"),
+    ("crane", "machine"): ("digger", "hoist", "derrick"),
     ("mouse", "animal"): ("rat", "vole", "hamster"),
     ("mouse", "computer"): ("keyboard", "button", "trackpad"),
     ("seal", "animal"): ("walrus", "otter", "sea lion"),
@@ -931,10 +981,12 @@ _ARTICLE = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
 # "an" before a consonant (not "h": "an hour") goes back to "a".
 _ARTICLE_AN = re.compile(r"\b([Aa])n (?=[b-df-gj-np-tv-zB-DF-GJ-NP-TV-Z])")
 _SPACES = re.compile(r"\s+")
+# An optional part left out at the end ("onto the shore [of the {water}].") leaves a space before the stop.
+_SPACE_BEFORE_STOP = re.compile(r" (?=[.,;:!?])")
 
 
 def _tidy(text: str) -> str:
-    text = _SPACES.sub(" ", text).strip()
+    text = _SPACE_BEFORE_STOP.sub("", _SPACES.sub(" ", text).strip())
     text = _ARTICLE.sub(lambda m: m.group(1) + "n ", text)
     text = _ARTICLE_AN.sub(lambda m: m.group(1) + " ", text)
     return text[:1].upper() + text[1:]
@@ -979,15 +1031,20 @@ def generate_document(
     # One scene in six is told in the first person ("I ... my", "We ... our"), as users often write.
     person = FIRST_PERSON[int(rng.integers(len(FIRST_PERSON)))] if rng.random() < 1 / 6 else None
     count = int(rng.integers(min_sentences, min(max_sentences, len(topic.lines)) + 1))
-    picks = rng.choice(len(topic.lines), size=count, replace=False)
+    templates = [topic.lines[int(line)] for line in rng.choice(len(topic.lines), size=count, replace=False)]
+    if count > 1 and rng.random() < CHAT_SHARE:
+        templates.insert(int(rng.integers(1, count + 1)), CHAT_LINES[int(rng.integers(len(CHAT_LINES)))])
     sentences: list[Sentence] = []
-    for index, line in enumerate(picks):
+    for index, template in enumerate(templates):
         # The protagonist is named in the first sentence; later ones use a pronoun a third of the time,
         # so the model sees "he"/"she" agree with an earlier name across the sentence boundary.
         subject = name if index == 0 or rng.random() < 0.67 else ("She" if female else "He")
-        if person is not None and not _THIRD_PERSON_PRESENT.match(topic.lines[int(line)]):
-            subject = person[0]
+        # A present-tense "-s" template keeps its named protagonist, and the pronouns that refer back to it.
+        first = person if person is not None and not _THIRD_PERSON_PRESENT.match(template) else None
+        if first is not None:
+            subject = first[0]
         slots = dict(SHARED_SLOTS)
+        slots.update(CHAT_SLOTS)
         slots.update(_ALTERNATIVE_SLOTS)
         slots.update(topic.slots)
         slots.update(
@@ -995,19 +1052,26 @@ def generate_document(
                 "P": (subject,),
                 "Name": (name,),
                 "F": (friend,),
-                "he": (person[1] if person else "she" if female else "he",),
-                "his": (person[2] if person else "her" if female else "his",),
-                "him": (person[3] if person else "her" if female else "him",),
+                "s": (first[1] if first else subject if subject == name else subject.lower(),),
+                "he": (first[1] if first else "she" if female else "he",),
+                "his": (first[2] if first else "her" if female else "his",),
+                "him": (first[3] if first else "her" if female else "him",),
             }
         )
-        template = _with_alternatives(topic, topic.lines[int(line)])
+        template = _with_alternatives(topic, template)
+        if first is not None:
+            # "I and Kate" is said "Kate and I" (in a "we" scene too: Kate and I are "we").
+            template = _FIRST_PERSON_PAIR.sub(r"\1 and I ", template)
         if template.startswith("{P}"):
             template = "{P}" + template[3:].replace("{P}", "{Name}")
         else:
             # A pronoun in object position would need "him"/"her"; the name is always right there.
             template = template.replace("{P}", "{Name}")
         expander = _Expander(rng, slots)
-        text = _tidy(expander.expand(template))
+        text = _WE_WAS.sub(r"\1 were", expander.expand(template))
+        if rng.random() < 0.5:
+            text = _NEGATION.sub(lambda m: _CONTRACTIONS[m.group(1)], text)
+        text = _tidy(text)
         words = set(re.findall(r"[a-z]+", text.lower()))
         senses = {w: s for w, s in topic.senses.items() if w in words or w + "s" in words}
         sentences.append(Sentence(text, topic.name, senses, tuple(expander.filled)))

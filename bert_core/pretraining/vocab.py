@@ -18,6 +18,9 @@ log = logging.getLogger(__name__)
 
 # The order fixes the ids: [PAD] = 0 is what BertConfig.pad_token_id expects by default.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# Every printable ASCII character is a piece even when the corpus never writes it: a user's "#" or "~" then
+# reads as itself (untrained, but itself) rather than turning its whole word into [UNK].
+ASCII_PRINTABLE = tuple(chr(c) for c in range(33, 127))
 
 
 def train_vocabulary(
@@ -27,7 +30,7 @@ def train_vocabulary(
     min_frequency: int = 2,
     lowercase: bool = True,
 ) -> list[str]:
-    """Learn up to `vocab_size` pieces (specials first, then every character seen, then merges).
+    """Learn up to `vocab_size` pieces (specials first, then every character seen or printable ASCII, then merges).
 
     Returns the vocabulary in id order, ready for `WordPieceTokenizer.from_vocab` or a vocab.txt. It may be
     smaller than `vocab_size` when the corpus has fewer distinct words than that.
@@ -47,6 +50,7 @@ def train_vocabulary(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
         special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=sorted({c.lower() if lowercase else c for c in ASCII_PRINTABLE}),
         continuing_subword_prefix=CONTINUING_SUBWORD_PREFIX,
         show_progress=False,
     )

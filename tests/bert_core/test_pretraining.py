@@ -9,6 +9,7 @@ import contextlib
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 import bert_core
 from bert_core.pretraining.corpus import (
     AMBIGUOUS_WORDS,
+    PERSON_NAMES,
     TOPICS,
     generate_corpus,
     generate_document,
@@ -270,9 +272,31 @@ def test_generated_sentences_are_clean():
     for _ in range(300):
         _, sentences = generate_document(rng)
         for s in sentences:
-            assert s.text[0].isupper() and s.text.endswith((".", "!", "?"))
+            assert s.text.lstrip('"')[0].isupper() and s.text.endswith((".", "!", "?")), s.text
             assert not any(c in s.text for c in "{}[]()|"), s.text
             assert " a a" not in s.text.lower() and "  " not in s.text
+            assert s.text.count('"') % 2 == 0 and not re.search(r" [.,;:!?]", s.text), s.text
+
+
+def test_generated_sentences_agree_in_person_and_say_each_word_once():
+    """First-person scenes once wrote "I and Kate ate ...", "since we was a child" and, in a line that keeps
+    its named protagonist, "Laura ... any note we hears"; some fillers doubled a word ("the the groceries")."""
+    rng = np.random.default_rng(0)
+    texts = [s.text for _ in range(3000) for s in generate_document(rng)[1]]
+    wrong = re.compile(r"^(I|We) and |\b[Ww]e was\b|\b(I|[Ww]e) (has|is|loves|works|hears)\b|\b(\w+) \4\b")
+    assert [t for t in texts if wrong.search(t)] == []
+    assert any(t.startswith(tuple(f"{n} and I " for n in PERSON_NAMES)) for t in texts)
+    assert any(re.search(r"\b[Ww]e were\b", t) for t in texts)
+
+
+def test_the_corpus_writes_what_users_type():
+    """Questions, exclamations, quotes, contractions, possessives and numbers, each in a good share of the
+    scenes, so the demo model learns them in context (it had never seen "?" or a digit)."""
+    rng = np.random.default_rng(1)
+    texts = [s.text for _ in range(2000) for s in generate_document(rng)[1]]
+    for pattern in (r"\?", r"!", r'^"', r"n't\b", r"'s\b", r"\d", r"\d:\d\d", r"o'clock"):
+        share = sum(bool(re.search(pattern, t)) for t in texts) / len(texts)
+        assert share > 0.002, pattern
 
 
 def test_read_documents_rejects_empty_files(tmp_path):
@@ -292,6 +316,9 @@ def test_vocabulary_trainer_puts_specials_first_and_covers_the_corpus():
     assert 100 < tokenizer.vocab_size <= 400
     enc = tokenizer.encode(sentences[0], sentences[1])
     assert tokenizer.unk_token_id not in enc.input_ids.tolist()
+    # every printable ASCII character is a piece, written in the corpus or not
+    assert all(c.lower() in vocab for c in map(chr, range(33, 127)))
+    assert tokenizer.unk_token_id not in tokenizer.encode("#1 ~ {x} @home | 50% <b>").input_ids.tolist()
     assert enc.tokens[0] == "[CLS]" and enc.tokens.count("[SEP]") == 2
 
 
