@@ -515,4 +515,3 @@ def test_the_head_role_key_names_none_only_where_a_head_has_no_role():
         colours = dict(zip(key, [c for _, c in scale[::2]], strict=True))
         assert colours["broad"] == dict(zip(names, [c for _, c in bands[::2]], strict=True))["broad"]
     assert dict(zip(names_some, [c for _, c in bands_some[::2]], strict=True))["none"] == "#eeeeee"
-
