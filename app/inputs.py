@@ -10,6 +10,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from bert_core.pieces import MASK_SPELLINGS, with_own_mask
+
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "assets" / "examples"
 EXAMPLES_FILE = EXAMPLES_DIR / "presets.txt"
 DEFAULT_TEXT_A = "The boat drifted toward the bank of the river."
@@ -121,12 +123,16 @@ TYPED_MASK = "[MASK]"  # what the app's help and examples tell a user to type, w
 
 
 def with_mask_token(given: Inputs, mask_token: str | None) -> Inputs:
-    """`given` with a typed [MASK] written as the model's own mask token (RoBERTa's <mask>), so every page
-    sees the one piece the MLM head was trained on, as `predict_masks` does."""
-    if not mask_token or mask_token == TYPED_MASK:
-        return given
-    a, b = (None if t is None else t.replace(TYPED_MASK, mask_token) for t in (given.text_a, given.text_b))
-    return Inputs(a, b, given.notes)
+    """`given` with a typed [MASK] or <mask> written as the model's own mask token, so every page sees the one
+    piece the MLM head was trained on, as `predict_masks` does."""
+    a, b = (with_own_mask(t, mask_token) for t in (given.text_a, given.text_b))
+    return given if (a, b) == (given.text_a, given.text_b) else Inputs(a, b, given.notes)
+
+
+def other_mask_spellings(given: Inputs, mask_token: str | None) -> list[str]:
+    """The mask spellings of other families typed in `given`, which `with_mask_token` rewrites."""
+    typed = " ".join(t for t in (given.text_a, given.text_b) if t)
+    return [s for s in MASK_SPELLINGS if s != mask_token and s in typed]
 
 
 def share_link(page_url: str | None, params: dict[str, object]) -> str:

@@ -266,7 +266,8 @@ def page_model(need_text: bool = True) -> tuple[models.ActiveModel, inputs.Input
     for note in given.notes:
         st.warning(note)
     if given != typed:
-        st.caption(md_escape(f"{inputs.TYPED_MASK} is read as {mask}, this model's mask token."))
+        spelled = " and ".join(inputs.other_mask_spellings(typed, mask))
+        st.caption(md_escape(f"{spelled} is read as {mask}, this model's mask token."))
     if need_text and given.text_a is None:
         st.info("Type a sentence in the sidebar (Sentence A) to analyse it.")
         st.stop()
@@ -383,8 +384,8 @@ def unknown_typed(active: models.ActiveModel, text: str, pair: str | None = None
 
 
 def unknown_pieces_note(active: models.ActiveModel, text: str, pair: str | None = None) -> None:
-    """Say which typed characters the model reads as its unknown piece (a demo model's small vocabulary has no
-    "?", most have no emoji): the page's answer then rests on [UNK], not on what was typed, and two sentences
+    """Say which typed characters the model reads as its unknown piece (most vocabularies have no emoji, a small
+    one has few letters beyond its corpus's): the page's answer then rests on [UNK], not on what was typed, and two sentences
     of different emoji are the same input."""
     _unknown_caption(active, [f"'{u}'" for u in dict.fromkeys(unknown_typed(active, text, pair))])
 

@@ -22,6 +22,7 @@ from .config import BertConfig
 from .errors import InputError, MissingHeadError
 from .modeling.encoder import EncoderOutput
 from .modeling.heads import Network
+from .pieces import with_own_mask
 from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo, Vectors
 from .tasks import TaskPasses
 from .tokenizer import Encoding, WordPieceTokenizer
@@ -250,12 +251,11 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         return enc
 
     def _with_model_mask(self, text: str | None) -> str | None:
-        """[MASK] as typed by the user, written as this model's own mask token (RoBERTa's <mask>). The passes
-        that look for a mask (predictions, head importance, pseudo-log-likelihood, minimal pairs, logit lens)
-        read the text through this, so one text means the same hole in every family; `encode` and `analyze`
-        keep the tokenizer's own reading of what was typed."""
-        mask = self.tokenizer.mask_token
-        return text if text is None or mask == "[MASK]" else text.replace("[MASK]", mask)
+        """[MASK] or <mask> as typed by the user, written as this model's own mask token. The passes that look
+        for a mask (predictions, head importance, pseudo-log-likelihood, minimal pairs, logit lens) read the
+        text through this, so one text means the same hole in every family; `encode` and `analyze` keep the
+        tokenizer's own reading of what was typed."""
+        return with_own_mask(text, self.tokenizer.mask_token)
 
     def analyze(self, text: str, text_pair: str | None = None, *, head_mask=None) -> Analysis:
         """One forward pass over `text` (and `text_pair`): everything the views need.

@@ -14,6 +14,19 @@ from dataclasses import dataclass
 
 # What a start-of-word marker is shown as: a visible space, not the marker's own glyph.
 VISIBLE_SPACE = "␣"
+# The families' mask tokens: "[MASK]" (BERT, DistilBERT, ALBERT, ELECTRA) and "<mask>" (RoBERTa).
+MASK_SPELLINGS = ("[MASK]", "<mask>")
+
+
+def with_own_mask(text: str | None, mask: str | None) -> str | None:
+    """`text` with each family's mask spelling written as `mask`, the model's own, so a hole typed the way a
+    user knows from one family is a hole in every family (a comparison of BERT with RoBERTa needs one text)."""
+    if text is None or not mask:
+        return text
+    for spelling in MASK_SPELLINGS:
+        if spelling != mask:
+            text = text.replace(spelling, mask)
+    return text
 
 
 def _byte_of_char() -> dict[str, int]:

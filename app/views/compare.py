@@ -62,7 +62,7 @@ if right.notice:
 if models.loaded_key(right.source) == models.loaded_key(left.source):
     st.info("Both sides run the same model, so they agree everywhere: pick another second model above.")
 sides = [("left", left), ("right", right)]
-# Each side reads a typed [MASK] as its own mask token (BERT's [MASK], RoBERTa's <mask>).
+# Each side reads a typed [MASK] or <mask> as its own mask token (BERT's [MASK], RoBERTa's <mask>).
 typed = inputs.current_inputs()
 texts = {name: inputs.with_mask_token(typed, active.model.tokenizer.mask_token) for name, active in sides}
 fs = ui.font_size()

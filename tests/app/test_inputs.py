@@ -62,6 +62,13 @@ def test_a_typed_mask_is_written_as_the_models_own():
         "the <mask> of the river", "a <mask> b", ("a note",)
     )
     assert inputs.with_mask_token(inputs.Inputs("no mask", None), "<mask>").text_b is None
+    # RoBERTa's spelling, typed for a model of another family, is that model's mask too
+    roberta_typed = inputs.Inputs("the <mask> of the river", None)
+    assert inputs.with_mask_token(roberta_typed, "[MASK]") == inputs.Inputs("the [MASK] of the river", None)
+    assert inputs.with_mask_token(roberta_typed, "<mask>") is roberta_typed
+    assert inputs.other_mask_spellings(roberta_typed, "[MASK]") == ["<mask>"]
+    assert inputs.other_mask_spellings(typed, "<mask>") == ["[MASK]"]
+    assert inputs.other_mask_spellings(typed, "[MASK]") == []
 
 
 def test_share_link_names_every_given_parameter():

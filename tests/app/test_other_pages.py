@@ -55,6 +55,13 @@ def test_masked_words_counts_the_masks_of_both_sentences(make_app):
     caption = " ".join(c.value for c in at.caption).replace("\\", "")
     assert "Sentence A contains 1 [MASK]" in caption and "Sentence B contains 1 [MASK]" in caption
     assert figure(at, "mask_bars_1")  # B's mask is predicted too
+    # RoBERTa's <mask>, typed for this BERT, is its [MASK], and the page says how it read it
+    again = make_app("views/masked_words.py", a="the <mask> sat", b="on the [MASK]")
+    caption = " ".join(c.value for c in again.caption).replace("\\", "")
+    assert "Sentence A contains 1 [MASK]" in caption and "<mask> is read as [MASK]" in caption
+    assert decode(figure(again, "mask_bars_0")["data"][0]["x"]).tolist() == (
+        decode(figure(at, "mask_bars_0")["data"][0]["x"]).tolist()
+    )
 
 
 def test_masked_words_says_which_masks_fell_past_the_limit(make_app):

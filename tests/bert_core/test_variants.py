@@ -158,6 +158,8 @@ def test_mask_typed_as_bracket_works_for_every_mlm(checkpoints):
         assert len(typed) == 1 and len(typed[0]) == 3
         own = m.fill_mask(f"the bank of the {m.tokenizer.mask_token} .", top_k=3)
         assert own == typed
+        # and RoBERTa's spelling is a hole in every family too, so one text compares them all
+        assert m.fill_mask("the bank of the <mask> .", top_k=3) == typed
         # Every pass that looks for a hole reads the typed [MASK] the same way (RoBERTa's is <mask>).
         typed_text, own_text = "the bank of the [MASK] .", f"the bank of the {m.tokenizer.mask_token} ."
         lens = m.logit_lens(typed_text, top_k=2)
