@@ -206,19 +206,19 @@ def test_the_why_panel_explains_any_pieces_label_and_either_end_of_an_answer(hea
 
 
 def test_characters_the_model_reads_as_unknown_are_named(monkeypatch):
-    """The demo QA model's vocabulary has no '?': every typed question ends in [UNK], which the page says."""
+    """Typed characters the demo QA model has no piece for ('☃', '¶') are named; its "?" is a piece."""
     from app import models
 
     at = _app(
         monkeypatch,
         models.DEMO_TASKS_DIR / "qa",
-        a="where did anna leave the book?",
+        a="where did anna leave the ☃ book?",
         b="anna left it ¶ there",
     )
     notes = [c.value.replace("\\", "") for c in at.caption if "vocabulary has no piece" in c.value]
-    assert notes == ["This model's vocabulary has no piece for '?', '¶': it reads them as [UNK]."]
+    assert notes == ["This model's vocabulary has no piece for '☃', '¶': it reads them as [UNK]."]
     at = _app(
-        monkeypatch, models.DEMO_TASKS_DIR / "qa", a="where did anna leave the book", b="anna left it there"
+        monkeypatch, models.DEMO_TASKS_DIR / "qa", a="where did anna leave the book?", b="anna left it there"
     )
     assert not [c for c in at.caption if "vocabulary has no piece" in c.value]
 
