@@ -384,9 +384,9 @@ def unknown_typed(active: models.ActiveModel, text: str, pair: str | None = None
 
 
 def unknown_pieces_note(active: models.ActiveModel, text: str, pair: str | None = None) -> None:
-    """Say which typed characters the model reads as its unknown piece (most vocabularies have no emoji, a small
-    one has few letters beyond its corpus's): the page's answer then rests on [UNK], not on what was typed, and two sentences
-    of different emoji are the same input."""
+    """Say which typed characters the model reads as its unknown piece (most vocabularies have no emoji; a
+    small one, like the demo model's, no accented or non-Latin letters): the page's answer then rests on
+    [UNK], not on what was typed, and two sentences of different emoji are the same input."""
     _unknown_caption(active, [f"'{u}'" for u in dict.fromkeys(unknown_typed(active, text, pair))])
 
 

@@ -75,16 +75,18 @@ NAME_SLOTS = {n.lower(): "<name>" for n in PERSON_NAMES} | {p: "<pronoun>" for p
 
 
 def _words(text: str) -> str:
-    return " ".join(re.sub(r"[^a-z ]+", " ", text.lower()).split())
+    return " ".join(re.sub(r"[^a-z0-9 ]+", " ", text.lower()).split())
 
 
-# keyed the way `normalise` leaves a phrase ("at 9 o'clock" -> "at o clock")
+# keyed the way `normalise` leaves a phrase ("at 9 o'clock" -> "at 9 o clock"; without its digits, "at 7:30"
+# would be "at", and every "at" a time)
 PHRASE_SLOTS = {_words(filler): f"<{slot}>" for slot, fillers in SHARED_SLOTS.items() for filler in fillers}
 _PHRASE = re.compile(r"\b(" + "|".join(map(re.escape, sorted(PHRASE_SLOTS, key=len, reverse=True))) + r")\b")
 
 
 def normalise(text: str) -> str:
-    """The dedup key: lower case, no punctuation, names / pronouns / time, feeling, relative as placeholders."""
+    """The dedup key: lower case, no punctuation, names / pronouns / time, feeling, relative as placeholders
+    (a number stays: "3 other people" and "20 other people" are different sentences)."""
     joined = " ".join(NAME_SLOTS.get(w, w) for w in _words(text).split())
     return _PHRASE.sub(lambda m: PHRASE_SLOTS[m.group(1)], joined)
 

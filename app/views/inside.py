@@ -14,6 +14,7 @@ import streamlit as st
 import bert_core
 from app import cache, charts, transforms, ui
 from app import inputs as inputs_module
+from bert_core.pieces import with_own_mask
 
 VIEWS = {
     "qk": "Query & key",
@@ -518,8 +519,8 @@ elif view == "pll":
     st.metric("PLL of sentence A (nats)", f"{total:.2f}")
 
     def holed(text: str) -> bool:
-        """A typed mask (as the help says to type it, or as the model spells it) is a hole, not a word."""
-        return inputs_module.TYPED_MASK in text or mask in text
+        """A typed mask (any family's spelling, which the scores read as this model's) is a hole, not a word."""
+        return mask in with_own_mask(text, mask)
 
     if holed(inputs.text_a):
         st.caption(

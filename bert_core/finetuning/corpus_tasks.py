@@ -224,7 +224,8 @@ def _as_question(rest: str, *, base_forms: bool = False) -> str:
 
 def qa_examples(count: int, seed: int) -> list[dict[str, Any]]:
     """{"question", "context", "answer_start", "answer_text", "kind"} rows: one question per passage of two to
-    four sentences, who / where / when in turn as far as `count` allows."""
+    four sentences (and a third of the time a line of what people say among them), who / where / when in
+    turn as far as `count` allows."""
     rng = np.random.default_rng(seed)
 
     def candidates() -> Iterator[tuple[str, dict[str, Any]]]:

@@ -160,18 +160,18 @@ SHARED_SLOTS: dict[str, tuple[str, ...]] = {
 
 # Lines any scene may have one of: what people say and remark, so the questions, exclamations, quotes,
 # contractions and numbers that users type are pieces the demo model learned in context (the topics' lines
-# are plain statements). {s} is the protagonist after a quote ("Tom said", "she said", "I said"); none of
-# these lines uses an ambiguous word, so a scene's senses stay its topic's.
+# are plain statements). {s} is the protagonist anywhere but first ("Tom said", "she said", "I said"); none
+# of these lines uses an ambiguous word, so a scene's senses stay its topic's.
 CHAT_LINES: tuple[str, ...] = (
     '"What a (lovely|beautiful|wonderful) day!" {s} said.',
     '"Are you ready?" asked {F}.',
-    '"I can\'t wait," {s} said.',
+    '"I can\'t wait," said {F}.',
     '"Where are we going?" asked {F}.',
     "\"Don't worry, it's fine,\" {F} said.",
     '"Let\'s go home," {s} said.',
     '"That was fun!" {s} said with a laugh.',
     '"Did you see that?" {F} asked.',
-    '"I\'m so {feel}," {s} said.',
+    '"I\'m so {feel}," said {F}.',
     '"We\'re late!" {F} shouted.',
     '"Isn\'t it (lovely|quiet|warm) here?" asked {F}.',
     '"Who\'s there?" {s} called.',
@@ -179,11 +179,11 @@ CHAT_LINES: tuple[str, ...] = (
     '"Can we stay a bit longer?" {s} asked.',
     '"Wait for me!" {F} called.',
     '"How long will it take?" asked {F}.',
-    "It was getting late; {he} (packed up|headed home|said goodbye to {F}).",
+    "It was getting late; {s} (packed up|headed home|said goodbye to {F}).",
     "{F}'s {relative} came along too.",
     "{F} didn't mind the (cold|wait|noise) at all.",
     "There were {count} other people there, maybe more.",
-    "It was a well-known spot, and {he} had been there (twice|many times) before.",
+    "It was a well-known spot, and {s} had been there (twice|many times) before.",
     "{F} said it was the best day of the year!",
     "It took {count} minutes to get there, or so it seemed.",
     "Nobody knew what time it was: it felt like (hours|minutes).",
@@ -191,15 +191,17 @@ CHAT_LINES: tuple[str, ...] = (
 CHAT_SLOTS: dict[str, tuple[str, ...]] = {
     "count": ("2", "3", "4", "5", "6", "10", "12", "15", "20", "30", "two", "three", "ten"),
 }
-# One scene in three has one chat line, never first (the first sentence names the protagonist).
+# One scene in three has one chat line, never first: a scene opens on its topic.
 CHAT_SHARE = 1 / 3
 # Negations a person would contract, each contracted half the time ("could not" -> "couldn't").
 _CONTRACTIONS = {"could not": "couldn't", "would not": "wouldn't", "did not": "didn't", "was not": "wasn't"}
 _NEGATION = re.compile(r"\b(" + "|".join(_CONTRACTIONS) + r")\b")
 # A first-person plural subject before "was" ("since we was a child") takes "were".
 _WE_WAS = re.compile(r"\b([Ww]e) was\b")
-# A first-person protagonist paired at the start of a line ("{P} and {F} had ..."), said with "I" last.
-_FIRST_PERSON_PAIR = re.compile(r"^\{P\} and (\{F\}|the other workers) ")
+# A first-person protagonist paired with someone ("{P} and {F} had ..."), said with "I" last.
+_FIRST_PERSON_PAIR = re.compile(r"\{P\} and (\{F\}|the other workers) ")
+# The slots that mention the protagonist, by name or pronoun.
+_PROTAGONIST_SLOTS = frozenset({"P", "Name", "s", "he", "his", "him"})
 
 # fmt: off
 TOPICS: tuple[Topic, ...] = (
@@ -1017,7 +1019,8 @@ _ALTERNATIVE_SLOTS = _alternative_slots()
 def generate_document(
     rng: np.random.Generator, *, min_sentences: int = 3, max_sentences: int = 7
 ) -> tuple[str, list[Sentence]]:
-    """One scene: a topic, a protagonist, and 3..7 of the topic's sentences in a random order."""
+    """One scene: a topic, a protagonist, 3..7 of the topic's sentences in a random order, and a third of the
+    time one line of what people say (CHAT_LINES) among them, not first."""
     topic = TOPICS[int(rng.integers(len(TOPICS)))]
     female = rng.random() < 0.5
     name = (
@@ -1032,17 +1035,26 @@ def generate_document(
     person = FIRST_PERSON[int(rng.integers(len(FIRST_PERSON)))] if rng.random() < 1 / 6 else None
     count = int(rng.integers(min_sentences, min(max_sentences, len(topic.lines)) + 1))
     templates = [topic.lines[int(line)] for line in rng.choice(len(topic.lines), size=count, replace=False)]
-    if count > 1 and rng.random() < CHAT_SHARE:
+    if rng.random() < CHAT_SHARE:
         templates.insert(int(rng.integers(1, count + 1)), CHAT_LINES[int(rng.integers(len(CHAT_LINES)))])
     sentences: list[Sentence] = []
-    for index, template in enumerate(templates):
-        # The protagonist is named in the first sentence; later ones use a pronoun a third of the time,
-        # so the model sees "he"/"she" agree with an earlier name across the sentence boundary.
-        subject = name if index == 0 or rng.random() < 0.67 else ("She" if female else "He")
+    named = False  # whether a sentence has mentioned the protagonist yet: a pronoun needs someone to refer to
+    for template in templates:
         # A present-tense "-s" template keeps its named protagonist, and the pronouns that refer back to it.
         first = person if person is not None and not _THIRD_PERSON_PRESENT.match(template) else None
         if first is not None:
             subject = first[0]
+        elif person is not None or not named or rng.random() < 0.67:
+            # Once mentioned, the protagonist is a pronoun a third of the time, so the model sees "he"/"she"
+            # agree with an earlier name across the sentence boundary. In a first-person scene the one named
+            # line has no earlier "she" to lean on.
+            subject = name
+        else:
+            subject = "She" if female else "He"
+        # A line that opens without the protagonist names them where its pronoun would have had no one to
+        # refer to ("The bank gave Tom a loan"); "{Name}" (not the name itself) so the roles data tags them.
+        unreferred = first is None and not named and not template.startswith("{P}")
+        speaker = first[1] if first else "{Name}" if subject == name else subject.lower()
         slots = dict(SHARED_SLOTS)
         slots.update(CHAT_SLOTS)
         slots.update(_ALTERNATIVE_SLOTS)
@@ -1052,10 +1064,10 @@ def generate_document(
                 "P": (subject,),
                 "Name": (name,),
                 "F": (friend,),
-                "s": (first[1] if first else subject if subject == name else subject.lower(),),
-                "he": (first[1] if first else "she" if female else "he",),
-                "his": (first[2] if first else "her" if female else "his",),
-                "him": (first[3] if first else "her" if female else "him",),
+                "s": (speaker,),
+                "he": ("{Name}" if unreferred else first[1] if first else "she" if female else "he",),
+                "his": ("{Name}'s" if unreferred else first[2] if first else "her" if female else "his",),
+                "him": ("{Name}" if unreferred else first[3] if first else "her" if female else "him",),
             }
         )
         template = _with_alternatives(topic, template)
@@ -1075,6 +1087,7 @@ def generate_document(
         words = set(re.findall(r"[a-z]+", text.lower()))
         senses = {w: s for w, s in topic.senses.items() if w in words or w + "s" in words}
         sentences.append(Sentence(text, topic.name, senses, tuple(expander.filled)))
+        named = named or any(slot in _PROTAGONIST_SLOTS for slot, _ in expander.filled)
     return topic.name, sentences
 
 

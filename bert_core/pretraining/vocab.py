@@ -18,8 +18,10 @@ log = logging.getLogger(__name__)
 
 # The order fixes the ids: [PAD] = 0 is what BertConfig.pad_token_id expects by default.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-# Every printable ASCII character is a piece even when the corpus never writes it: a user's "#" or "~" then
-# reads as itself (untrained, but itself) rather than turning its whole word into [UNK].
+# Every printable ASCII character is a piece even when the corpus never writes it, and every letter and digit
+# a word-continuing piece too ("##7"): a user's "#", "~" or "1999" then reads as itself (untrained, maybe, but
+# itself) rather than turning its whole word into [UNK]. Punctuation needs no "##" form: the pre-tokenizer
+# makes each mark a word of its own.
 ASCII_PRINTABLE = tuple(chr(c) for c in range(33, 127))
 
 
@@ -30,7 +32,8 @@ def train_vocabulary(
     min_frequency: int = 2,
     lowercase: bool = True,
 ) -> list[str]:
-    """Learn up to `vocab_size` pieces (specials first, then every character seen or printable ASCII, then merges).
+    """Learn about `vocab_size` pieces: specials first, then every character seen or printable ASCII, then
+    merges, then the "##" form of each ASCII letter and digit the merges left out.
 
     Returns the vocabulary in id order, ready for `WordPieceTokenizer.from_vocab` or a vocab.txt. It may be
     smaller than `vocab_size` when the corpus has fewer distinct words than that.
@@ -39,6 +42,7 @@ def train_vocabulary(
         raise ValueError(
             f"vocab_size must be more than {len(SPECIAL_TOKENS)} (the special tokens), got {vocab_size}"
         )
+    alphabet = sorted({c.lower() if lowercase else c for c in ASCII_PRINTABLE})
     backend = Tokenizer(
         models.WordPiece(unk_token="[UNK]", continuing_subword_prefix=CONTINUING_SUBWORD_PREFIX)
     )
@@ -50,7 +54,7 @@ def train_vocabulary(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
         special_tokens=list(SPECIAL_TOKENS),
-        initial_alphabet=sorted({c.lower() if lowercase else c for c in ASCII_PRINTABLE}),
+        initial_alphabet=alphabet,
         continuing_subword_prefix=CONTINUING_SUBWORD_PREFIX,
         show_progress=False,
     )
@@ -60,6 +64,10 @@ def train_vocabulary(
     if tuple(vocab[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:  # the trainer puts them first; make sure
         rest = [p for p in vocab if p not in SPECIAL_TOKENS]
         vocab = list(SPECIAL_TOKENS) + rest
+    # The trainer has no option for these; appended after its merges, they may take the vocabulary up to 62
+    # pieces past `vocab_size`.
+    known = set(vocab)
+    vocab += [p for p in (CONTINUING_SUBWORD_PREFIX + c for c in alphabet if c.isalnum()) if p not in known]
     log.info("trained a WordPiece vocabulary of %d pieces", len(vocab))
     return vocab
 

@@ -510,8 +510,10 @@ def test_the_head_role_key_names_none_only_where_a_head_has_no_role():
     names_some, bands_some = charts.role_key(some)
     assert names_some == ["none", "[CLS]", "broad", "previous token"]
     # one flat band per name, from 0 to 1, and a role keeps its colour with or without "none"
+    colours = []
     for key, scale in ((names, bands), (names_some, bands_some)):
         assert len(scale) == 2 * len(key) and scale[0][0] == 0 and scale[-1][0] == 1
-        colours = dict(zip(key, [c for _, c in scale[::2]], strict=True))
-        assert colours["broad"] == dict(zip(names, [c for _, c in bands[::2]], strict=True))["broad"]
-    assert dict(zip(names_some, [c for _, c in bands_some[::2]], strict=True))["none"] == "#eeeeee"
+        assert [c for _, c in scale[::2]] == [c for _, c in scale[1::2]]
+        colours.append(dict(zip(key, [c for _, c in scale[::2]], strict=True)))
+    assert all(colours[0][role] == colours[1][role] for role in names)
+    assert colours[1]["none"] == "#eeeeee" and len(set(colours[0].values())) == 3

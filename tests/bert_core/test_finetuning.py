@@ -374,6 +374,10 @@ def test_role_tags_mark_the_slots_the_grammar_filled():
                 )
     assert all(found.values())
     assert set(found["PERSON"]) <= set(PERSON_NAMES)
+    # and every name is tagged, the speaker after a quote and a name put where a pronoun would be included
+    for row in corpus_tasks.role_examples(1000, seed=2):
+        for word, tag in zip(row["tokens"], row["tags"], strict=True):
+            assert word not in PERSON_NAMES or tag == "B-PERSON", row
     for role in ("PLACE", "TIME", "OBJECT"):
         assert {text.lower() for text in found[role]} <= fillers[role], role
 
