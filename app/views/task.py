@@ -40,6 +40,10 @@ if info.task is None:
 text, pair = inputs.text_a, inputs.text_b
 if text:
     ui.unknown_pieces_note(active, text, pair)
+    try:
+        ui.length_notes(active, active.model.encode(text, pair))  # tokenising only
+    except bert_core.BertScopeError:
+        pass  # the prediction below says what is wrong with the input
 if info.task == "qa":
     st.caption(
         "A question-answering head scores every context piece as the answer's start and end; the answer is the "

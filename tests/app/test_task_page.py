@@ -255,3 +255,19 @@ def test_the_attribution_note_gives_the_numbers_and_warns_when_they_do_not_add_u
     at.session_state["cases"] = [("integrated_gradients", 2.0, 0.0, 0.3)]
     at.run()
     assert len(at.warning) == 1 and "15.0% of it" in at.caption[0].value
+
+
+def test_an_input_past_the_heads_trained_length_is_said(monkeypatch):
+    """The demo heads' encoder saw at most 42 pieces; a longer question and passage got no word of it here,
+    while every other page warned."""
+    from app import models
+
+    passage = "Tom met Anna by the river at 9:15 and they sat on the bank until 11:45. " * 3
+    at = _app(monkeypatch, models.DEMO_TASKS_DIR / "qa", a="When did Tom meet Anna?", b=passage)
+    assert not at.exception
+    said = " ".join(w.value for w in at.warning)
+    assert "pre-trained on inputs of at most 42" in said
+    at = _app(
+        monkeypatch, models.DEMO_TASKS_DIR / "qa", a="When did Tom meet Anna?", b="Tom met Anna at noon."
+    )
+    assert "pre-trained on inputs" not in " ".join(w.value for w in at.warning)
