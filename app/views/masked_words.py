@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import streamlit as st
 
@@ -10,6 +12,7 @@ from app import cache, charts, transforms, ui
 from app.inputs import TYPED_MASK
 from bert_core.pieces import visible
 
+NEAR_MASK = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
 MAX_CHARTS = 12  # masks beyond this are listed in one table, not charted one by one
 
 st.header("Masked words")
@@ -36,6 +39,14 @@ if mask in text:
     st.caption(f"Sentence A contains {text.count(mask)} {ui.md_escape(mask)}.{b_note}")
     masked = text
 else:
+    # A mask spelt in another case ("[mask]") is letters to the tokenizer, which matches specials exactly.
+    near = sorted({m.group() for m in NEAR_MASK.finditer(text + " " + (inputs.text_b or ""))} - {mask})
+    if near:
+        st.caption(
+            ui.md_escape(
+                f"{', '.join(near)} is read as letters, not a mask: type {mask} exactly (capitals count)."
+            )
+        )
     # The same cached pass the other pages use; its length notes would describe the unmasked text, so the
     # masked text's are given below instead.
     result = ui.analysis_or_stop(active, text, inputs.text_b, notes=False)

@@ -59,6 +59,10 @@ def test_masked_words_counts_the_masks_of_both_sentences(make_app):
     again = make_app("views/masked_words.py", a="the <mask> sat", b="on the [MASK]")
     caption = " ".join(c.value for c in again.caption).replace("\\", "")
     assert "Sentence A contains 1 [MASK]" in caption and "<mask> is read as [MASK]" in caption
+    # a mask in another case is letters to the tokenizer; the page says so rather than hiding a word silently
+    lower = make_app("views/masked_words.py", a="the [mask] sat on the mat")
+    caption = " ".join(c.value for c in lower.caption).replace("\\", "")
+    assert "[mask] is read as letters, not a mask: type [MASK] exactly" in caption
     assert decode(figure(again, "mask_bars_0")["data"][0]["x"]).tolist() == (
         decode(figure(at, "mask_bars_0")["data"][0]["x"]).tolist()
     )
