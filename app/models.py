@@ -902,7 +902,7 @@ def load_model(
             source, f"{reason}; the bundled demo model failed too: {_without_home(str(exc))}"
         ) from exc
     notice = (
-        f"{source} can't be loaded here ({reason}). Showing the bundled demo model instead: a small BERT "
+        f"{source} can't be loaded here ({reason.rstrip('.')}). Showing the bundled demo model instead: a small BERT "
         "shipped with BERTScope, not Google's bert-base."
     )
     # The same key as @demo picked directly: after its directory is rewritten, the new weights' results.

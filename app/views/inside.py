@@ -579,7 +579,10 @@ elif view == "pll":
     if with_holes:
         # A hole is one negative term fewer in a sum of them: the line would climb the ranking for free.
         st.info(
-            ui.md_escape(f"Left out of the ranking, as they have a {mask} (rank whole sentences): ")
+            ui.md_escape(
+                f"Left out of the ranking, as {'it has' if len(with_holes) == 1 else 'they have'} a {mask} "
+                "(rank whole sentences): "
+            )
             + "; ".join(ui.md_escape(line[:40]) for line in with_holes)
         )
     # A line past the model's length is scored on the pieces it reads, its end cut off: fewer terms in the sum,

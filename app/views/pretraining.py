@@ -87,7 +87,7 @@ st.subheader("Masked language modelling")
 candidates = int((~special).sum())
 st.write(
     f"Draw {draw + 1}: {len(masked.positions)} of {candidates} pieces chosen "
-    f"({len(masked.positions) / max(1, candidates):.0%}; 15 % on average): "
+    f"({len(masked.positions) / max(1, candidates):.0%}; 15% on average): "
     f"{masked.count(MaskAction.MASK)} → {ui.md_escape(tokenizer.mask_token)}, "
     f"{masked.count(MaskAction.RANDOM)} → random, "
     f"{masked.count(MaskAction.KEEP)} kept."

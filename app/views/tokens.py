@@ -169,7 +169,8 @@ else:
         if pieces and pieces[-1] == unk:
             pieces = [unk]
         st.text("Pieces: " + " ".join(pieces))
-        if len(steps) and steps[0].tried:
+        # A typed special token is matched whole before normalising: its lower-cased form is not what is read.
+        if len(steps) and steps[0].tried and word.strip() not in specials | {unk}:
             st.caption(
                 f"Normalised (as the model sees it): {ui.md_escape(active.model.tokenizer.normalize(word))}"
             )

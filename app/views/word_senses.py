@@ -128,7 +128,7 @@ target_words = [target[s:e] for _, s, e in transforms.word_text_spans(target_enc
 if len(target_words) > 1:
     st.info(
         "The target must be a single word as this model's tokenizer sees it: "
-        + ui.md_escape(f"'{target}' splits into " + ", ".join(f"'{w}'" for w in target_words))
+        + ui.md_escape(f'"{target}" splits into ' + ", ".join(f'"{w}"' for w in target_words))
         + ". Pick one of those words."
     )
     st.stop()

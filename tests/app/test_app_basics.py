@@ -55,6 +55,12 @@ def test_wordpiece_steps_for_a_chosen_word(make_app):
     steps = table_with(at, "matched")
     assert steps["matched"].tolist()[-1] == "##s"
     assert steps["candidates tried (longest first)"].tolist()[0].startswith("dogs")
+    assert any(c.value.startswith("Normalised (as the model sees it): dogs") for c in at.caption)
+    # a typed special token is matched whole before normalising: its lower-cased form is not what is read
+    at = make_app(a="the [MASK] ran")
+    at.selectbox(key="tokens_word").set_value("[MASK]").run()
+    assert table_with(at, "matched")["matched"].tolist() == ["[MASK]"]
+    assert not [c for c in at.caption if c.value.startswith("Normalised")]
 
 
 def test_empty_text_gives_inline_message_and_keeps_text(make_app):
