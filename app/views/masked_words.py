@@ -10,9 +10,9 @@ import streamlit as st
 import bert_core
 from app import cache, charts, transforms, ui
 from app.inputs import TYPED_MASK
-from bert_core.pieces import visible
+from bert_core.pieces import MASK_SPELLINGS, visible
 
-NEAR_MASK = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
+NEAR_MASK = re.compile("|".join(map(re.escape, MASK_SPELLINGS)), re.IGNORECASE)  # "[mask]", "<MASK>", ...
 MAX_CHARTS = 12  # masks beyond this are listed in one table, not charted one by one
 
 st.header("Masked words")
