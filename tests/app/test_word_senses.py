@@ -76,7 +76,8 @@ def test_target_with_punctuation_and_spaces_is_cleaned(senses):
     assert cell.startswith("1. ") and " ↔ 2. " in cell and ": " not in cell
 
 
-@pytest.mark.parametrize(("target", "parts"), [("can't", "'can', ''', 't'"), ("银行", "'银', '行'")])
+# quoted with double quotes: the apostrophe, in single ones, read as three of them
+@pytest.mark.parametrize(("target", "parts"), [("can't", '"can", "\'", "t"'), ("银行", '"银", "行"')])
 def test_target_the_tokenizer_splits_into_words(senses, target, parts):
     at = senses(["the bank", "my bank"], target=target)
     message = text_of(at.info)
@@ -98,6 +99,10 @@ def test_points_are_coloured_by_sense(senses):
     assert traces[0]["hovertext"] == ["1. the bank (river)", "4. we bank (river)"]
     assert len({t["marker"]["color"] for t in traces}) == 3
     assert figure(at, "senses_lines")  # same-sense vs cross-sense uses the same labels
+    assert "Colour = the sense written after |" in text_of(at.caption)
+    # without a sense on any line, the caption says how to give one rather than what the colours would mean
+    plain = senses(["the bank", "my bank", "a bank"])
+    assert "Colour = " not in text_of(plain.caption) and "to colour the points by it" in text_of(plain.caption)
 
 
 def test_a_bad_line_is_left_out_not_fatal(senses):
