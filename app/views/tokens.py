@@ -103,7 +103,10 @@ else:
     c3.metric(ui.md_escape(unk), n_unk)
 if unspelt:
     st.warning(
-        ui.md_escape(f"{unspelt} word(s) could not be spelt from the vocabulary and became {unk}")
+        ui.md_escape(
+            f"{unspelt} {'word or mark' if unspelt == 1 else 'words or marks'} could not be spelt from the "
+            f"vocabulary and became {unk}"
+        )
         + " (red chips)."
     )
 if typed_specials:

@@ -341,6 +341,9 @@ with m2:
     caption = (
         "Colour = the sense written after | on the sentence's line; the number is its line. Hover a point for "
         "its sentence."
+        if any(senses)
+        else "The number is the sentence's line: end a line with | and a sense (e.g. … | river) to colour the "
+        "points by it. Hover a point for its sentence."
     )
     # Points of one vector lie on one another, one colour hiding the other: said, with why at layer 0.
     stacked = transforms.same_rows(vectors[:, layer])
