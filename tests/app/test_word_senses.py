@@ -102,7 +102,9 @@ def test_points_are_coloured_by_sense(senses):
     assert "Colour = the sense written after |" in text_of(at.caption)
     # without a sense on any line, the caption says how to give one rather than what the colours would mean
     plain = senses(["the bank", "my bank", "a bank"])
-    assert "Colour = " not in text_of(plain.caption) and "to colour the points by it" in text_of(plain.caption)
+    assert "Colour = " not in text_of(plain.caption) and "to colour the points by it" in text_of(
+        plain.caption
+    )
 
 
 def test_a_bad_line_is_left_out_not_fatal(senses):
