@@ -75,10 +75,45 @@ _SIGMA_BEHIND = "|".join(r"\p{Cased}" + _SKIP * n for n in range(4))
 _FINAL_SIGMA_PATTERN = "(?<=" + _SIGMA_BEHIND + ")Σ(?!" + _SKIP + r"*\p{Cased})"
 
 
-def _bert_normalizer(lowercase: bool, strip_accents: bool | None, handle_chinese_chars: bool) -> Any:
-    """BertNormalizer plus the steps that make it agree with the reference (see the module docstring)."""
+# Typographic marks and the ASCII each stands for. Phones and word processors write them ("can’t", “bank”,
+# "9–5"), and a vocabulary trained on ASCII text, like the demo model's, lacks them, so a pasted "can’t" read as
+# "can [UNK] t". A tokenizer built for BERTScope's own training (`from_vocab(ascii_twins=True)`) writes each
+# mark its vocabulary lacks as its twin, in a normaliser that tokenizer.json carries, so transformers reads
+# the same ids. A mark the vocabulary has is kept as it is.
+ASCII_TWINS = {
+    "\u2018": "'",  # ‘
+    "\u2019": "'",  # ’
+    "\u201a": "'",  # ‚
+    "\u201b": "'",  # ‛
+    "\u2032": "'",  # ′
+    "\u201c": '"',  # “
+    "\u201d": '"',  # ”
+    "\u201e": '"',  # „
+    "\u201f": '"',  # ‟
+    "\u2033": '"',  # ″
+    "\u2010": "-",  # ‐
+    "\u2011": "-",  # non-breaking hyphen
+    "\u2012": "-",  # ‒
+    "\u2013": "-",  # –
+    "\u2014": "-",  # —
+    "\u2015": "-",  # ―
+    "\u2212": "-",  # −
+    "\u2026": "...",  # …
+}
+
+
+def _bert_normalizer(
+    lowercase: bool,
+    strip_accents: bool | None,
+    handle_chinese_chars: bool,
+    ascii_twins: Mapping[str, str] | None = None,
+) -> Any:
+    """BertNormalizer plus the steps that make it agree with the reference (see the module docstring), after
+    writing each mark in `ascii_twins` (a subset of ASCII_TWINS) as its ASCII twin."""
     strip = lowercase if strip_accents is None else strip_accents
-    steps: list[Any] = []
+    # Plain string replacements; the normaliser keeps each output character's offset into the typed text,
+    # so "…" read as "..." still points back at the one character.
+    steps: list[Any] = [normalizers.Replace(mark, twin) for mark, twin in (ascii_twins or {}).items()]
     if lowercase:
         # Before BertNormalizer, which would lower-case the sigma first. A one-character replacement, so
         # offsets into the original text stay exact.
@@ -126,10 +161,14 @@ def _standard_bert_normalizer_settings(state: Any) -> dict[str, Any] | None:
     if len(bert) != 1:
         return None
     lowercase = bool(bert[0].get("lowercase", True))
+    twins: dict[str, str] = {}
     for part in parts:
         kind = part.get("type")
+        mark = part.get("pattern", {}).get("String") if kind == "Replace" else None
         if kind == "Lowercase":
             lowercase = True
+        elif mark is not None and ASCII_TWINS.get(mark) == part.get("content") and part is parts[len(twins)]:
+            twins[mark] = part["content"]  # only leading, as `_bert_normalizer` writes them
         elif not (
             part is bert[0]
             or kind == "NFC"
@@ -140,6 +179,7 @@ def _standard_bert_normalizer_settings(state: Any) -> dict[str, Any] | None:
         "lowercase": lowercase,
         "strip_accents": bert[0].get("strip_accents"),
         "handle_chinese_chars": bool(bert[0].get("handle_chinese_chars", True)),
+        "ascii_twins": twins,
     }
 
 
@@ -498,10 +538,13 @@ class WordPieceTokenizer(PieceTokenizer):
                 "lowercase": "Lowercase" in kinds,
                 "strip_accents": "StripAccents" in kinds,
                 "handle_chinese_chars": False,
+                "ascii_twins": {},
             }
         self.lowercase: bool = settings["lowercase"]
         self.strip_accents: bool | None = settings["strip_accents"]
         self.handle_chinese_chars: bool = settings["handle_chinese_chars"]
+        # Typographic mark -> the ASCII it is read as (see ASCII_TWINS); empty for checkpoints from elsewhere.
+        self.ascii_twins: dict[str, str] = settings["ascii_twins"]
 
     # -- construction ---------------------------------------------------------------------------------
 
@@ -515,11 +558,14 @@ class WordPieceTokenizer(PieceTokenizer):
         handle_chinese_chars: bool = True,
         max_length: int = DEFAULT_MAX_LENGTH,
         special_tokens: Mapping[str, str] | None = None,
+        ascii_twins: bool = False,
     ) -> WordPieceTokenizer:
         """Build from a vocabulary: a list of pieces in id order, or the path of a `vocab.txt`.
 
         `strip_accents=None` follows `lowercase`, as in BERT. `special_tokens` may rename any of
-        unk_token / sep_token / pad_token / cls_token / mask_token.
+        unk_token / sep_token / pad_token / cls_token / mask_token. `ascii_twins` reads each typographic
+        mark of ASCII_TWINS that the vocabulary lacks as its ASCII twin, where the vocabulary has that; it is
+        for vocabularies BERTScope trains, since a plain BERT tokenizer (and a vocab.txt) cannot say it.
         """
         if isinstance(vocab, (str, Path)):
             lines = _read_vocab_file(Path(vocab))
@@ -567,7 +613,14 @@ class WordPieceTokenizer(PieceTokenizer):
                 max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD,
             )
         )
-        backend.normalizer = _bert_normalizer(lowercase, strip_accents, handle_chinese_chars)
+        twins = {}
+        if ascii_twins:
+            twins = {
+                mark: twin
+                for mark, twin in ASCII_TWINS.items()
+                if mark not in token_to_id and all(c in token_to_id for c in twin)
+            }
+        backend.normalizer = _bert_normalizer(lowercase, strip_accents, handle_chinese_chars, twins)
         backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         backend.decoder = decoders.WordPiece(prefix=CONTINUING_SUBWORD_PREFIX)
         tokenizer = cls(backend, max_length=max_length, vocab_lines=lines, **names)
@@ -606,7 +659,10 @@ class WordPieceTokenizer(PieceTokenizer):
             if settings is not None:
                 settings.update(options)
                 backend.normalizer = _bert_normalizer(
-                    settings["lowercase"], settings["strip_accents"], settings["handle_chinese_chars"]
+                    settings["lowercase"],
+                    settings["strip_accents"],
+                    settings["handle_chinese_chars"],
+                    settings["ascii_twins"],
                 )
             elif options:
                 logger.warning(
@@ -675,7 +731,8 @@ class WordPieceTokenizer(PieceTokenizer):
     # -- saving ---------------------------------------------------------------------------------------
 
     def save(self, directory: str | Path, *, tokenizer_json: bool = True) -> None:
-        """Write vocab.txt and tokenizer_config.json (and tokenizer.json unless told not to).
+        """Write vocab.txt and tokenizer_config.json, and tokenizer.json unless told not to and it has no
+        `ascii_twins` (which only tokenizer.json can carry).
 
         `from_directory` reads either form back to a tokenizer that encodes identically; the three files
         are also the layout transformers expects.
@@ -685,7 +742,10 @@ class WordPieceTokenizer(PieceTokenizer):
         lines = self._vocab_lines if self._vocab_lines is not None else self._vocab_lines_from_backend()
         (directory / VOCAB_FILE).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         config = {
-            "tokenizer_class": "BertTokenizer",
+            # transformers' BertTokenizer rebuilds a plain BertNormalizer from the settings below, which would
+            # drop the twins; its generic class reads tokenizer.json as it stands (and must be told the
+            # segment ids are an input).
+            "tokenizer_class": "PreTrainedTokenizerFast" if self.ascii_twins else "BertTokenizer",
             "do_lower_case": self.lowercase,
             "strip_accents": self.strip_accents,
             "tokenize_chinese_chars": self.handle_chinese_chars,
@@ -696,8 +756,10 @@ class WordPieceTokenizer(PieceTokenizer):
             "mask_token": self.mask_token,
             "model_max_length": self.max_length,
         }
+        if self.ascii_twins:
+            config["model_input_names"] = ["input_ids", "token_type_ids", "attention_mask"]
         (directory / TOKENIZER_CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        if tokenizer_json:
+        if tokenizer_json or self.ascii_twins:
             (directory / TOKENIZER_FILE).write_text(self._backend.to_str(pretty=True), encoding="utf-8")
 
     def __repr__(self) -> str:

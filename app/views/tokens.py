@@ -119,6 +119,19 @@ if typed_specials:
         )
     )
 
+# A tokenizer BERTScope trained on ASCII text reads the typographic marks its vocabulary lacks as their ASCII
+# twins (bert_core.tokenizer.ASCII_TWINS): said, since the chips show "'" where the user typed "’".
+twins = getattr(tokenizer, "ascii_twins", {})
+read_as = sorted({c for text in (inputs.text_a, inputs.text_b or "") for c in text if c in twins})
+if read_as:
+    st.caption(
+        ui.md_escape(
+            "This tokenizer reads "
+            + ", ".join(f"{c} as {twins[c]}" for c in read_as)
+            + ": its vocabulary was trained on text without them, and has the plain marks."
+        )
+    )
+
 fig = charts.token_chips(result.tokens, kinds, hovers, style=style, font_size=ui.font_size())
 ui.show_figure(fig, key="tokens_chips", data=table, filename="tokens")
 

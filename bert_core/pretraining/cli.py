@@ -282,7 +282,9 @@ def _main(argv: list[str]) -> int:
     tokenizer = None
     if args.vocab:
         try:
-            tokenizer = WordPieceTokenizer.from_vocab(args.vocab, max_length=config.max_position_embeddings)
+            tokenizer = WordPieceTokenizer.from_vocab(
+                args.vocab, max_length=config.max_position_embeddings, ascii_twins=True
+            )
         except ModelLoadError as exc:
             parser.error(f"--vocab: {exc}")
     try:

@@ -514,8 +514,9 @@ def save_checkpoint(
     config["torch_dtype"] = save_dtype
 
     def files(staging: Path) -> None:
-        # vocab.txt + tokenizer_config.json only: the loader rebuilds BERT's normaliser from them with the
-        # current code, whereas a tokenizer.json would freeze this version's normaliser into the checkpoint.
+        # vocab.txt + tokenizer_config.json, and tokenizer.json only where the normaliser reads typographic
+        # marks as ASCII, which the other two cannot say. The loader rebuilds a normaliser it recognises with
+        # the current code either way, so neither freezes this version's normaliser into the checkpoint.
         tokenizer.save(staging, tokenizer_json=False)
         if info is not None:
             (staging / PRETRAINING_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")

@@ -80,8 +80,9 @@ def train_tokenizer(
     lowercase: bool = True,
     max_length: int = 512,
 ) -> WordPieceTokenizer:
-    """`train_vocabulary`, wrapped in the tokenizer the rest of BERTScope uses."""
+    """`train_vocabulary`, wrapped in the tokenizer the rest of BERTScope uses, which reads the typographic marks
+    the vocabulary lacks as their ASCII twins (`tokenizer.ASCII_TWINS`)."""
     vocab = train_vocabulary(
         sentences, vocab_size=vocab_size, min_frequency=min_frequency, lowercase=lowercase
     )
-    return WordPieceTokenizer.from_vocab(vocab, lowercase=lowercase, max_length=max_length)
+    return WordPieceTokenizer.from_vocab(vocab, lowercase=lowercase, max_length=max_length, ascii_twins=True)

@@ -42,6 +42,27 @@ def test_typed_special_tokens_are_said_to_be_read_as_specials(make_app):
     assert [w for w in unspelt.warning if "could not be spelt" in w.value]
 
 
+def test_typographic_marks_read_as_ascii_are_said(make_app, monkeypatch):
+    """The demo model's tokenizer reads "’" as "'": the chips show "'", so the page says why."""
+    from app import models
+
+    typed = "She can\u2019t find the \u201cbank\u201d."
+    tiny = make_app(a=typed)  # a vocabulary from elsewhere keeps the marks (here: unspelt)
+    assert not [c for c in tiny.caption if "This tokenizer reads" in c.value]
+    monkeypatch.setenv("BERTSCOPE_MODEL", str(models.DEMO_MODEL_DIR))
+    at = make_app(a=typed)
+    said = [c.value.replace("\\", "") for c in at.caption if "This tokenizer reads" in c.value]
+    assert said == [
+        'This tokenizer reads \u2019 as \', \u201c as ", \u201d as ": its vocabulary was trained on text '
+        "without them, and has the plain marks."
+    ]
+    table = table_with(at, "piece")
+    assert "[UNK]" not in table["piece"].tolist()
+    apostrophe = table[table["piece"] == "'"]
+    assert apostrophe["typed text"].tolist() == ["\u2019"]  # offsets point at what was typed
+    assert not [c for c in make_app(a="She can't find it.").caption if "This tokenizer reads" in c.value]
+
+
 def test_sidebar_shows_model_size_and_heads(make_app):
     at = make_app()
     captions = " ".join(c.value for c in at.sidebar.caption)

@@ -346,6 +346,9 @@ def test_vocabulary_trainer_puts_specials_first_and_covers_the_corpus():
     assert all(c.lower() in vocab for c in map(chr, range(33, 127)))
     typed = "#1 ~ {x} @home | 50% <b> in 1999 abc123 x9"
     assert tokenizer.unk_token_id not in tokenizer.encode(typed).input_ids.tolist()
+    # what phones and word processors write reads as the ASCII the corpus has
+    pasted = tokenizer.encode("\u201cI can\u2019t\u201d \u2014 9\u20135\u2026")
+    assert pasted.tokens == tokenizer.encode('"I can\'t" - 9-5...').tokens
     assert enc.tokens[0] == "[CLS]" and enc.tokens.count("[SEP]") == 2
 
 
@@ -481,21 +484,22 @@ def test_checkpoint_removes_stale_files_of_an_earlier_run(trained, tmp_path):
 
     result, _ = trained
     stale = [
-        "tokenizer.json",
         "special_tokens_map.json",
         "pytorch_model.bin",
         "model.safetensors.index.json",
         "model-00001-of-00002.safetensors",
         "pretraining.json",
     ]
-    (tmp_path / "tokenizer.json").write_text('{"version": "1.0", "model": {"vocab": {"old": 0}}}')
-    for name in stale[1:]:
+    (tmp_path / "tokenizer.json").write_text('{"version": "1.0", "model": {"vocab": {"stale-piece": 0}}}')
+    for name in stale:
         (tmp_path / name).write_text("{}")
     (tmp_path / "notes.txt").write_text("mine")  # not a checkpoint file: left alone
     save_checkpoint(tmp_path, result.network, result.tokenizer, result.bert_config)
     names = {p.name for p in tmp_path.iterdir()}
     assert not names & set(stale)
     assert "notes.txt" in names
+    # written afresh (the trained tokenizer reads typographic marks as ASCII, which only it can say)
+    assert "stale-piece" not in json.loads((tmp_path / "tokenizer.json").read_text())["model"]["vocab"]
     model = bert_core.load_pretrained(tmp_path)
     assert model.tokenizer.vocab_size == result.tokenizer.vocab_size
 
@@ -686,7 +690,14 @@ def test_checkpoint_loads_in_transformers_with_the_same_outputs(trained):
 
     result, out = trained
     hf = transformers.BertForPreTraining.from_pretrained(out).eval()
-    enc = result.tokenizer.encode("The dog began to bark.", "It was late.")
+    enc = result.tokenizer.encode("The dog\u2019s bark\u2026", "It was late \u2014 \u201cvery\u201d.")
+    assert "[UNK]" not in enc.tokens
+    # transformers' own tokenizer for the directory reads the same ids, typographic marks included
+    theirs = transformers.AutoTokenizer.from_pretrained(out)(
+        "The dog\u2019s bark\u2026", "It was late \u2014 \u201cvery\u201d."
+    )
+    assert theirs["input_ids"] == enc.input_ids.tolist()
+    assert theirs["token_type_ids"] == enc.token_type_ids.tolist()
     ids = torch.from_numpy(np.array(enc.input_ids))[None]
     types = torch.from_numpy(np.array(enc.token_type_ids))[None]
     network = result.network
@@ -711,6 +722,11 @@ def test_bundled_demo_model_loads_and_knows_its_corpus():
     assert (DEMO_MODEL / "model.safetensors").stat().st_size < 15_000_000
     guesses = [w for w, _ in model.fill_mask("He struck a [MASK] and lit the camp fire.")[0]]
     assert "match" in guesses
+    # pasted typographic marks read as the ASCII it was trained on, so they guess the same
+    curly = model.fill_mask("\u201cHe couldn\u2019t strike a [MASK] \u2014 it was wet\u2026\u201d")[0]
+    assert curly == model.fill_mask('"He couldn\'t strike a [MASK] - it was wet..."')[0]
+    marks = "\u2018Hi\u2019 \u201cyes\u201d 9\u20135 \u2212 \u2026"
+    assert "[UNK]" not in model.tokenizer.encode(marks).tokens
     info = json.loads((DEMO_MODEL / "pretraining.json").read_text())
     assert info["final"] and info["command"].startswith(
         "bertscope pretrain --corpus assets/corpus/demo_corpus.txt"
@@ -841,9 +857,11 @@ def test_resuming_refuses_what_it_cannot_continue_exactly(trained, small_corpus,
         train(small_corpus[:60], _resumable_config(steps=6), out_dir=tmp_path / "run", stop=lambda: True)
     with pytest.raises(ValueError, match="not the one the run"):
         resume(small_corpus[:59], tmp_path / "run")
-    vocab = tmp_path / "run" / "vocab.txt"
+    vocab = tmp_path / "run" / "tokenizer.json"  # what the loader reads first
     kept = vocab.read_text(encoding="utf-8")
-    vocab.write_text(kept + "extra\n", encoding="utf-8")  # a line added: the embeddings no longer fit
+    edited = json.loads(kept)
+    edited["model"]["vocab"]["extra"] = len(edited["model"]["vocab"])  # the embeddings no longer fit
+    vocab.write_text(json.dumps(edited), encoding="utf-8")
     with pytest.raises(ValueError, match="do not fit the vocabulary"):
         resume(small_corpus[:60], tmp_path / "run")
     vocab.write_text(kept, encoding="utf-8")

@@ -677,6 +677,45 @@ def test_save_round_trip(tmp_path, tokenizer_json, lowercase, strip):
         assert loaded.encode(a, b).input_ids.tolist() == original.encode(a, b).input_ids.tolist()
 
 
+TWIN_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + "she can t ' \" - . bank 9 5".split()
+TYPED = "She can\u2019t find the \u201cbank\u201d \u2014 9\u20135\u2026"
+
+
+def test_ascii_twins_read_typographic_marks_the_vocabulary_lacks_as_ascii():
+    plain = WordPieceTokenizer.from_vocab(TWIN_VOCAB)
+    assert plain.ascii_twins == {} and plain.encode(TYPED).tokens.count("[UNK]") == 8  # find, the, six marks
+    tok = WordPieceTokenizer.from_vocab(TWIN_VOCAB + ["\u2014"], ascii_twins=True)
+    enc = tok.encode(TYPED)
+    # the em dash is in this vocabulary, so it stays itself; the others read as their twins
+    assert "\u2014" not in tok.ascii_twins and tok.ascii_twins["\u2019"] == "'"
+    assert enc.tokens[2:5] == ["can", "'", "t"]
+    assert enc.tokens[-9:] == ['"', "\u2014", "9", "-", "5", ".", ".", ".", "[SEP]"]
+    assert tok.normalize(TYPED) == 'she can\'t find the "bank" \u2014 9-5...'
+    # offsets still point at the typed characters: all three dots at the one "…"
+    dots = [tuple(o) for t, o in zip(enc.tokens, enc.offsets.tolist(), strict=True) if t == "."]
+    assert dots == [(len(TYPED) - 1, len(TYPED))] * 3
+    # a twin that is not a piece of the vocabulary is not used
+    assert "\u2026" not in WordPieceTokenizer.from_vocab(TWIN_VOCAB[:-4], ascii_twins=True).ascii_twins
+
+
+@pytest.mark.parametrize("tokenizer_json", [True, False])
+def test_ascii_twins_survive_saving_and_read_the_same_in_transformers(tmp_path, tokenizer_json):
+    from transformers import AutoTokenizer
+
+    original = WordPieceTokenizer.from_vocab(TWIN_VOCAB, ascii_twins=True, max_length=64)
+    original.save(tmp_path, tokenizer_json=tokenizer_json)
+    assert (tmp_path / "tokenizer.json").is_file()  # the only file that can say it
+    loaded = WordPieceTokenizer.from_directory(tmp_path)
+    assert loaded.ascii_twins == original.ascii_twins and loaded.lowercase
+    theirs = AutoTokenizer.from_pretrained(tmp_path)
+    for a, b in [(TYPED, None), (TYPED, "\u2018Bank\u2019 \u2212 9.")]:
+        ours = loaded.encode(a, b)
+        assert ours.input_ids.tolist() == original.encode(a, b).input_ids.tolist()
+        ref = theirs(a, b)
+        assert ref["input_ids"] == ours.input_ids.tolist(), (a, b)
+        assert ref["token_type_ids"] == ours.token_type_ids.tolist()
+
+
 def test_from_vocab_file_and_list_agree(tmp_path):
     path = write_vocab(tmp_path)
     from_file = WordPieceTokenizer.from_vocab(path)
