@@ -654,7 +654,9 @@ def bars(
     """One bar per name (e.g. top-k predictions with their probabilities). Names are kept in order.
     `width_px`: about how wide the chart is drawn (a half-width column: ~400), for the room its values need."""
     idx = list(range(len(names)))
-    text = [f"{v:.3f}" for v in values]
+    # A value too small for three decimals keeps its size and sign: a near-certain piece's log-probability of
+    # -0.0002 read "-0.000", and a tiny probability "0.000", as if it were none.
+    text = [f"{v:.1e}" if 0 < abs(v) < 0.0005 else f"{v:.3f}" for v in values]
     width_px = width_px or page_px(font_size)
     # Values always outside their bar, at the chart's text size: inside, plotly shrinks them to fit thin bars
     # (7 px), which nobody at the back of a room can read. The axis leaves room for them past range_max.

@@ -299,6 +299,11 @@ def test_a_long_saliency_strip_wraps_so_its_labels_do_not_pile_up():
     assert large.layout.height > normal.layout.height
 
 
+def test_bar_values_too_small_for_three_decimals_keep_their_size():
+    fig = charts.bars(["a", "b", "c", "d"], [-0.00021, 0.0, 0.25, 3e-5], value_name="log-probability")
+    assert list(fig.data[0].text) == ["-2.1e-04", "0.000", "0.250", "3.0e-05"]
+
+
 def test_bars_leave_room_for_the_values_past_both_ends():
     """A negative bar's value is written past its end: without room on that side it sat on the labels."""
     fig = charts.bars(["a", "b", "c"], [1.0, -3.0, 2.0])
