@@ -76,6 +76,10 @@ class BertConfig:
     # "multi_label_classification" (a sigmoid per label) or "regression"; None = decided by the label count.
     id2label: tuple[str, ...] = ()
     problem_type: str | None = None
+    # ELECTRA's multiple-choice head (transformers' ElectraSequenceSummary): which token it summarises and the
+    # activation after its projection (None or "": none). ElectraConfig's defaults; read by that head only.
+    summary_type: str = "first"
+    summary_activation: str | None = "gelu"
 
     @property
     def head_size(self) -> int:
@@ -236,6 +240,8 @@ class BertConfig:
             "inner_group_num",
             "id2label",
             "problem_type",
+            "summary_type",
+            "summary_activation",
         ):
             if getattr(self, key) == getattr(BertConfig, key):
                 del data[key]

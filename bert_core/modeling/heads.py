@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import BertConfig
-from ..errors import MissingHeadError
+from ..errors import MissingHeadError, ModelLoadError
 from .activations import ACTIVATIONS
 from .encoder import BertModel, Encoder, EncoderOutput
 from .packed import PackedLinear, pack_linears, unpack_linears
@@ -247,9 +247,37 @@ def _distilbert_first_token(net: Network, sequence: Tensor) -> Tensor:
     return net.classifier(F.relu(net.pre_classifier(sequence[:, 0])))
 
 
+class SequenceSummary(nn.Module):
+    """ELECTRA's multiple-choice summary (`sequence_summary`): the first token's vector through `summary` and
+    the config's summary_activation. (B, S, H) -> (B, H).
+
+    transformers' ElectraSequenceSummary also offers "last" and "mean", which read padding positions as well
+    (so a choice's score would depend on the other choices' lengths); a checkpoint asking for them, or for an
+    activation this project does not compute, is refused rather than summarised another way.
+    """
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        if config.summary_type != "first":
+            raise ModelLoadError(
+                f"config key 'summary_type' = {config.summary_type!r}: BERTScope's ELECTRA multiple-choice head "
+                "summarises the first token only ('first', ELECTRA's default)"
+            )
+        name = config.summary_activation
+        if name and name not in ACTIVATIONS:
+            raise ModelLoadError(
+                f"config key 'summary_activation' = {name!r} is not supported "
+                f"(supported: {', '.join(ACTIVATIONS)}, or null for none)"
+            )
+        self.summary = nn.Linear(config.hidden_size, config.hidden_size)
+        self.activation = ACTIVATIONS[name] if name else nn.Identity()
+
+    def forward(self, sequence: Tensor) -> Tensor:
+        return self.activation(self.summary(sequence[:, 0]))
+
+
 def _electra_choice(net: Network, sequence: Tensor) -> Tensor:
-    # ELECTRA's multiple choice: the first token through sequence_summary (dense + GELU), then classifier
-    return net.classifier(F.gelu(net.sequence_summary.summary(sequence[:, 0])))
+    return net.classifier(net.sequence_summary(sequence))
 
 
 def _linear_to(width: Callable[[BertConfig], int]) -> Callable[[BertConfig, nn.Embedding | None], nn.Module]:
@@ -443,7 +471,7 @@ ELECTRA_HEADS.update(
         choice=Head(
             "choice",
             {
-                "sequence_summary.summary": _linear_to(lambda c: c.hidden_size),
+                "sequence_summary": lambda config, _: SequenceSummary(config),
                 "classifier": _linear_to(lambda c: 1),
             },
             _electra_choice,

@@ -155,9 +155,7 @@ def test_a_stride_as_large_as_the_window_still_advances_by_half_a_window(task_di
     assert covered == {int(full.offsets[i][0]) for i, s in enumerate(full.sequence_ids) if s == 1}
 
 
-@pytest.mark.parametrize("arch", FAMILIES)
-def test_multiple_choice_matches_transformers(task_dirs, arch):
-    directory = task_dirs[arch, "choice"]
+def _assert_choice_matches(directory, arch):
     m = bert_core.load_pretrained(directory)
     hf, tok = _hf(directory, arch, "choice"), hf_tokenizer(directory, arch)
     prompt, choices = "we went to the bank", ["to deposit cash", "to fish in the river", "the cat sat"]
@@ -167,8 +165,28 @@ def test_multiple_choice_matches_transformers(task_dirs, arch):
     probs = torch.softmax(logits, -1).numpy()
     ours = dict(m.choose(prompt, choices))
     np.testing.assert_allclose([ours[c] for c in choices], probs, atol=TOL, rtol=0)
+    return m
+
+
+@pytest.mark.parametrize("arch", FAMILIES)
+def test_multiple_choice_matches_transformers(task_dirs, arch):
+    m = _assert_choice_matches(task_dirs[arch, "choice"], arch)
     with pytest.raises(InputError):
-        m.choose(prompt, ["only one"])
+        m.choose("we went to the bank", ["only one"])
+
+
+@pytest.mark.parametrize("activation", ["tanh", ""])
+def test_electra_multiple_choice_reads_its_summary_activation(tmp_path, activation):
+    """ElectraSequenceSummary applies config.summary_activation (GELU by default, none when empty)."""
+    directory = make_task_checkpoint(tmp_path, "electra", "choice", summary_activation=activation)
+    _assert_choice_matches(directory, "electra")
+
+
+@pytest.mark.parametrize(("key", "value"), [("summary_type", "mean"), ("summary_activation", "quick_gelu")])
+def test_electra_multiple_choice_refuses_a_summary_it_does_not_compute(tmp_path, key, value):
+    directory = make_task_checkpoint(tmp_path, "electra", "choice", **{key: value})
+    with pytest.raises(bert_core.ModelLoadError, match=key):
+        bert_core.load_pretrained(directory)
 
 
 def test_regression_and_multi_label_read_problem_type(tmp_path):
