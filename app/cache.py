@@ -277,10 +277,12 @@ def logit_lens(active: ActiveModel, text: str, pair: str | None, position: int |
     )
 
 
-def pseudo_log_likelihood(active: ActiveModel, text: str) -> bert_core.PseudoLogLikelihood:
+def pseudo_log_likelihood(
+    active: ActiveModel, text: str, scoring: str = "piece"
+) -> bert_core.PseudoLogLikelihood:
     return _cached(
-        ("pll", active.key, text),
-        lambda: active.model.pseudo_log_likelihood(text),
+        ("pll", active.key, text, scoring),
+        lambda: active.model.pseudo_log_likelihood(text, scoring=scoring),
         "Masking each piece in turn…",
     )
 

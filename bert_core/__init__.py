@@ -23,6 +23,7 @@ from .interpret import (
 )
 from .pieces import PieceStyle
 from .results import (
+    PLL_SCORINGS,
     Analysis,
     AttentionDetails,
     Attribution,
@@ -64,6 +65,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "PLL_SCORINGS",
     "Analysis",
     "Attribution",
     "Entity",

@@ -20,6 +20,7 @@ from .errors import InputError
 from .interpret.value_weighted import value_weighted_norms
 from .modeling.packed import linear
 from .results import (
+    PLL_SCORINGS,
     Analysis,
     AttentionDetails,
     HeadImportance,
@@ -176,18 +177,32 @@ class AnalysisPasses:
         )
 
     def pseudo_log_likelihood(
-        self, text: str, text_pair: str | None = None, *, max_batch_tokens: int = 2048
+        self,
+        text: str,
+        text_pair: str | None = None,
+        *,
+        scoring: str = "piece",
+        max_batch_tokens: int = 2048,
     ) -> PseudoLogLikelihood:
         """Mask each non-special piece in turn and score it with the MLM head (natural log); the rows go through
-        the encoder in batches of at most `max_batch_tokens` (B x S) tokens. A mask token typed into the text is
-        not a piece of the sentence: it is left masked and not scored (its 'probability' would be the model's
-        guess that a mask stands there, which the sentence's score must not include)."""
+        the encoder in batches of at most `max_batch_tokens` (B x S) tokens. `scoring` (PLL_SCORINGS): "piece"
+        masks the scored piece alone, "word_l2r" also the later pieces of its word. A mask token typed into
+        the text is not a piece of the sentence: it is left masked and not scored (its 'probability' would be
+        the model's guess that a mask stands there, which the sentence's score must not include)."""
+        if scoring not in PLL_SCORINGS:
+            raise InputError(f"scoring must be one of {', '.join(PLL_SCORINGS)}, got {scoring!r}")
         self.network.head("mlm")
         mask_id = self._mask_id()
         enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
         positions = np.flatnonzero(~enc.special_tokens_mask & (enc.input_ids != mask_id))  # (R,)
         masked = np.repeat(enc.input_ids[None], len(positions), axis=0)  # (S,) -> (R, S)
         masked[np.arange(len(positions)), positions] = mask_id
+        if scoring == "word_l2r":
+            for row, position in enumerate(positions):
+                after = position + 1
+                while after < len(enc.tokens) and _same_word(enc, position, after):
+                    masked[row, after] = mask_id
+                    after += 1
         rows = max(1, max_batch_tokens // len(enc.tokens))
         scores = []
         for start in range(0, len(positions), rows):
@@ -203,11 +218,16 @@ class AnalysisPasses:
         pieces = [(enc.tokens[p], float(v)) for p, v in zip(positions, values, strict=True)]
         return PseudoLogLikelihood(float(values.sum()), pieces)
 
-    def rank_minimal_pairs(self, texts: Sequence[str]) -> list[tuple[str, PseudoLogLikelihood]]:
+    def rank_minimal_pairs(
+        self, texts: Sequence[str], *, scoring: str = "piece"
+    ) -> list[tuple[str, PseudoLogLikelihood]]:
         """Sentences that differ in one place (a minimal pair, or more), most likely first by pseudo-log-
-        likelihood. The totals are sums, so a sentence with more pieces pays for each of them; a text with a
-        typed mask token is refused (InputError): its hole would be one negative term fewer, a free pass up
-        the ranking. So is a text longer than the model reads, whose cut-off end would be terms left out."""
+        likelihood (`scoring` as in `pseudo_log_likelihood`). The totals are sums, so a sentence with more
+        pieces pays for each of them; a text with a typed mask token is refused (InputError): its hole would
+        be one negative term fewer, a free pass up the ranking. So is a text longer than the model reads, whose
+        cut-off end would be terms left out."""
+        if scoring not in PLL_SCORINGS:
+            raise InputError(f"scoring must be one of {', '.join(PLL_SCORINGS)}, got {scoring!r}")
         mask_id = self._mask_id()
         for text in texts:
             enc = self.encode(self._with_model_mask(text))
@@ -218,7 +238,7 @@ class AnalysisPasses:
                     f"{text[:60]!r} is longer than the {len(enc.input_ids)} pieces the model reads: its score "
                     "would leave out the rest, so it cannot be ranked against whole sentences"
                 )
-        scored = [(text, self.pseudo_log_likelihood(text)) for text in texts]
+        scored = [(text, self.pseudo_log_likelihood(text, scoring=scoring)) for text in texts]
         return sorted(scored, key=lambda item: -item[1].total)
 
     def logit_lens(
@@ -251,3 +271,13 @@ class AnalysisPasses:
             final_token_rank=rank.cpu().numpy().astype(np.int64),
             final_token_probability=self._numpy(final_p),
         )
+
+
+def _same_word(enc: Encoding, a: int, b: int) -> bool:
+    """Positions a and b hold pieces of one word of one sentence (a typed special is a word of its own)."""
+    return (
+        enc.sequence_ids[a] == enc.sequence_ids[b]
+        and enc.word_ids[a] is not None
+        and enc.word_ids[a] == enc.word_ids[b]
+        and not enc.special_tokens_mask[b]
+    )

@@ -199,9 +199,16 @@ class HeadImportance(_ReadsEncoding):
     base_head_mask: np.ndarray | None = None  # (L, N) float32 the ablations start from; None = all heads on
 
 
+# How pseudo-log-likelihood hides a piece: "piece" masks it alone (Salazar et al., 2020); "word_l2r" also masks
+# the pieces after it in its word (Kauf & Ivanova, 2023), since with them visible a word split into pieces
+# ("snooz ##ing") is all but given away and scores far higher than a one-piece word of the same rarity.
+PLL_SCORINGS = ("piece", "word_l2r")
+
+
 class PseudoLogLikelihood(NamedTuple):
     """Salazar et al. (2020): each non-special piece masked in turn and scored by the MLM head, natural log
-    (a mask token typed into the text is no piece of the sentence, and is not scored).
+    (a mask token typed into the text is no piece of the sentence, and is not scored); with the "word_l2r"
+    scoring, the later pieces of the scored piece's word are masked with it.
 
     Unpacks as `(total, pieces)`.
     """

@@ -32,6 +32,8 @@ MINIMAL_PAIRS = {
     "article": "She ate an apple.\nShe ate a apple.",
     "word order": "The dog chased the cat.\nThe dog the cat chased.",
 }
+# bert_core.PLL_SCORINGS, named for the radio (and the link, which holds the name)
+PLL_SCORING_NAMES = {"piece": "alone", "word_l2r": "with the rest of its word"}
 
 BANKS = (
     "We sat on the bank of the river and watched the water.",
@@ -508,11 +510,26 @@ elif view == "pll":
         "the model gives the true piece. Higher (less negative) = more natural to the model; compare sentences "
         "that differ in one place."
     )
+    scoring_start = ui.start("pll_scoring", "piece", lambda v: v in PLL_SCORING_NAMES)
+    scoring = st.radio(
+        "Mask each piece",
+        list(PLL_SCORING_NAMES),
+        index=list(PLL_SCORING_NAMES).index(scoring_start),
+        format_func=PLL_SCORING_NAMES.get,
+        key="pll_scoring",
+        horizontal=True,
+        persist_state="session",
+        bind="query-params",
+        help="Alone: Salazar et al. (2020). With the rest of a word in view, a word split into pieces is all "
+        "but given away, so its pieces score high and a sentence with rare words looks more natural than it is. "
+        "With the rest of its word: the later pieces of the word are masked too (Kauf & Ivanova, 2023), which "
+        "scores such a word more like a one-piece one.",
+    )
     if not info.has_mlm_head:
         st.info("Pseudo-likelihood needs an MLM head: load a masked-language-model checkpoint.")
         st.stop()
     try:
-        total, pieces = cache.pseudo_log_likelihood(active, inputs.text_a)
+        total, pieces = cache.pseudo_log_likelihood(active, inputs.text_a, scoring)
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
         st.stop()
@@ -546,7 +563,13 @@ elif view == "pll":
     if pieces:
         ui.show_figure(
             charts.bars(
-                names, logps, title="log P(piece | the rest)", value_name="log-probability", font_size=fs
+                names,
+                logps,
+                title="log P(piece | the rest)"
+                if scoring == "piece"
+                else "log P(piece | the rest, its word's later pieces masked)",
+                value_name="log-probability",
+                font_size=fs,
             ),
             key="pll_strip",
             data=pd.DataFrame({"shown as": names, "piece": [p for p, _ in pieces], "log_probability": logps}),
@@ -612,7 +635,7 @@ elif view == "pll":
         ui.untrained_positions_note(active, longest, what="The longest sentence")
     for line in whole:
         try:
-            ranked.append((line, cache.pseudo_log_likelihood(active, line).total))
+            ranked.append((line, cache.pseudo_log_likelihood(active, line, scoring).total))
         except bert_core.BertScopeError as exc:
             st.info(ui.md_escape(f"{line[:40]}: ") + ui.user_message(exc))
     if ranked:

@@ -201,6 +201,36 @@ def test_a_kept_token_the_new_text_has_elsewhere_starts_over(make_app, tiny_mode
         assert list(table["top prediction"]) == [t[0] for t in lens.top_tokens]
 
 
+def test_pll_can_mask_the_rest_of_each_word(make_app, tiny_model):
+    text = "the unwanted cat sat ."
+    at = open_view(make_app, "pll", text)
+    assert at.radio(key="pll_scoring").value == "piece"
+    at.radio(key="pll_scoring").set_value("word_l2r").run()
+    assert not at.exception
+    scored = tiny_model.pseudo_log_likelihood(text, scoring="word_l2r")
+    plain = tiny_model.pseudo_log_likelihood(text)
+    assert float(at.metric[0].value) == pytest.approx(scored.total, abs=0.01)
+    bars = figure(at, "pll_strip")["data"][0]["x"]
+    assert bars == pytest.approx([lp for _, lp in scored.pieces], abs=1e-7)
+    # the random tiny model's guesses are nearly flat, so the pieces of "unwanted" move only a little
+    assert max(abs(b - lp) for b, (_, lp) in zip(bars, plain.pieces, strict=True)) > 1e-5
+    assert "later pieces masked" in figure(at, "pll_strip")["layout"]["title"]["text"]
+    ranked = [t for t in at.dataframe if "PLL (nats)" in t.value.columns][0].value
+    for line, total in zip(ranked["sentence"], ranked["PLL (nats)"], strict=True):
+        assert total == pytest.approx(
+            tiny_model.pseudo_log_likelihood(line, scoring="word_l2r").total, abs=1e-6
+        )
+    # a shared link keeps it (the link holds the options' names, as Streamlit writes them)
+    linked = make_app(
+        PAGE,
+        a=text,
+        inside_view="Sentence scores (pseudo-likelihood)",
+        pll_scoring="with the rest of its word",
+    )
+    assert linked.radio(key="pll_scoring").value == "word_l2r"
+    assert float(linked.metric[0].value) == pytest.approx(scored.total, abs=0.01)
+
+
 def test_typed_minimal_pairs_survive_a_visit_to_another_page(make_app):
     at = open_view(make_app, "pll", TEXT)
     box = [t for t in at.text_area if t.key.startswith("pll_text_")][0]

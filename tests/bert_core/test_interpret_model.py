@@ -276,6 +276,51 @@ def test_pseudo_log_likelihood_equals_masking_by_hand(mlm, text, text_pair):
     np.testing.assert_allclose([lp for _, lp in chunked.pieces], [lp for _, lp in pieces], atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "text,text_pair", [("unwanted running dogs", "unwanted"), ("the [MASK] unwanted", None)]
+)
+def test_word_l2r_pseudo_log_likelihood_also_masks_the_rest_of_the_word(mlm, text, text_pair):
+    """Kauf & Ivanova (2023): the scored piece and the later pieces of its word are masked, by hand in
+    transformers; a word's last piece and one-piece words score as in the per-piece PLL."""
+    ours, hf, _ = mlm
+    enc = ours.encode(text, text_pair)
+    assert any(t.startswith("##") for t in enc.tokens)  # the text must hold a word of several pieces
+    mask_id = ours.tokenizer.mask_token_id
+    expected = []
+    for position, token in enumerate(enc.tokens):
+        if enc.special_tokens_mask[position] or enc.input_ids[position] == mask_id:
+            continue
+        ids = enc.input_ids.tolist()
+        ids[position] = mask_id
+        later = position + 1
+        while later < len(ids) and enc.tokens[later].startswith("##"):
+            ids[later] = mask_id
+            later += 1
+        with torch.no_grad():
+            logits = hf(
+                input_ids=torch.tensor([ids]), token_type_ids=torch.tensor([enc.token_type_ids.tolist()])
+            ).logits
+        expected.append((token, float(torch.log_softmax(logits[0, position], -1)[enc.input_ids[position]])))
+    scored = ours.pseudo_log_likelihood(text, text_pair, scoring="word_l2r", max_batch_tokens=20)
+    assert [p for p, _ in scored.pieces] == [p for p, _ in expected]
+    np.testing.assert_allclose([lp for _, lp in scored.pieces], [lp for _, lp in expected], atol=TOL)
+    plain = ours.pseudo_log_likelihood(text, text_pair)
+    following = [p for p, _ in plain.pieces[1:]] + [""]
+    for (piece, a), (_, b), after in zip(plain.pieces, scored.pieces, following, strict=True):
+        if not after.startswith("##"):  # nothing of its word after it: the same mask, the same score
+            assert a == pytest.approx(b, abs=TOL), piece
+    assert plain.total != pytest.approx(scored.total, abs=1e-3)
+    ranked = ours.rank_minimal_pairs(["unwanted dogs", "the dogs"], scoring="word_l2r")
+    assert (
+        dict(ranked)["unwanted dogs"].total
+        == ours.pseudo_log_likelihood("unwanted dogs", scoring="word_l2r").total
+    )
+    with pytest.raises(InputError, match="scoring"):
+        ours.pseudo_log_likelihood(text, scoring="word")
+    with pytest.raises(InputError, match="scoring"):
+        ours.rank_minimal_pairs([text], scoring="")
+
+
 def test_minimal_pairs_are_ranked_by_pseudo_log_likelihood(mlm):
     ours, _, _ = mlm
     texts = ["the cat sat on the bank", "the cat sat on the river", "the cat sat on the money", "cat the sat"]
