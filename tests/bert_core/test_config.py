@@ -41,6 +41,8 @@ def test_frozen():
         ({"type_vocab_size": True}, "type_vocab_size"),
         ({"hidden_dropout_prob": -0.5}, "hidden_dropout_prob"),
         ({"pad_token_id": 10**6}, "pad_token_id"),
+        ({"summary_activation": ["gelu"]}, "summary_activation"),
+        ({"summary_type": 0}, "summary_type"),
     ],
 )
 def test_invalid_values_name_the_key(overrides, key):
