@@ -157,7 +157,9 @@ class BertConfig:
             raise ModelLoadError(
                 f"config key 'problem_type' = {self.problem_type!r} is not one of {', '.join(map(str, _PROBLEM_TYPES))}"
             )
-        if not isinstance(self.summary_type, str) or not isinstance(self.summary_activation, (str, type(None))):
+        if not isinstance(self.summary_type, str) or not isinstance(
+            self.summary_activation, (str, type(None))
+        ):
             raise ModelLoadError(
                 f"config keys 'summary_type' and 'summary_activation' must be names, got {self.summary_type!r} "
                 f"and {self.summary_activation!r}"
