@@ -679,6 +679,11 @@ class WordPieceTokenizer(PieceTokenizer):
             "copy the vocab.txt of the model's original checkpoint into that directory"
         )
 
+    @property
+    def max_input_chars_per_word(self) -> int:
+        """A longer word (once normalised) is read as one unknown piece, whatever its characters."""
+        return self._max_chars
+
     def wordpiece_steps(self, word: str) -> list[WordPieceStep]:
         """How greedy longest-match-first WordPiece splits one word (see `WordPieceStep`).
 
@@ -700,7 +705,8 @@ class WordPieceTokenizer(PieceTokenizer):
             raise InputError(f"word {word!r} is empty once normalised; pass a word with letters or digits")
         if len(words) > 1:
             raise InputError(
-                f"{word!r} is not a single word: BERT splits it into {words} before WordPiece; pass one of them"
+                f"{word!r} is read as {len(words)} words ({' '.join(words)}): the tokenizer splits them apart "
+                "before WordPiece, so each is split on its own"
             )
         chars = words[0]
         unk_step = WordPieceStep(start=0, tried=[], matched=self._model_unk)

@@ -102,10 +102,23 @@ if style.byte_level:
 else:
     c3.metric(ui.md_escape(unk), n_unk)
 if unspelt:
+    # WordPiece gives up on a word longer than its limit without trying its letters: not a vocabulary gap.
+    limit = getattr(tokenizer, "max_input_chars_per_word", None)
+    too_long = sum(
+        bool(limit) and k == "unk" and len(tokenizer.normalize(r["typed text"])) > limit
+        for k, r in zip(kinds, rows, strict=True)
+    )
+    why = (
+        ""
+        if not too_long
+        else f"; {'it is' if unspelt == 1 else 'one of them is' if too_long == 1 else f'{too_long} of them are'} "
+        f"longer than {limit} characters, "
+        f"which WordPiece reads as {unk} whatever the letters"
+    )
     st.warning(
         ui.md_escape(
             f"{unspelt} {'word or mark' if unspelt == 1 else 'words or marks'} could not be spelt from the "
-            f"vocabulary and became {unk}"
+            f"vocabulary and became {unk}{why}"
         )
         + " (red chips)."
     )
@@ -124,10 +137,13 @@ if typed_specials:
 twins = getattr(tokenizer, "ascii_twins", {})
 read_as = sorted({c for text in (inputs.text_a, inputs.text_b or "") for c in text if c in twins})
 if read_as:
+    groups: dict[str, list[str]] = {}
+    for c in read_as:
+        groups.setdefault(twins[c], []).append(c)
     st.caption(
         ui.md_escape(
             "This tokenizer reads "
-            + ", ".join(f"{c} as {twins[c]}" for c in read_as)
+            + ", ".join(f"{' '.join(marks)} as {twin}" for twin, marks in groups.items())
             + ": its vocabulary was trained on text without them, and has the plain marks."
         )
     )
@@ -157,7 +173,19 @@ words = []
 for seq in (0, 1) if result.text_pair is not None else (0,):
     text = transforms.sentence_text(result, seq)
     words += [text[s:e] for _, s, e in transforms.word_text_spans(result, seq)]
-words = list(dict.fromkeys(w for w in words if w.strip()))
+
+
+def splits_alone(word: str) -> bool:
+    """The typed word is one word to WordPiece: a "…" that the tokenizer reads as "..." is three, each a piece
+    of its own, and has no split of its own to show."""
+    try:
+        active.model.tokenizer.wordpiece_steps(word)
+    except bert_core.InputError:
+        return False
+    return True
+
+
+words = [w for w in dict.fromkeys(w for w in words if w.strip()) if splits_alone(w)]
 if not words:
     st.info("No words to split.")
 else:
@@ -185,6 +213,17 @@ else:
         if pieces and pieces[-1] == unk:
             pieces = [unk]
         st.text("Pieces: " + " ".join(pieces))
+        limit = getattr(active.model.tokenizer, "max_input_chars_per_word", None)
+        if (
+            pieces == [unk]
+            and not steps[0].tried
+            and limit
+            and len(active.model.tokenizer.normalize(word)) > limit
+        ):
+            st.caption(
+                f"Nothing was tried: WordPiece reads a word of more than {limit} characters as one {unk}, "
+                "whatever its letters."
+            )
         # A typed special token is matched whole before normalising: its lower-cased form is not what is read.
         if len(steps) and steps[0].tried and word.strip() not in specials | {unk}:
             st.caption(

@@ -53,14 +53,32 @@ def test_typographic_marks_read_as_ascii_are_said(make_app, monkeypatch):
     at = make_app(a=typed)
     said = [c.value.replace("\\", "") for c in at.caption if "This tokenizer reads" in c.value]
     assert said == [
-        'This tokenizer reads \u2019 as \', \u201c as ", \u201d as ": its vocabulary was trained on text '
-        "without them, and has the plain marks."
+        "This tokenizer reads \u2019 as ', \u201c \u201d as \": its vocabulary was trained on text without "
+        "them, and has the plain marks."
     ]
     table = table_with(at, "piece")
     assert "[UNK]" not in table["piece"].tolist()
     apostrophe = table[table["piece"] == "'"]
     assert apostrophe["typed text"].tolist() == ["\u2019"]  # offsets point at what was typed
     assert not [c for c in make_app(a="She can't find it.").caption if "This tokenizer reads" in c.value]
+
+
+def test_a_word_too_long_for_wordpiece_is_said_to_be_so(make_app, monkeypatch):
+    """WordPiece reads a word of more than 100 characters as [UNK] without trying it: not a vocabulary gap.
+    And a typed mark the tokenizer reads as several words ("…" as "...") is not offered for splitting."""
+    from app import models
+
+    monkeypatch.setenv("BERTSCOPE_MODEL", str(models.DEMO_MODEL_DIR))
+    at = make_app(a="the " + "bank" * 26 + " river\u2026 " + "bank" * 25)
+    warned = [w.value.replace("\\", "") for w in at.warning if "could not be spelt" in w.value]
+    assert len(warned) == 1 and "it is longer than 100 characters" in warned[0]
+    words = at.selectbox(key="tokens_word").options
+    assert "bank" * 26 in words and "\u2026" not in words and "river" in words
+    at.selectbox(key="tokens_word").set_value("bank" * 26).run()
+    assert any("more than 100 characters as one [UNK]" in c.value.replace("\\", "") for c in at.caption)
+    at.selectbox(key="tokens_word").set_value("bank" * 25).run()  # 100 characters: split as usual
+    assert not any("more than 100 characters" in c.value for c in at.caption)
+    assert table_with(at, "matched")["matched"].tolist()[0] == "bank"
 
 
 def test_sidebar_shows_model_size_and_heads(make_app):

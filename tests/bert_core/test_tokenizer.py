@@ -446,6 +446,7 @@ def test_wordpiece_steps_unknown_and_long_words(google):
         WordPieceStep(start=0, tried=[], matched="[UNK]"),
     ]
     assert google.wordpiece_steps("w" * 101) == [WordPieceStep(start=0, tried=[], matched="[UNK]")]
+    assert google.max_input_chars_per_word == 100 and len(google.wordpiece_steps("w" * 100)) > 1
 
 
 def test_wordpiece_steps_agree_with_encode(tiny):
@@ -456,9 +457,9 @@ def test_wordpiece_steps_agree_with_encode(tiny):
 
 
 def test_wordpiece_steps_input_checks(tiny):
-    with pytest.raises(InputError, match="not a single word"):
+    with pytest.raises(InputError, match="read as 2 words"):
         tiny.wordpiece_steps("un wanted")
-    with pytest.raises(InputError, match="not a single word"):
+    with pytest.raises(InputError, match=r"read as 3 words \(can ' t\)"):
         tiny.wordpiece_steps("can't")
     with pytest.raises(InputError, match="empty"):
         tiny.wordpiece_steps(" \u200b ")
