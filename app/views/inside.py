@@ -33,7 +33,7 @@ MINIMAL_PAIRS = {
     "word order": "The dog chased the cat.\nThe dog the cat chased.",
 }
 # bert_core.PLL_SCORINGS, named for the radio (and the link, which holds the name)
-PLL_SCORING_NAMES = {"piece": "alone", "word_l2r": "with the rest of its word"}
+PLL_SCORING_NAMES = {"piece": "alone", "word_l2r": "with the later pieces of its word"}
 
 BANKS = (
     "We sat on the bank of the river and watched the water.",
@@ -520,10 +520,11 @@ elif view == "pll":
         horizontal=True,
         persist_state="session",
         bind="query-params",
-        help="Alone: Salazar et al. (2020). With the rest of a word in view, a word split into pieces is all "
-        "but given away, so its pieces score high and a sentence with rare words looks more natural than it is. "
-        "With the rest of its word: the later pieces of the word are masked too (Kauf & Ivanova, 2023), which "
-        "scores such a word more like a one-piece one.",
+        help="Alone, as Salazar et al. (2020) score: the other pieces of the word stay in view, and a model "
+        "that knows the word can all but read a piece off them, which can lift a sentence with long words split "
+        "into pieces above what its words deserve. With the later pieces of its word, as Kauf & Ivanova (2023) "
+        "propose: those are masked too, so each piece is guessed from what comes before it in its word and from "
+        "the other words. Which way a sentence's score moves depends on the model and the words.",
     )
     if not info.has_mlm_head:
         st.info("Pseudo-likelihood needs an MLM head: load a masked-language-model checkpoint.")
@@ -533,7 +534,8 @@ elif view == "pll":
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
         st.stop()
-    st.metric("PLL of sentence A (nats)", f"{total:.2f}")
+    # With no piece scored (a sentence of masks) the sum is empty: no score, not a perfect one of 0.
+    st.metric("PLL of sentence A (nats)", f"{total:.2f}" if pieces else "—")
 
     def holed(text: str) -> bool:
         """A typed mask (any family's spelling, which the scores read as this model's) is a hole, not a word."""
@@ -610,7 +612,7 @@ elif view == "pll":
         )
     # A line past the model's length is scored on the pieces it reads, its end cut off: fewer terms in the sum,
     # so it too would climb the ranking, and two lines differing only past the cut would tie.
-    whole, cut, longest = [], [], 0
+    whole, cut, unknown, longest = [], [], [], 0
     for number, line in enumerate(lines, 1):
         if holed(line):
             continue
@@ -625,6 +627,8 @@ elif view == "pll":
         else:
             whole.append(line)
             longest = max(longest, len(enc.tokens))  # of the lines ranked, which the note speaks of
+            if tokenizer.unk_token_id is not None and tokenizer.unk_token_id in enc.input_ids:
+                unknown.append(line)
     if cut:
         st.info(
             f"Left out of the ranking, as the model reads at most {tokenizer.max_length} pieces of a sentence and "
@@ -641,3 +645,13 @@ elif view == "pll":
     if ranked:
         ranked.sort(key=lambda item: -item[1])
         ui.table(pd.DataFrame(ranked, columns=["sentence", "PLL (nats)"]), key="pll_ranked")
+    if unknown:
+        # Ranked, since the model did score them, but what was scored there is its guess of the unknown
+        # piece, not of the word: a line of emoji is a few easy [UNK]s and can outrank a real sentence.
+        st.caption(
+            ui.md_escape(
+                f"Scored with {tokenizer.unk_token} where the vocabulary cannot spell a word or mark, so these "
+                "scores are of the unknown piece, not of what was typed: "
+            )
+            + "; ".join(ui.md_escape(line[:40]) for line in unknown)
+        )

@@ -225,7 +225,7 @@ def test_pll_can_mask_the_rest_of_each_word(make_app, tiny_model):
         PAGE,
         a=text,
         inside_view="Sentence scores (pseudo-likelihood)",
-        pll_scoring="with the rest of its word",
+        pll_scoring="with the later pieces of its word",
     )
     assert linked.radio(key="pll_scoring").value == "word_l2r"
     assert float(linked.metric[0].value) == pytest.approx(scored.total, abs=0.01)
@@ -282,6 +282,16 @@ def test_hidden_states_leave_layer_0s_cosine_to_the_previous_layer_blank(make_ap
     np.testing.assert_allclose(z[1:], expected[1:], atol=1e-5)
 
 
+def test_minimal_pairs_name_the_lines_scored_with_unknown_pieces(make_app):
+    at = open_view(make_app, "pll", TEXT)
+    box = [t for t in at.text_area if t.key.startswith("pll_text_")][0]
+    box.set_value("the cat sat on the bank .\n\u2603 \u2603 .").run()
+    ranked = [t for t in at.dataframe if "PLL (nats)" in t.value.columns][0].value
+    assert set(ranked["sentence"]) == {"the cat sat on the bank .", "\u2603 \u2603 ."}  # still ranked
+    said = [c.value.replace("\\", "") for c in at.caption if "Scored with [UNK]" in c.value.replace("\\", "")]
+    assert len(said) == 1 and said[0].endswith(": \u2603 \u2603 .")
+
+
 def test_sentence_scores_say_a_typed_mask_is_left_out_and_rank_only_whole_sentences(make_app):
     at = open_view(make_app, "pll", "the cat sat on the [MASK] .")
     said = " ".join(str(c.value) for c in at.caption).replace("\\", "")
@@ -298,6 +308,7 @@ def test_sentence_scores_say_a_typed_mask_is_left_out_and_rank_only_whole_senten
     at = open_view(make_app, "pll", "[MASK]")
     assert any("Nothing in sentence A to score" in str(i.value).replace("\\", "") for i in at.info)
     assert not at.exception
+    assert at.metric[0].value == "\u2014"  # no score, not a perfect 0.00
 
 
 def test_minimal_pairs_leave_out_lines_the_model_cuts(make_app, tiny_model):
