@@ -37,12 +37,15 @@ _CORE_NAMES = [
 ]
 
 
-def user_message(error: BaseException | str, *, text_name: str = "Sentence A") -> str:
+def user_message(error: BaseException | str, *, text_name: str = "Sentence A", sentence: bool = True) -> str:
     """A core error message in the words of the UI ('text_pair' is the sidebar's Sentence B), escaped for
-    Markdown. `text_name` names what was passed as the core's `text` (e.g. "Line 3" on a list page)."""
+    Markdown. `text_name` names what was passed as the core's `text` (e.g. "Line 3" on a list page). Exception
+    messages end without a full stop; shown as a sentence of its own (`sentence`), the message gets one."""
     message = str(error)
     for pattern, name in _CORE_NAMES:
         message = pattern.sub(text_name if name == "Sentence A" else name, message)
+    if sentence and message and message[-1] not in ".!?…":
+        message += "."
     return md_escape(message)
 
 
@@ -314,7 +317,9 @@ def lines_analysis(active: models.ActiveModel, lines: list[str]) -> cache.Lines 
         st.error(user_message(exc, text_name="a sentence"))
         return None
     if batch.rejected:
-        left_out = [f"sentence {n + 1} ({user_message(r, text_name='it')})" for n, r in batch.rejected]
+        left_out = [
+            f"sentence {n + 1} ({user_message(r, text_name='it', sentence=False)})" for n, r in batch.rejected
+        ]
         st.warning("Left out, nothing to analyse: " + "; ".join(left_out))
     if batch.results:
         untrained_positions_note(
