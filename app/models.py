@@ -256,6 +256,12 @@ def bundled_models() -> list[str]:
     ]
 
 
+def _bundled_dirs() -> set[Path]:
+    """The bundled models' directories, which lists name by their picker names (@demo, ...) only: a second
+    name would offer the same model twice, and load a second copy."""
+    return {DEMO_MODEL_DIR.resolve(), *(DEMO_TASKS_DIR.resolve() / f for f in DEMO_TASKS.values())}
+
+
 MAX_ROOT_MODELS = 100  # checkpoint directories listed from the model roots; more are still opened when typed
 
 
@@ -265,8 +271,7 @@ def root_models() -> list[str]:
     config.json), for the picker: a lecturer's --model-roots /models listed nothing, so the room had to type
     paths. Only those `refusal` lets open."""
     found: list[str] = []
-    # The bundled ones are listed by their names (@demo, ...): a second name would load a second copy
-    bundled = {DEMO_MODEL_DIR.resolve(), *(DEMO_TASKS_DIR.resolve() / f for f in DEMO_TASKS.values())}
+    bundled = _bundled_dirs()
     for root in model_roots() or []:
         try:
             folders = [root, *sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))]
@@ -923,7 +928,8 @@ def loadable_alternatives(failed: str) -> list[str]:
         out.append(DEMO_SOURCE)
     out += cached_hub_models()
     env = os.environ.get(ENV_MODEL, "").strip()
-    if env and _directory(env) is not None:
+    directory = _directory(env) if env else None
+    if directory is not None and directory.resolve() not in _bundled_dirs():
         out.append(env)
     return [o for o in dict.fromkeys(out) if o != failed]
 

@@ -126,10 +126,19 @@ def test_broken_model_directory_is_explained_not_raised(make_app, tmp_path):
     assert table_with(at, "piece")["piece"].tolist()[0] == "[CLS]"
 
 
-def test_missing_directory_is_explained(make_app, tmp_path):
+def test_missing_directory_is_explained(make_app, tmp_path, tiny_checkpoint, monkeypatch):
     at = make_app(model=str(tmp_path / "nope"))
     assert not at.exception
     assert any("no such directory" in e.value.replace("\\", "") for e in at.sidebar.error)
+    offered = [b.label.replace("\\", "") for b in at.sidebar.button if b.label.startswith("Use ")]
+    assert f"Use {tiny_checkpoint}" in offered  # the server's own --model
+    # ... unless it is the bundled demo model, offered by its name already
+    from app import models
+
+    monkeypatch.setenv("BERTSCOPE_MODEL", str(models.DEMO_MODEL_DIR) + "/")
+    at = make_app(model=str(tmp_path / "nope"))
+    offered = [b.label.replace("\\", "") for b in at.sidebar.button if b.label.startswith("Use ")]
+    assert "Use @demo" in offered and not [o for o in offered if "demo-model" in o]
 
 
 def test_a_link_reproduces_text_and_pair(make_app):
