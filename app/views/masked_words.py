@@ -58,8 +58,15 @@ else:
         st.info("Sentence A has no words to mask.")
         st.stop()
     # With a [MASK] typed in sentence B only, nothing of A is hidden unless the user asks.
-    # The longest word, the last of equals: "the cat sat on the mat" hides "mat", not "the".
-    longest = max(range(len(spans)), key=lambda i: (spans[i][2] - spans[i][1], i)) if spans else 0
+    # The longest word, the last of equals: "the cat sat on the mat" hides "mat", not "the"; of the words the
+    # vocabulary can spell, since hiding an [UNK] asks the model to guess the unknown piece.
+    spelt = {
+        key[1]
+        for key, token in zip(transforms.word_keys(result), result.tokens, strict=True)
+        if key is not None and key[0] == 0 and token != tokenizer.unk_token
+    }
+    candidates = [i for i, (w, _, _) in enumerate(spans) if w in spelt] or list(range(len(spans)))
+    longest = max(candidates, key=lambda i: (spans[i][2] - spans[i][1], i)) if spans else 0
     default = [] if in_b or not choices else [choices[longest]]
     # A choice kept from an older text starts again from the default word, and so does the empty choice that
     # sentence B's [MASK] made the default once B loses it; one the user cleared on purpose is kept.

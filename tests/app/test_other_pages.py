@@ -321,6 +321,11 @@ def test_a_mask_at_an_untrained_position_says_so(make_app, tiny_checkpoint, tmp_
 def test_the_default_word_to_hide_is_the_last_of_the_longest(make_app):
     at = make_app("views/masked_words.py", a="the cat sat on the mat")
     assert at.multiselect(key="mask_words").value == ["word 6: mat"]
+    # of the words the vocabulary can spell: hiding an [UNK] asks for a guess of the unknown piece
+    at = make_app("views/masked_words.py", a="the cat sat on \u05d4\u05e0\u05d4\u05e8")
+    assert at.multiselect(key="mask_words").value == ["word 3: sat"]
+    at = make_app("views/masked_words.py", a="\u05d4\u05e0\u05d4\u05e8 \u2603")  # none: still the longest
+    assert at.multiselect(key="mask_words").value == ["word 1: \u05d4\u05e0\u05d4\u05e8"]
 
 
 def test_masked_words_keeps_a_choice_cleared_on_purpose(make_app):
