@@ -32,12 +32,14 @@ def word_keys(analysis, texts: tuple[str, str | None] | None = None) -> list[tup
 
     The tokenizer's word ids, with a piece of punctuation split off as a word of its own, as BERT's tokenizer
     and RoBERTa's already do: SentencePiece (ALBERT) splits at spaces only, so its 'bank.' would otherwise be
-    one word, never found as 'bank' and masked with its full stop. `texts`: sentences A and B as typed
-    (default: the analysis's own), for the pieces' characters."""
+    one word, never found as 'bank' and masked with its full stop. Pieces made from the same typed characters
+    are one word whatever their word ids: a "…" that a tokenizer reads as "..." is three words to it, and one
+    to a reader. `texts`: sentences A and B as typed (default: the analysis's own), for the pieces'
+    characters."""
     texts = (analysis.text, analysis.text_pair) if texts is None else texts
     keys: list[tuple[int, int] | None] = []
     count = {0: -1, 1: -1}
-    previous = None  # (sentence, word id, punctuation) of the token before
+    previous = None  # (sentence, word id, punctuation, (start, end)) of the token before
     for seq, word, (start, end) in zip(
         analysis.sequence_ids, analysis.word_ids, analysis.offsets.tolist(), strict=True
     ):
@@ -46,10 +48,15 @@ def word_keys(analysis, texts: tuple[str, str | None] | None = None) -> list[tup
             previous = None
             continue
         punctuation = _is_punctuation((texts[seq] or "")[start:end])
-        if previous is None or previous[:2] != (seq, word) or punctuation or previous[2]:
+        same_characters = (
+            previous is not None and previous[0] == seq and previous[3] == (start, end) and end > start
+        )
+        if not same_characters and (
+            previous is None or previous[:2] != (seq, word) or punctuation or previous[2]
+        ):
             count[seq] += 1
         keys.append((seq, count[seq]))
-        previous = (seq, word, punctuation)
+        previous = (seq, word, punctuation, (start, end))
     return keys
 
 

@@ -150,3 +150,18 @@ def test_words_split_off_punctuation_as_bert_does_for_every_tokenizer(tiny_model
         for i, word in enumerate(bert.word_ids)
         if word is None or i == bert.word_ids.index(word)
     ]
+
+
+def test_a_mark_read_as_several_pieces_of_one_character_is_one_word():
+    """The demo model's tokenizer reads "…" as "...": three words to it, all made of one typed character."""
+    from bert_core.tokenizer import WordPieceTokenizer
+
+    tok = WordPieceTokenizer.from_vocab(
+        ["[UNK]", "[CLS]", "[SEP]", "he", "waited", ".", "then"], ascii_twins=True
+    )
+    text = "he waited\u2026 then."
+    enc = tok.encode(text)
+    assert enc.tokens.count(".") == 4
+    spans = transforms.word_text_spans(enc, 0, text)
+    assert [text[s:e] for _, s, e in spans] == ["he", "waited", "\u2026", "then", "."]
+    assert [w for w, _, _ in spans] == [0, 1, 2, 3, 4]  # counted as a reader counts them
