@@ -60,12 +60,13 @@ else:
     # With a [MASK] typed in sentence B only, nothing of A is hidden unless the user asks.
     # The longest word, the last of equals: "the cat sat on the mat" hides "mat", not "the"; of the words the
     # vocabulary can spell, since hiding an [UNK] asks the model to guess the unknown piece.
-    spelt = {
+    # A word with any unknown piece: SentencePiece writes an unknown word as "▁" + <unk>, one word.
+    unspelt = {
         key[1]
         for key, token in zip(transforms.word_keys(result), result.tokens, strict=True)
-        if key is not None and key[0] == 0 and token != tokenizer.unk_token
+        if key is not None and key[0] == 0 and token == tokenizer.unk_token
     }
-    candidates = [i for i, (w, _, _) in enumerate(spans) if w in spelt] or list(range(len(spans)))
+    candidates = [i for i, (w, _, _) in enumerate(spans) if w not in unspelt] or list(range(len(spans)))
     longest = max(candidates, key=lambda i: (spans[i][2] - spans[i][1], i)) if spans else 0
     default = [] if in_b or not choices else [choices[longest]]
     # A choice kept from an older text starts again from the default word, and so does the empty choice that

@@ -342,6 +342,15 @@ def test_a_word_of_zero_width_characters_is_written_out_in_the_word_picker(famil
     assert options and all(o.split(": ", 1)[1].strip() for o in options) and "\\u200b" in options[0]
 
 
+def test_albert_hides_by_default_a_word_it_can_spell(family_dirs, monkeypatch):
+    """SentencePiece writes an unknown word as a lone "▁" and <unk>: still a word it cannot spell."""
+    at = _app(
+        monkeypatch, family_dirs["albert"], "views/masked_words.py", a="the bank \u05d4\u05e0\u05d4\u05e8"
+    )
+    assert not at.exception
+    assert at.multiselect(key="mask_words").value == ["word 2: bank"]
+
+
 def test_masked_words_table_shows_guesses_as_the_chart_does(family_dirs, monkeypatch):
     at = _app(monkeypatch, family_dirs["roberta"], "views/masked_words.py", a="the bank of the [MASK] .")
     assert not at.exception
