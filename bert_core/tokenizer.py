@@ -428,7 +428,8 @@ class PieceTokenizer:
     # -- explaining -----------------------------------------------------------------------------------
 
     def normalize(self, text: str) -> str:
-        """The text as the WordPiece model sees it: cleaned, CJK spaced, lower-cased/accent-stripped if set."""
+        """The text as the WordPiece model sees it: cleaned, CJK spaced, lower-cased/accent-stripped if set,
+        and with `ascii_twins` written as ASCII."""
         _check_type(text, "text")
         normalizer = self._backend.normalizer
         return text if normalizer is None else normalizer.normalize_str(text)
@@ -637,7 +638,9 @@ class WordPieceTokenizer(PieceTokenizer):
         tokenize_chinese_chars, the special-token strings (also read from `special_tokens_map.json`,
         which wins, as in transformers) and model_max_length. A plain BertNormalizer in tokenizer.json is
         rebuilt with the reference fixes (module docstring), taking those three settings from the config
-        where it gives them, as transformers does; any other normaliser is kept as shipped. `max_length`
+        where it gives them, as transformers does; one that also reads typographic marks as ASCII (see
+        ASCII_TWINS) keeps its own settings, as transformers' generic class, which `save` names for it, does;
+        any other normaliser is kept as shipped. `max_length`
         is the model's limit (max_position_embeddings); the smaller of it and model_max_length is used.
         """
         directory = Path(directory)
@@ -656,6 +659,18 @@ class WordPieceTokenizer(PieceTokenizer):
         if json_path.is_file():
             backend = _read_tokenizer_json(json_path)
             settings = _standard_bert_normalizer_settings(_state(backend.normalizer))
+            if settings is not None and settings["ascii_twins"]:
+                # `save` names transformers' generic class for such a file, which reads it as it stands: so
+                # is it read here (rebuilt with the current fixes), whatever the config's own keys say.
+                differing = sorted(k for k, v in options.items() if settings[k] != v)
+                if differing:
+                    logger.warning(
+                        "%s reads typographic marks as ASCII, so it is read as it stands; ignoring %s from %s",
+                        json_path,
+                        ", ".join(differing),
+                        TOKENIZER_CONFIG_FILE,
+                    )
+                options = {}
             if settings is not None:
                 settings.update(options)
                 backend.normalizer = _bert_normalizer(

@@ -715,6 +715,15 @@ def test_ascii_twins_survive_saving_and_read_the_same_in_transformers(tmp_path, 
         ref = theirs(a, b)
         assert ref["input_ids"] == ours.input_ids.tolist(), (a, b)
         assert ref["token_type_ids"] == ours.token_type_ids.tolist()
+    # transformers' generic class reads tokenizer.json as it stands, whatever the config's own keys say: so do we
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config | {"do_lower_case": False}))
+    edited = WordPieceTokenizer.from_directory(tmp_path)
+    assert edited.lowercase and edited.ascii_twins == original.ascii_twins
+    cased = "She CAN\u2019T"
+    assert (
+        edited.encode(cased).input_ids.tolist() == AutoTokenizer.from_pretrained(tmp_path)(cased)["input_ids"]
+    )
 
 
 def test_from_vocab_file_and_list_agree(tmp_path):
