@@ -60,7 +60,10 @@ def _parser() -> argparse.ArgumentParser:
         "--out", required=True, type=out_dir, help="directory to write the checkpoint to (created if missing)"
     )
     p.add_argument(
-        "--vocab", type=in_path, help="use this vocab.txt instead of training a WordPiece vocabulary"
+        "--vocab",
+        type=in_path,
+        help="use this vocab.txt instead of training a WordPiece vocabulary (typographic quotes, dashes and "
+        "ellipses it lacks are read as ASCII, as with a trained one; the checkpoint then has a tokenizer.json)",
     )
     g = p.add_argument_group("model size")
     g.add_argument(

@@ -2,8 +2,9 @@
 
 The loop is the one in the BERT paper at toy scale: AdamW (no weight decay on biases and LayerNorm),
 learning rate warmed up linearly then decayed linearly to zero, gradients clipped to a maximum norm, and a
-checkpoint written every so often as a Hugging Face directory (config.json, model.safetensors, vocab.txt)
-that `bert_core.load_pretrained` reads back. A run stopped half-way therefore still leaves a usable model, and
+checkpoint written every so often as a Hugging Face directory (config.json, model.safetensors, vocab.txt, and
+tokenizer.json where the tokenizer reads typographic marks as ASCII) that `bert_core.load_pretrained` reads
+back. A run stopped half-way therefore still leaves a usable model, and
 each checkpoint but the last also holds what `resume` needs to go on from it (training_state.pt): the run
 resumed ends with the very weights it would have had uninterrupted.
 
@@ -45,8 +46,9 @@ LAB_INFO_FILES = (PRETRAINING_INFO_FILE, FINETUNING_INFO_FILE)
 PAIR_TASKS = ("nsp", "sop", "none")
 MASKING_MODES = ("dynamic", "static")
 SAVE_DTYPES = {"float32": torch.float32, "float16": torch.float16}
-# Files an earlier run (or another tool) may have left in a checkpoint directory that `save_checkpoint` does
-# not write. Left in place they would win over what it writes: the loader prefers tokenizer.json (and
+# Files an earlier run (or another tool) may have left in a checkpoint directory that `save_checkpoint` may
+# not write (tokenizer.json: only for a tokenizer with ASCII twins). Left in place they would win over what
+# it writes: the loader prefers tokenizer.json (and
 # special_tokens_map.json) to vocab.txt, and a weight index or shards to model.safetensors.
 STALE_CHECKPOINT_FILES = (
     "tokenizer.json",

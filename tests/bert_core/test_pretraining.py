@@ -500,6 +500,14 @@ def test_checkpoint_removes_stale_files_of_an_earlier_run(trained, tmp_path):
     assert "notes.txt" in names
     # written afresh (the trained tokenizer reads typographic marks as ASCII, which only it can say)
     assert "stale-piece" not in json.loads((tmp_path / "tokenizer.json").read_text())["model"]["vocab"]
+    # and removed when the tokenizer has no such marks to say, so the loader reads vocab.txt
+    from bert_core.tokenizer import WordPieceTokenizer
+
+    plain = WordPieceTokenizer.from_vocab(tmp_path / "vocab.txt")
+    assert not plain.ascii_twins
+    (tmp_path / "tokenizer.json").write_text('{"version": "1.0", "model": {"vocab": {"stale-piece": 0}}}')
+    save_checkpoint(tmp_path, result.network, plain, result.bert_config)
+    assert not (tmp_path / "tokenizer.json").exists()
     model = bert_core.load_pretrained(tmp_path)
     assert model.tokenizer.vocab_size == result.tokenizer.vocab_size
 
