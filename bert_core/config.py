@@ -80,6 +80,7 @@ class BertConfig:
     # activation after its projection (None or "": none). ElectraConfig's defaults; read by that head only.
     summary_type: str = "first"
     summary_activation: str | None = "gelu"
+    summary_use_proj: bool = True  # a projection before the activation
 
     @property
     def head_size(self) -> int:
@@ -163,6 +164,10 @@ class BertConfig:
             raise ModelLoadError(
                 f"config keys 'summary_type' and 'summary_activation' must be names, got {self.summary_type!r} "
                 f"and {self.summary_activation!r}"
+            )
+        if not isinstance(self.summary_use_proj, bool):
+            raise ModelLoadError(
+                f"config key 'summary_use_proj' must be true or false, got {self.summary_use_proj!r}"
             )
         if self.hidden_act not in SUPPORTED_ACTIVATIONS:
             raise ModelLoadError(
@@ -249,6 +254,7 @@ class BertConfig:
             "problem_type",
             "summary_type",
             "summary_activation",
+            "summary_use_proj",
         ):
             if getattr(self, key) == getattr(BertConfig, key):
                 del data[key]

@@ -249,7 +249,8 @@ def _distilbert_first_token(net: Network, sequence: Tensor) -> Tensor:
 
 class SequenceSummary(nn.Module):
     """ELECTRA's multiple-choice summary (`sequence_summary`): the first token's vector through `summary` and
-    the config's summary_activation. (B, S, H) -> (B, H).
+    the config's summary_activation, as `FirstTokenClassifier` but under transformers' names for this head,
+    and without an output layer (the head's `classifier` follows it). (B, S, H) -> (B, H).
 
     transformers' ElectraSequenceSummary also offers "last" and "mean", which read padding positions as well
     (so a choice's score would depend on the other choices' lengths); a checkpoint asking for them, or for an
@@ -263,14 +264,19 @@ class SequenceSummary(nn.Module):
                 f"config key 'summary_type' = {config.summary_type!r}: BERTScope's ELECTRA multiple-choice head "
                 "summarises the first token only ('first', ELECTRA's default)"
             )
+        if config.summary_use_proj is not True:
+            raise ModelLoadError(
+                f"config key 'summary_use_proj' = {config.summary_use_proj!r}: BERTScope's ELECTRA multiple-choice "
+                "head has the projection ELECTRA's default (true) gives it"
+            )
         name = config.summary_activation
-        if name and name not in ACTIVATIONS:
+        if name and name != "linear" and name not in ACTIVATIONS:  # transformers' "linear" is no activation
             raise ModelLoadError(
                 f"config key 'summary_activation' = {name!r} is not supported "
-                f"(supported: {', '.join(ACTIVATIONS)}, or null for none)"
+                f"(supported: {', '.join(ACTIVATIONS)}, or linear / null for none)"
             )
         self.summary = nn.Linear(config.hidden_size, config.hidden_size)
-        self.activation = ACTIVATIONS[name] if name else nn.Identity()
+        self.activation = ACTIVATIONS[name] if name and name != "linear" else nn.Identity()
 
     def forward(self, sequence: Tensor) -> Tensor:
         return self.activation(self.summary(sequence[:, 0]))

@@ -43,6 +43,7 @@ def test_frozen():
         ({"pad_token_id": 10**6}, "pad_token_id"),
         ({"summary_activation": ["gelu"]}, "summary_activation"),
         ({"summary_type": 0}, "summary_type"),
+        ({"summary_use_proj": "yes"}, "summary_use_proj"),
     ],
 )
 def test_invalid_values_name_the_key(overrides, key):
