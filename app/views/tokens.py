@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pandas as pd
 import streamlit as st
 
@@ -145,6 +147,25 @@ if read_as:
             "This tokenizer reads "
             + ", ".join(f"{' '.join(marks)} as {twin}" for twin, marks in groups.items())
             + ": its vocabulary was trained on text without them, and has the plain marks."
+        )
+    )
+# BERT's normaliser deletes control and format characters (zero-width spaces, soft hyphens, direction marks)
+# before it splits words, so "boat\u200bdrifted" is one word to it: said, since nothing on screen shows them.
+typed_texts = [t for t in (inputs.text_a, inputs.text_b) if t]
+invisible = {
+    c for t in typed_texts for c in t if unicodedata.category(c) in ("Cc", "Cf") and c not in "\t\n\r"
+}
+gone = {c: sum(t.count(c) - tokenizer.normalize(t).count(c) for t in typed_texts) for c in invisible}
+removed = sum(n for n in gone.values() if n > 0)
+if removed:
+    names = ", ".join(
+        sorted(f"U+{ord(c):04X} {unicodedata.name(c, 'control')}" for c, n in gone.items() if n > 0)
+    )
+    st.caption(
+        ui.md_escape(
+            f"The tokenizer removed {removed} invisible "
+            + ("character" if removed == 1 else "characters")
+            + f" ({names}) before splitting words: the text on either side of one is read as if typed together."
         )
     )
 

@@ -81,6 +81,16 @@ def test_a_word_too_long_for_wordpiece_is_said_to_be_so(make_app, monkeypatch):
     assert table_with(at, "matched")["matched"].tolist()[0] == "bank"
 
 
+def test_invisible_characters_the_tokenizer_removes_are_said(make_app):
+    at = make_app(a="the bank\u200briver and the\u00adcat")
+    said = [c.value.replace("\\", "") for c in at.caption if "invisible" in c.value]
+    assert said == [
+        "The tokenizer removed 2 invisible characters (U+00AD SOFT HYPHEN, U+200B ZERO WIDTH SPACE) before "
+        "splitting words: the text on either side of one is read as if typed together."
+    ]
+    assert not [c for c in make_app(a="the bank river").caption if "invisible" in c.value]
+
+
 def test_sidebar_shows_model_size_and_heads(make_app):
     at = make_app()
     captions = " ".join(c.value for c in at.sidebar.caption)
