@@ -44,7 +44,9 @@ def user_message(error: BaseException | str, *, text_name: str = "Sentence A", s
     message = str(error)
     for pattern, name in _CORE_NAMES:
         message = pattern.sub(text_name if name == "Sentence A" else name, message)
-    if sentence and message and message[-1] not in ".!?…":
+    # Not after a path, a link or a quoted name, where a copied dot would become part of it.
+    last = message.split()[-1] if message.split() else ""
+    if sentence and last and last[-1] not in ".!?…'\"" and not any(c in last for c in "/\\"):
         message += "."
     return md_escape(message)
 

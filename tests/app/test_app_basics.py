@@ -257,3 +257,17 @@ def test_large_text_shows_a_short_table_as_text_a_stylesheet_can_enlarge(make_ap
     marked = make_app("views/tokens.py", a="the **bank** #river", large="true").table[0].value
     typed = marked["typed text"].tolist()
     assert r"\*" in typed and r"\#" in typed and r"\[CLS\]" in marked["shown as"].tolist()
+
+
+def test_core_messages_shown_as_sentences_end_with_a_full_stop():
+    from app import ui
+
+    def shown(*args, **kwargs) -> str:
+        return ui.user_message(*args, **kwargs).replace("\\", "")  # without Markdown's escapes
+
+    assert shown("text_pair is empty") == "Sentence B is empty."
+    assert shown("text is empty", text_name="it", sentence=False) == "it is empty"
+    assert shown("Done!") == "Done!"
+    # not after a path or a quoted name, where a copied dot would become part of it
+    assert shown("no such directory /models/x").endswith("/models/x")
+    assert shown("unknown model 'x'").endswith("'x'")
