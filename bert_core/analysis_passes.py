@@ -189,8 +189,7 @@ class AnalysisPasses:
         masks the scored piece alone, "word_l2r" also the later pieces of its word. A mask token typed into
         the text is not a piece of the sentence: it is left masked and not scored (its 'probability' would be
         the model's guess that a mask stands there, which the sentence's score must not include)."""
-        if scoring not in PLL_SCORINGS:
-            raise InputError(f"scoring must be one of {', '.join(PLL_SCORINGS)}, got {scoring!r}")
+        _check_scoring(scoring)
         self.network.head("mlm")
         mask_id = self._mask_id()
         enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
@@ -226,8 +225,7 @@ class AnalysisPasses:
         pieces pays for each of them; a text with a typed mask token is refused (InputError): its hole would
         be one negative term fewer, a free pass up the ranking. So is a text longer than the model reads, whose
         cut-off end would be terms left out."""
-        if scoring not in PLL_SCORINGS:
-            raise InputError(f"scoring must be one of {', '.join(PLL_SCORINGS)}, got {scoring!r}")
+        _check_scoring(scoring)
         mask_id = self._mask_id()
         for text in texts:
             enc = self.encode(self._with_model_mask(text))
@@ -273,8 +271,17 @@ class AnalysisPasses:
         )
 
 
+def _check_scoring(scoring: str) -> None:
+    if scoring not in PLL_SCORINGS:
+        raise InputError(f"scoring must be one of {', '.join(PLL_SCORINGS)}, got {scoring!r}")
+
+
 def _same_word(enc: Encoding, a: int, b: int) -> bool:
-    """Positions a and b hold pieces of one word of one sentence (a typed special is a word of its own)."""
+    """Positions a and b hold pieces of one word of one sentence (a typed special is a word of its own).
+
+    A word is the tokenizer's, as in Kauf & Ivanova's own code (fast tokenizers' word ids): BERT's and
+    RoBERTa's split punctuation off, SentencePiece's (ALBERT) run from space to space, so its "bank." is
+    one word and scoring "▁bank" masks the full stop too."""
     return (
         enc.sequence_ids[a] == enc.sequence_ids[b]
         and enc.word_ids[a] is not None

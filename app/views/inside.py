@@ -34,6 +34,7 @@ MINIMAL_PAIRS = {
 }
 # bert_core.PLL_SCORINGS, named for the radio (and the link, which holds the name)
 PLL_SCORING_NAMES = {"piece": "alone", "word_l2r": "with the later pieces of its word"}
+assert tuple(PLL_SCORING_NAMES) == bert_core.PLL_SCORINGS, "name every scoring the core offers"
 
 BANKS = (
     "We sat on the bank of the river and watched the water.",
@@ -506,8 +507,8 @@ elif view == "hidden":
 
 elif view == "pll":
     st.caption(
-        "Pseudo-log-likelihood (Salazar et al., 2020): mask each piece in turn and add up the log-probability "
-        "the model gives the true piece. Higher (less negative) = more natural to the model; compare sentences "
+        "Pseudo-log-likelihood (Salazar et al., 2020): mask each piece in turn (alone, or with the later pieces "
+        "of its word) and add up the log-probability the model gives the true piece. Higher (less negative) = more natural to the model; compare sentences "
         "that differ in one place."
     )
     scoring_start = ui.start("pll_scoring", "piece", lambda v: v in PLL_SCORING_NAMES)
@@ -627,7 +628,11 @@ elif view == "pll":
         else:
             whole.append(line)
             longest = max(longest, len(enc.tokens))  # of the lines ranked, which the note speaks of
-            if tokenizer.unk_token_id is not None and tokenizer.unk_token_id in enc.input_ids:
+            # a [UNK] the user typed is no word the vocabulary failed to spell
+            if any(
+                i == tokenizer.unk_token_id and line[s:e] != tokenizer.unk_token
+                for i, (s, e) in zip(enc.input_ids.tolist(), enc.offsets.tolist(), strict=True)
+            ):
                 unknown.append(line)
     if cut:
         st.info(
@@ -645,6 +650,7 @@ elif view == "pll":
     if ranked:
         ranked.sort(key=lambda item: -item[1])
         ui.table(pd.DataFrame(ranked, columns=["sentence", "PLL (nats)"]), key="pll_ranked")
+    unknown = [line for line in unknown if line in dict(ranked)]  # of the lines ranked, as the note says
     if unknown:
         # Ranked, since the model did score them, but what was scored there is its guess of the unknown
         # piece, not of the word: a line of emoji is a few easy [UNK]s and can outrank a real sentence.

@@ -285,9 +285,9 @@ def test_hidden_states_leave_layer_0s_cosine_to_the_previous_layer_blank(make_ap
 def test_minimal_pairs_name_the_lines_scored_with_unknown_pieces(make_app):
     at = open_view(make_app, "pll", TEXT)
     box = [t for t in at.text_area if t.key.startswith("pll_text_")][0]
-    box.set_value("the cat sat on the bank .\n\u2603 \u2603 .").run()
+    box.set_value("the cat sat on the bank .\n\u2603 \u2603 .\nthe cat sat on the [UNK] .").run()
     ranked = [t for t in at.dataframe if "PLL (nats)" in t.value.columns][0].value
-    assert set(ranked["sentence"]) == {"the cat sat on the bank .", "\u2603 \u2603 ."}  # still ranked
+    assert len(ranked) == 3  # still ranked; the [UNK] typed on purpose is not named below
     said = [c.value.replace("\\", "") for c in at.caption if "Scored with [UNK]" in c.value.replace("\\", "")]
     assert len(said) == 1 and said[0].endswith(": \u2603 \u2603 .")
 
