@@ -19,6 +19,7 @@ sys.path.insert(0, str(REPO))
 from app.registry import PAGES  # noqa: E402
 from tests.app.serve import browser, serve_app, wait_for_app  # noqa: E402
 
+DEMO_MODEL = (REPO / "assets" / "demo-model").resolve()
 SENTENCE_A = "The boat drifted toward the bank of the river."
 SENTENCE_B = "She sat on the grass and watched the water."
 EXTRA = {
@@ -31,7 +32,7 @@ EXTRA = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(REPO / "assets" / "demo-model"))
+    parser.add_argument("--model", default=str(DEMO_MODEL))
     parser.add_argument("--out", default=str(REPO / "assets" / "screenshots"))
     parser.add_argument("--a", default=SENTENCE_A, help="sentence A")
     parser.add_argument("--b", default=SENTENCE_B, help="sentence B")
@@ -48,7 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     with serve_app(args.model, out / ".server.log") as url, browser() as b:
         page = b.new_page(viewport={"width": args.width, "height": args.height})
         for i, spec in enumerate(p for p in PAGES if (REPO / "app" / p.file).is_file()):
-            query = {k: v for k, v in {"a": args.a, "b": args.b, **EXTRA.get(spec.url_path, {})}.items() if v}
+            # The bundled model by its picker name, not the directory it was served from (a checkout's path)
+            named = {"model": "@demo"} if Path(args.model).resolve() == DEMO_MODEL else {}
+            query = {
+                k: v
+                for k, v in {"a": args.a, "b": args.b, **named, **EXTRA.get(spec.url_path, {})}.items()
+                if v
+            }
             if spec.url_path == "masked":
                 query["a"] = args.a.replace(args.mask_word, "[MASK]", 1)
             path = "" if i == 0 else spec.url_path  # the first page is served at /
