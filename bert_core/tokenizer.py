@@ -662,7 +662,11 @@ class WordPieceTokenizer(PieceTokenizer):
             if settings is not None and settings["ascii_twins"]:
                 # `save` names transformers' generic class for such a file, which reads it as it stands: so
                 # is it read here (rebuilt with the current fixes), whatever the config's own keys say.
-                differing = sorted(k for k, v in options.items() if settings[k] != v)
+                # strip_accents null means "as lowercase", which the file's normaliser spells out
+                effective = {**settings, **options}
+                if effective.get("strip_accents") is None:
+                    effective["strip_accents"] = effective["lowercase"]
+                differing = sorted(k for k in options if settings[k] != effective[k])
                 if differing:
                     logger.warning(
                         "%s reads typographic marks as ASCII, so it is read as it stands; ignoring %s from %s",

@@ -700,13 +700,15 @@ def test_ascii_twins_read_typographic_marks_the_vocabulary_lacks_as_ascii():
 
 
 @pytest.mark.parametrize("tokenizer_json", [True, False])
-def test_ascii_twins_survive_saving_and_read_the_same_in_transformers(tmp_path, tokenizer_json):
+def test_ascii_twins_survive_saving_and_read_the_same_in_transformers(tmp_path, tokenizer_json, caplog):
     from transformers import AutoTokenizer
 
     original = WordPieceTokenizer.from_vocab(TWIN_VOCAB, ascii_twins=True, max_length=64)
     original.save(tmp_path, tokenizer_json=tokenizer_json)
     assert (tmp_path / "tokenizer.json").is_file()  # the only file that can say it
-    loaded = WordPieceTokenizer.from_directory(tmp_path)
+    with caplog.at_level("WARNING", logger="bert_core.tokenizer"):
+        loaded = WordPieceTokenizer.from_directory(tmp_path)
+    assert not caplog.records  # the config it wrote agrees with the file (strip_accents null = as lowercase)
     assert loaded.ascii_twins == original.ascii_twins and loaded.lowercase
     theirs = AutoTokenizer.from_pretrained(tmp_path)
     for a, b in [(TYPED, None), (TYPED, "\u2018Bank\u2019 \u2212 9.")]:
@@ -718,7 +720,9 @@ def test_ascii_twins_survive_saving_and_read_the_same_in_transformers(tmp_path, 
     # transformers' generic class reads tokenizer.json as it stands, whatever the config's own keys say: so do we
     config = json.loads((tmp_path / "tokenizer_config.json").read_text())
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(config | {"do_lower_case": False}))
-    edited = WordPieceTokenizer.from_directory(tmp_path)
+    with caplog.at_level("WARNING", logger="bert_core.tokenizer"):
+        edited = WordPieceTokenizer.from_directory(tmp_path)
+    assert "ignoring lowercase, strip_accents" in caplog.text
     assert edited.lowercase and edited.ascii_twins == original.ascii_twins
     cased = "She CAN\u2019T"
     assert (
