@@ -382,6 +382,26 @@ def test_role_tags_mark_the_slots_the_grammar_filled():
         assert {text.lower() for text in found[role]} <= fillers[role], role
 
 
+def test_some_role_examples_open_with_their_time_phrase():
+    """The corpus never opens a sentence with a time: without these the tagger missed "At 9:30, Tom ..."."""
+    assert corpus_tasks.front_time(
+        ["The", "wind", "blew", "at", "dawn", "."], ["O", "O", "O", "B-TIME", "I-TIME", "O"]
+    ) == (["At", "dawn", ",", "the", "wind", "blew", "."], ["B-TIME", "I-TIME", "O", "O", "O", "O", "O"])
+    assert corpus_tasks.front_time(["Tom", "ran", "."], ["B-PERSON", "O", "O"]) is None
+    fronted = corpus_tasks.front_time(
+        ["Tom", "ran", "at", "9", "and", "I", "sat", "."],
+        ["B-PERSON", "O", "B-TIME", "I-TIME", "O", "O", "O", "O"],
+    )
+    assert fronted is not None and fronted[0][:4] == ["At", "9", ",", "Tom"]  # a name keeps its capital
+    rows = corpus_tasks.role_examples(1000, seed=2)
+    opening = [r for r in rows if r["tags"][0] == "B-TIME"]
+    closing = [r for r in rows if "B-TIME" in r["tags"] and r["tags"][0] != "B-TIME"]
+    assert len(opening) > 20 and len(closing) > 20  # both places, for the tagger to learn either
+    for row in opening:
+        comma = row["tags"].index("O")
+        assert row["tokens"][comma] == "," and row["tokens"][0][0].isupper()
+
+
 def test_qa_examples_are_right_by_construction():
     rows = corpus_tasks.qa_examples(90, seed=5)
     assert {k: sum(r["kind"] == k for r in rows) for k in ("who", "where", "when")} == dict.fromkeys(
