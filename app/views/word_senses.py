@@ -387,9 +387,20 @@ if len(set(labelled)) >= 2:
         same.append(float(np.mean(s)) if s else float("nan"))
         cross.append(float(np.mean(c)) if c else float("nan"))
     layers = list(range(n_layers + 1))
+    # A sense given by one sentence only has no pair of its own: a legend entry with no line said nothing.
+    series = {
+        name: v for name, v in (("same sense", same), ("different sense", cross)) if not np.isnan(v).all()
+    }
+    if "same sense" not in series:
+        st.caption(
+            "No sense here has two sentences (from different lines), so there is no same-sense line: give a sense "
+            "a second sentence to see the gap."
+        )
+    if not series:
+        st.stop()  # every pair shares its line: nothing to draw
     line_fig = charts.lines(
         layers,
-        {"same sense": same, "different sense": cross},
+        series,
         title="Mean cosine similarity by layer",
         value_name="mean cosine",
         font_size=fs,
@@ -401,7 +412,9 @@ if len(set(labelled)) >= 2:
         key="senses_lines",
         data=pd.DataFrame({"layer": layers, "same_sense": same, "cross_sense": cross}),
         filename="word_sense_by_layer",
-        caption="The gap between the lines is how much the model separates the senses at that layer.",
+        caption="The gap between the lines is how much the model separates the senses at that layer."
+        if len(series) == 2
+        else None,
     )
 else:
     st.caption(

@@ -267,3 +267,13 @@ def test_a_long_sense_is_cut_on_the_axes(senses):
     assert rows[0] == "1. " + long[:39] + "…" and rows[1] == "2. river"
     at.toggle(key="large").set_value(True).run()
     assert figure(at, "senses_matrix")["data"][0]["y"][0] == "1. " + long[:17] + "…"
+
+
+def test_one_sentence_per_sense_draws_no_empty_same_sense_line(senses):
+    at = senses(["the river bank | river", "my bank account | money"])
+    names = [t["name"] for t in figure(at, "senses_lines")["data"]]
+    assert names == ["different sense"]
+    assert "no same-sense line" in text_of(at.caption) and "gap between the lines" not in text_of(at.caption)
+    at = senses(["the river bank | river", "a grassy bank | river", "my bank account | money"])
+    assert [t["name"] for t in figure(at, "senses_lines")["data"]] == ["same sense", "different sense"]
+    assert "no same-sense line" not in text_of(at.caption)
