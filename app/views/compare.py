@@ -129,34 +129,45 @@ for column, name, matrix, labels, layer, head in drawn:
         )
 
 st.subheader("Masked words")
-columns = ui.side_by_side(2)  # stacked in Large text: a projector's half page left ~90 px of map
-for (name, active), column in zip(sides, columns, strict=True):
-    with column:
-        if not active.model.info.has_mlm_head:
-            st.info(card(active) + ": this checkpoint has no MLM head.")  # card escapes
-            continue
-        given = texts[name]
-        try:
-            predictions = cache.predict_masks(active, given.text_a, given.text_b, top_k=5)
-        except bert_core.BertScopeError as exc:
-            st.info(ui.user_message(exc))
-            continue
-        style = active.model.info.piece_style
-        p = predictions[0]
-        fig = charts.bars(
-            [style.display(t) for t in p.tokens],
-            p.probabilities,
-            title=f"First mask (piece {p.position})",
-            value_name="probability",
-            range_max=1.0,
-            font_size=fs,
-        )
-        ui.show_figure(
-            fig,
-            key=f"cmp_masks_{name}",
-            data=pd.DataFrame({"token": p.tokens, "probability": p.probabilities}),
-            filename=f"masked_{name}",
-        )
+
+
+def holds_mask(name: str, active: models.ActiveModel) -> bool:
+    mask = active.model.tokenizer.mask_token
+    return bool(mask) and any(t and mask in t for t in (texts[name].text_a, texts[name].text_b))
+
+
+if not any(holds_mask(name, active) for name, active in sides):
+    # Said once for both sides: each side's own "no mask" message repeated the same words.
+    st.info("Type [MASK] (or <mask>) into a sentence in the sidebar to compare the two models' guesses.")
+else:
+    columns = ui.side_by_side(2)  # stacked in Large text: a projector's half page left ~90 px of map
+    for (name, active), column in zip(sides, columns, strict=True):
+        with column:
+            if not active.model.info.has_mlm_head:
+                st.info(card(active) + ": this checkpoint has no MLM head.")  # card escapes
+                continue
+            given = texts[name]
+            try:
+                predictions = cache.predict_masks(active, given.text_a, given.text_b, top_k=5)
+            except bert_core.BertScopeError as exc:
+                st.info(ui.user_message(exc))
+                continue
+            style = active.model.info.piece_style
+            p = predictions[0]
+            fig = charts.bars(
+                [style.display(t) for t in p.tokens],
+                p.probabilities,
+                title=f"First mask (piece {p.position})",
+                value_name="probability",
+                range_max=1.0,
+                font_size=fs,
+            )
+            ui.show_figure(
+                fig,
+                key=f"cmp_masks_{name}",
+                data=pd.DataFrame({"token": p.tokens, "probability": p.probabilities}),
+                filename=f"masked_{name}",
+            )
 
 st.subheader("Two banks, layer by layer")
 st.caption(

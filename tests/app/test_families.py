@@ -266,6 +266,21 @@ def test_compare_says_once_escaped_when_a_side_does_not_read_bank_as_one_word(
     assert all(text.startswith("BERT") or text.startswith("DistilBERT") for text in said), said
 
 
+def test_compare_says_once_that_a_mask_is_needed(family_dirs, monkeypatch, tiny_checkpoint):
+    second = str(family_dirs["distilbert"])
+    at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", a="the bank of the river .", model2=second)
+    said = [i.value for i in at.info if "Type [MASK]" in i.value.replace("\\", "")]
+    assert len(said) == 1 and not [k for k in ("cmp_masks_left", "cmp_masks_right") if _has_chart(at, k)]
+    at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", a="the bank of the [MASK] .", model2=second)
+    assert not [i for i in at.info if "Type [MASK]" in i.value.replace("\\", "")]
+    assert _has_chart(at, "cmp_masks_left") and _has_chart(at, "cmp_masks_right")
+    assert [s for s in at.subheader if s.value == "Two banks, layer by layer"]  # the page goes on after it
+
+
+def _has_chart(at, key: str) -> bool:
+    return any(c.proto.id and key in c.proto.id for c in at.get("plotly_chart"))
+
+
 def test_compares_second_model_is_held_while_the_page_is_open(family_dirs, monkeypatch, tiny_checkpoint):
     """It was held by no one between two runs of the page, so another session's load pushed it out of a full
     store and the page's next run could not load it again ("open pages are using ..."). Now the other load
@@ -298,8 +313,7 @@ def test_compare_says_when_each_side_cut_a_long_text(family_dirs, monkeypatch, t
     cut = [w.value for w in at.warning if "the end was cut off" in w.value]
     assert len(cut) == 2  # one per side
     said = " ".join(i.value for i in at.info).replace("\\", "")
-    assert "no [MASK] in the text" in said and "fell beyond" not in said
-    assert "typed after that point is not seen" in said  # a possibility, not a claim that one was typed
+    assert "Type [MASK]" in said and "fell beyond" not in said  # none was typed: said once, for both sides
 
 
 def test_compare_reads_a_typed_mask_as_each_models_own(family_dirs, monkeypatch, tiny_checkpoint):
