@@ -23,6 +23,7 @@ from pathlib import Path
 import streamlit as st
 
 import bert_core
+from app import server
 
 DEMO_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "demo-model"
 DEMO_SOURCE = "@demo"  # the model picker's name for the bundled demo model (not a valid hub id or path)
@@ -73,15 +74,30 @@ def describe_source(source: str) -> str:
         return f"the demo model fine-tuned here for {DEMO_TASKS[source]} (bundled)"
     if _directory(source) is not None:
         return f"local directory {source}"
+    if source.strip() in _DIRECTORY_KEYS:
+        return f"local directory {source} (no longer on disk; its weights are still in memory)"
     return f"hub model {source}"
 
 
+# Each spelling of a source that named an existing directory -> that directory's key. A directory deleted or
+# moved while pages use it is no hub id: without this, "models/x" or "/m/x/" lost its key with the directory,
+# so the pages holding its weights asked for a fresh load and the room's own model lost its kept place.
+_DIRECTORY_KEYS: dict[str, str] = {}
+_MAX_DIRECTORY_KEYS = 10_000  # spellings a room may type; past it the oldest are forgotten
+
+
 def model_key(source: str) -> str:
-    """One cache key per checkpoint: local directories by absolute path, hub ids as typed."""
+    """One cache key per checkpoint: local directories by absolute path (also once deleted), hub ids as typed."""
+    spelled = source.strip()
     path = _directory(source_path(source))
     if path is not None:
-        return str(path.resolve())
-    return source.strip()
+        key = str(path.resolve())
+        if _DIRECTORY_KEYS.get(spelled) != key:
+            if len(_DIRECTORY_KEYS) >= _MAX_DIRECTORY_KEYS:
+                _DIRECTORY_KEYS.pop(next(iter(_DIRECTORY_KEYS)), None)
+            _DIRECTORY_KEYS[spelled] = key
+        return key
+    return _DIRECTORY_KEYS.get(spelled, spelled)
 
 
 def loaded_key(source: str) -> str:
@@ -146,11 +162,14 @@ def refusal(source: str) -> str | None:
         return (
             f"{source[:60]} is not one of the bundled models ({', '.join(bundled_models()) or 'none here'})"
         )
-    if source == os.environ.get(ENV_MODEL, "").strip():
+    started_with = os.environ.get(ENV_MODEL, "").strip()
+    if source == started_with:
         return None
     unsafe = _unsafe_source(source)
     if unsafe:
         return unsafe
+    if started_with and model_key(source) == model_key(started_with):  # "/m/x/" for --model /m/x
+        return None
     if is_local_source(source):
         roots = model_roots()
         if roots is None:
@@ -765,6 +784,13 @@ class ModelStore:
                     self._held_retry[key] = (time.monotonic(), f"{type(exc).__name__}: {exc}", signature)
                 if held is stale:
                     return held
+            if server.is_out_of_memory(
+                exc
+            ):  # said as a forward pass that runs out says it, not as numpy does
+                raise bert_core.ModelLoadError(
+                    f"the server ran out of memory loading {source} (it is still running): try again in a "
+                    "moment, or a smaller model"
+                ) from exc
             raise bert_core.ModelLoadError(f"cannot load {source}: {type(exc).__name__}: {exc}") from exc
         with self._lock:
             self._remember(cache_key, model)
