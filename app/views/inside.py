@@ -36,6 +36,12 @@ MINIMAL_PAIRS = {
 PLL_SCORING_NAMES = {"piece": "alone", "word_l2r": "with the later pieces of its word"}
 assert tuple(PLL_SCORING_NAMES) == bert_core.PLL_SCORINGS, "name every scoring the core offers"
 
+
+def quoted_lines(lines: list[str]) -> str:
+    """The minimal-pair lines a note is about, each cut to 40 characters, escaped for Markdown."""
+    return "; ".join(ui.md_escape(line[:40]) for line in lines)
+
+
 BANKS = (
     "We sat on the bank of the river and watched the water.",
     "She went to the bank to deposit her salary.",
@@ -609,7 +615,7 @@ elif view == "pll":
                 f"Left out of the ranking, as {'it has' if len(with_holes) == 1 else 'they have'} a {mask} "
                 "(rank whole sentences): "
             )
-            + "; ".join(ui.md_escape(line[:40]) for line in with_holes)
+            + quoted_lines(with_holes)
         )
     # A line past the model's length is scored on the pieces it reads, its end cut off: fewer terms in the sum,
     # so it too would climb the ranking, and two lines differing only past the cut would tie.
@@ -637,8 +643,7 @@ elif view == "pll":
     if cut:
         st.info(
             f"Left out of the ranking, as the model reads at most {tokenizer.max_length} pieces of a sentence and "
-            "these are longer (only the pieces it reads would be scored): "
-            + "; ".join(ui.md_escape(line[:40]) for line in cut)
+            "these are longer (only the pieces it reads would be scored): " + quoted_lines(cut)
         )
     if whole:
         ui.untrained_positions_note(active, longest, what="The longest sentence")
@@ -659,5 +664,5 @@ elif view == "pll":
                 f"Scored with {tokenizer.unk_token} where the vocabulary cannot spell a word or mark, so these "
                 "scores are of the unknown piece, not of what was typed: "
             )
-            + "; ".join(ui.md_escape(line[:40]) for line in unknown)
+            + quoted_lines(unknown)
         )
