@@ -784,9 +784,8 @@ class ModelStore:
                     self._held_retry[key] = (time.monotonic(), f"{type(exc).__name__}: {exc}", signature)
                 if held is stale:
                     return held
-            if server.is_out_of_memory(
-                exc
-            ):  # said as a forward pass that runs out says it, not as numpy does
+            # Said as a forward pass that runs out says it, not in numpy's words.
+            if server.is_out_of_memory(exc):
                 raise bert_core.ModelLoadError(
                     f"the server ran out of memory loading {source} (it is still running): try again in a "
                     "moment, or a smaller model"

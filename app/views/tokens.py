@@ -17,6 +17,8 @@ info = active.model.info
 style = info.piece_style
 tokenizer = active.model.tokenizer
 unk = style.unk_token
+# WordPiece reads a longer word as one unknown piece without trying its letters (None: no such limit)
+limit = getattr(tokenizer, "max_input_chars_per_word", None)
 # Byte-level BPE spells any text from its 256 byte pieces, so it never writes its unknown piece.
 unknown = "" if style.byte_level else f"; a word that cannot be spelt from the vocabulary becomes {unk}"
 st.caption(
@@ -104,8 +106,7 @@ if style.byte_level:
 else:
     c3.metric(ui.md_escape(unk), n_unk)
 if unspelt:
-    # WordPiece gives up on a word longer than its limit without trying its letters: not a vocabulary gap.
-    limit = getattr(tokenizer, "max_input_chars_per_word", None)
+    # A word past the limit is no vocabulary gap.
     too_long = sum(
         bool(limit) and k == "unk" and len(tokenizer.normalize(r["typed text"])) > limit
         for k, r in zip(kinds, rows, strict=True)
@@ -200,7 +201,7 @@ def splits_alone(word: str) -> bool:
     """The typed word is one word to WordPiece: a "…" that the tokenizer reads as "..." is three, each a piece
     of its own, and has no split of its own to show."""
     try:
-        active.model.tokenizer.wordpiece_steps(word)
+        tokenizer.wordpiece_steps(word)
     except bert_core.InputError:
         return False
     return True
@@ -234,13 +235,7 @@ else:
         if pieces and pieces[-1] == unk:
             pieces = [unk]
         st.text("Pieces: " + " ".join(pieces))
-        limit = getattr(active.model.tokenizer, "max_input_chars_per_word", None)
-        if (
-            pieces == [unk]
-            and not steps[0].tried
-            and limit
-            and len(active.model.tokenizer.normalize(word)) > limit
-        ):
+        if pieces == [unk] and not steps[0].tried and limit and len(tokenizer.normalize(word)) > limit:
             st.caption(
                 f"Nothing was tried: WordPiece reads a word of more than {limit} characters as one {unk}, "
                 "whatever its letters."
