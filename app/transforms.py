@@ -74,8 +74,11 @@ def word_groups(analysis: bert_core.Analysis) -> list[list[int]]:
 
 
 def group_label(tokens: Sequence[str], group: Sequence[int], style: PieceStyle) -> str:
-    """The word a group of pieces spells, without `style`'s markers: 'play', '##ing' -> 'playing'."""
-    return style.word([tokens[i] for i in group])
+    """The word a group of pieces spells, without `style`'s markers: 'play', '##ing' -> 'playing'. A group
+    that spells nothing visible (RoBERTa's lone "Ġ" before a mask, a space of its own) is drawn as its pieces
+    are ('␣'), not as a blank label."""
+    word = style.word([tokens[i] for i in group])
+    return word if word.strip() else "".join(style.display(tokens[i]) for i in group)
 
 
 def merge_words(attention: np.ndarray, groups: Sequence[Sequence[int]]) -> np.ndarray:

@@ -95,6 +95,8 @@ def test_group_label_spells_the_word_in_the_style_of_its_pieces():
     assert transforms.group_label(tokens, [0], WORDPIECE) == "[CLS]"
     bpe = PieceStyle(continuation_prefix=None, word_start_marker="Ġ", unk_token="<unk>", name="BPE")
     assert transforms.group_label(["Ġplay", "ing"], [0, 1], bpe) == "playing"
+    # a lone space piece (RoBERTa's "Ġ" before a typed <mask>) spells nothing: drawn as it is, not blank
+    assert transforms.group_label(["Ġthe", "Ġ", "<mask>"], [1], bpe) == "\u2423"
 
 
 def test_pair_template_keeps_each_tokenizers_specials(tiny_model, family_dirs):
