@@ -411,6 +411,12 @@ elif view == "ablation":
                 data=pd.DataFrame({"layer": range(n_layers + 1), **curves}),
                 filename="ablation_banks",
             )
+    else:
+        # An empty picker and nothing under it read as a broken view.
+        st.info(
+            "Pick heads above (e.g. 1.1) to switch them off: the page then draws how far each token's vector "
+            "moves, and what the heads' absence does to the masked-word guesses and to the two 'bank's."
+        )
     if not info.has_mlm_head:
         st.info("Head importance needs an MLM head: load a masked-language-model checkpoint.")
     elif st.toggle(

@@ -75,8 +75,10 @@ def test_importance_without_a_mask_is_an_inline_message(make_app):
 
 def test_ablation_moves_the_vectors_of_later_layers_only(make_app, tiny_model):
     at = open_view(make_app, "ablation", TEXT)
+    assert [i for i in at.info if i.value.startswith("Pick heads above")]  # not an empty view
     at.multiselect(key="ablation_heads").set_value(["2.1"]).run()
     assert not at.exception
+    assert not [i for i in at.info if i.value.startswith("Pick heads above")]
     drift = decode(figure(at, "ablation_drift")["data"][0]["z"])
     assert np.allclose(drift[:2], 0.0) and drift[2:].max() > 0  # layers below the ablated one are untouched
     mask = np.ones((2, 4), dtype=np.float32)
