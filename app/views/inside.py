@@ -640,11 +640,7 @@ elif view == "pll":
         else:
             whole.append(line)
             longest = max(longest, len(enc.tokens))  # of the lines ranked, which the note speaks of
-            # a [UNK] the user typed is no word the vocabulary failed to spell
-            if any(
-                i == tokenizer.unk_token_id and line[s:e] != tokenizer.unk_token
-                for i, (s, e) in zip(enc.input_ids.tolist(), enc.offsets.tolist(), strict=True)
-            ):
+            if ui.unknown_typed(active, line):  # a [UNK] the user typed is no gap in the vocabulary
                 unknown.append(line)
     if cut:
         st.info(
