@@ -63,6 +63,23 @@ def start_value(key: str, value: object, valid: Callable[[object], bool] | None 
         st.session_state[key] = value
 
 
+def bound(key: str) -> dict[str, str]:
+    """key= and bind="query-params" for a page widget (pass as **ui.bound(key)), with the value the session
+    kept for it sent to the browser again on this run. Streamlit sends a widget's value only when it changed or
+    session state set it, and the browser can lose it: a page link clicked while Sentence A held uncommitted
+    text navigated nowhere (the text's commit reran the old page), yet the browser had already dropped the
+    page's controls and drew them again at their defaults (View "Heatmap", Layer 1) over a chart still drawn
+    with the kept choice, and the next click sent those defaults, so a lecturer's Word senses sentences went
+    back to the preset (Streamlit 1.67; tests/app/test_browser.py). Setting the kept value to itself makes
+    Streamlit send it, and the browser adopts it unless the user is typing in that box (an edited text box
+    keeps its text until it is committed). The sidebar's widgets stay mounted across pages and are not re-sent,
+    so Sentence A is never written over while it is typed in. Streamlit logs once that such a widget also has
+    a default (`global.disableWidgetStateDuplicationWarning`, app/cli.py): both say the same, see `start`."""
+    if key in st.session_state:
+        st.session_state[key] = st.session_state[key]
+    return {"key": key, "bind": "query-params"}
+
+
 def start(key: str, value: T, valid: Callable[[object], bool] | None = None) -> T:
     """The starting value for a widget bound to the URL, to pass as its own value= (index=, default=), and a
     kept value that no longer fits (a layer of another model, a word of an older text) set back to it, so the

@@ -44,7 +44,7 @@ c1, c2, c3 = st.columns([3, 2, 3])
 if n_layers > 1:
     # No value=: the slider starts at its minimum, layer 1, and a value= beside the clamping above would make
     # Streamlit warn about a default set twice.
-    layer = c1.slider("Layer", 1, n_layers, key=KEY_LAYER, bind="query-params")
+    layer = c1.slider("Layer", 1, n_layers, **ui.bound(KEY_LAYER))
 else:  # a slider needs two values to choose from
     layer = 1
     c1.caption("Layer 1 (this model has a single layer)")
@@ -53,32 +53,26 @@ every_head = st.session_state.get("att_view") == HEAD_VIEW and bool(st.session_s
 head = c2.selectbox(
     "Head",
     ["mean", *range(1, n_heads + 1)],
-    key=KEY_HEAD,
-    bind="query-params",
+    **ui.bound(KEY_HEAD),
     disabled=every_head,
     help="mean = average of the heads"
     + (" (not used while the head view draws every head)" if every_head else ""),
 )
-view = c3.radio(
-    "View", [HEATMAP, HEAD_VIEW, MODEL_VIEW], key="att_view", horizontal=True, bind="query-params"
-)
+view = c3.radio("View", [HEATMAP, HEAD_VIEW, MODEL_VIEW], **ui.bound("att_view"), horizontal=True)
 
 o1, o2, o3 = st.columns(3)
 cls, sep = active.model.tokenizer.cls_token, active.model.tokenizer.sep_token
 # Bound to the URL like layer and head: a shared link opens the same view. The label is not escaped: a
 # widget label shows <s> and [CLS] as written, and an escape would reach the aria-label as a backslash.
-hide_special = o1.toggle(
-    f"Hide {cls}/{sep}", key="att_hide_special", persist_state="session", bind="query-params"
-)
-merge = o2.toggle("Merge sub-words into words", key="att_merge", persist_state="session", bind="query-params")
+hide_special = o1.toggle(f"Hide {cls}/{sep}", **ui.bound("att_hide_special"), persist_state="session")
+merge = o2.toggle("Merge sub-words into words", **ui.bound("att_merge"), persist_state="session")
 direction = "all"
 if result.text_pair is not None:
     direction = o3.radio(
         "Direction",
         ["all", "A→B", "B→A"],
-        key="att_direction",
+        **ui.bound("att_direction"),
         persist_state="session",
-        bind="query-params",
         horizontal=True,
     )
 
@@ -236,16 +230,14 @@ else:
     focus_label = f1.selectbox(
         "Isolate one token",
         focus_options,
-        key="att_focus",
+        **ui.bound("att_focus"),  # a shared link isolates the same token
         persist_state="session",
-        bind="query-params",  # a shared link isolates the same token
         help="Or click a token in the chart: on the left, what it attends to; on the right, what attends to it.",
     )
     all_heads = f2.toggle(
         "Every head at once",
-        key="att_all_heads",
+        **ui.bound("att_all_heads"),
         persist_state="session",
-        bind="query-params",
         help="Overlay the layer's heads, one colour each; the box below chooses which are drawn (the legend is "
         "only a key).",
     )
@@ -258,9 +250,8 @@ else:
             default=ui.start(
                 "att_heads_shown", every, lambda v: isinstance(v, list) and set(v) <= set(every)
             ),
-            key="att_heads_shown",
+            **ui.bound("att_heads_shown"),  # a shared link draws the same heads
             persist_state="session",
-            bind="query-params",  # a shared link draws the same heads
             help="Each keeps its colour.",
         )
         shown_heads = sorted(picked_heads) or every  # none picked: all rather than an empty chart

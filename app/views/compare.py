@@ -47,8 +47,7 @@ options = [*options, left.source] if current == left.source or not options else 
 second = st.selectbox(
     "Second model",
     options,
-    key=KEY_SECOND,
-    bind="query-params",
+    **ui.bound(KEY_SECOND),
     accept_new_options=True,
     help="Pick a listed model, or type a hub id or a local checkpoint directory and press Enter.",
 )
@@ -94,13 +93,13 @@ for (name, active), column in zip(sides, columns, strict=True):
             start = ui.start(
                 f"cmp_layer_{name}", n_layers, lambda v, n=n_layers: isinstance(v, int) and 1 <= v <= n
             )
-            layer = st.slider("Layer", 1, n_layers, start, key=f"cmp_layer_{name}", bind="query-params")
+            layer = st.slider("Layer", 1, n_layers, start, **ui.bound(f"cmp_layer_{name}"))
         else:  # a slider needs two values to choose from
             layer = 1
             st.caption("Layer 1 (this model has a single layer)")
         heads = ["mean"] + [str(h) for h in range(1, n_heads + 1)]
         ui.start(f"cmp_head_{name}", "mean", lambda v, hs=heads: v in hs)
-        head = st.selectbox("Head", heads, index=0, key=f"cmp_head_{name}", bind="query-params")
+        head = st.selectbox("Head", heads, index=0, **ui.bound(f"cmp_head_{name}"))
         maps = result.attentions[layer - 1]  # (N, S, S)
         matrix = maps.mean(axis=0) if head == "mean" else maps[int(head) - 1]
         labels = ui.token_labels(result.tokens, active.model.info.piece_style)

@@ -76,9 +76,8 @@ component = st.radio(
     "Component",
     list(COMPONENTS),
     format_func=COMPONENTS.__getitem__,  # not a lambda (app.inputs, widget callbacks)
-    key="emb_component",
+    **ui.bound("emb_component"),
     persist_state="session",
-    bind="query-params",
     horizontal=True,
 )
 matrix = component_matrix(component)  # (S, E) or (S, H)
@@ -123,9 +122,8 @@ if max_p > 2:
         2,
         max_p,
         ui.start("emb_positions", min(64, max_p), lambda v: isinstance(v, int) and 2 <= v <= max_p),
-        key="emb_positions",
+        **ui.bound("emb_positions"),
         persist_state="session",
-        bind="query-params",
         help="the first N positions",
     )
 else:  # a slider needs two values to choose from

@@ -54,9 +54,7 @@ style = info.piece_style
 tokenizer = active.model.tokenizer
 cls, sep, mask = tokenizer.cls_token, tokenizer.sep_token, tokenizer.mask_token
 fs = ui.font_size()
-view = st.radio(
-    "View", list(VIEWS), format_func=VIEWS.get, key="inside_view", horizontal=True, bind="query-params"
-)
+view = st.radio("View", list(VIEWS), format_func=VIEWS.get, **ui.bound("inside_view"), horizontal=True)
 result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
 labels = ui.token_labels(result.tokens, style)
 n_layers, n_heads = result.num_layers, result.num_heads
@@ -67,9 +65,7 @@ def layer_and_head(prefix: str, *, heads: bool = True) -> tuple[int, int | None]
     c1, c2 = st.columns(2)
     if n_layers > 1:
         start = ui.start(f"{prefix}_layer", n_layers, lambda v: isinstance(v, int) and 1 <= v <= n_layers)
-        layer = c1.slider(
-            "Layer", 1, n_layers, start, key=f"{prefix}_layer", persist_state="session", bind="query-params"
-        )
+        layer = c1.slider("Layer", 1, n_layers, start, **ui.bound(f"{prefix}_layer"), persist_state="session")
     else:
         layer = 1
     head = None
@@ -79,9 +75,8 @@ def layer_and_head(prefix: str, *, heads: bool = True) -> tuple[int, int | None]
             "Head",
             list(range(1, n_heads + 1)),
             index=0,
-            key=f"{prefix}_head",
+            **ui.bound(f"{prefix}_head"),
             persist_state="session",
-            bind="query-params",
         )
     return layer - 1, None if head is None else head - 1
 
@@ -122,9 +117,8 @@ if view == "qk":
         "Query token",
         labels,
         index=labels.index(ui.start("qk_token", labels[0], lambda v: v in labels)),
-        key="qk_token",
+        **ui.bound("qk_token"),
         persist_state="session",
-        bind="query-params",
     )
     token = labels.index(choice)
     try:
@@ -289,9 +283,8 @@ elif view == "roles":
     ui.table(table, key="roles_table")
     if st.toggle(
         "Across the preset sentences: which heads keep their role",
-        key="roles_stability",
+        **ui.bound("roles_stability"),
         persist_state="session",
-        bind="query-params",
     ):
         presets = [e.text_a for e in inputs_module.examples()]
         analyses = []
@@ -333,9 +326,8 @@ elif view == "ablation":
     off_names = st.multiselect(
         "Heads to switch off (layer.head)",
         choices,
-        key="ablation_heads",
+        **ui.bound("ablation_heads"),
         persist_state="session",
-        bind="query-params",
     )
     off = tuple(sorted((int(c.split(".")[0]) - 1, int(c.split(".")[1]) - 1) for c in off_names))
     if off:
@@ -421,9 +413,8 @@ elif view == "ablation":
         st.info("Head importance needs an MLM head: load a masked-language-model checkpoint.")
     elif st.toggle(
         f"Importance of every head for the first {mask}",
-        key="ablation_importance",
+        **ui.bound("ablation_importance"),
         persist_state="session",
-        bind="query-params",
     ):
         try:
             imp = cache.head_importance(active, inputs.text_a, inputs.text_b)
@@ -453,8 +444,7 @@ elif view == "lens":
     )
     # Labels as choices, as for the query token above.
     start = labels.index(ui.start("lens_position", labels[default], lambda v: v in labels))
-    choice = st.selectbox("Position", labels, index=start, key="lens_position", persist_state="session",
-                          bind="query-params")  # fmt: skip
+    choice = st.selectbox("Position", labels, index=start, **ui.bound("lens_position"), persist_state="session")  # fmt: skip
     position = labels.index(choice)
     try:
         lens = cache.logit_lens(active, inputs.text_a, inputs.text_b, position)
@@ -494,17 +484,15 @@ elif view == "hidden":
     )
     traj = bert_core.layer_trajectory(result)
     layer_names = [f"layer {i}" for i in range(n_layers + 1)]
-    pick = st.radio("Measure", ["norm", "cosine to previous layer", "cosine to last layer"], key="hidden_measure",
-                    horizontal=True, persist_state="session", bind="query-params")  # fmt: skip
+    pick = st.radio("Measure", ["norm", "cosine to previous layer", "cosine to last layer"], **ui.bound("hidden_measure"),
+                    horizontal=True, persist_state="session")  # fmt: skip
     values = {"norm": traj.norms, "cosine to previous layer": traj.cosine_to_previous,
               "cosine to last layer": traj.cosine_to_last}[pick]  # fmt: skip
     # Left undefined where it is (layer 0 has no previous layer): a blank cell, not a cosine of 0.
     matrix_figure(values, f"{pick} per token and layer", "hidden_trajectory", pick,
                   rows=layer_names, zmin=None, separator=" · ")  # fmt: skip
     start = ui.start("hidden_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
-    layer = st.slider(
-        "PCA at layer", 0, n_layers, start, key="hidden_layer", persist_state="session", bind="query-params"
-    )
+    layer = st.slider("PCA at layer", 0, n_layers, start, **ui.bound("hidden_layer"), persist_state="session")
     tokens_map = bert_core.token_pca(result, layer)
     points = tokens_map.coordinates
     names = [labels[i] for i in tokens_map.positions]
@@ -529,10 +517,9 @@ elif view == "pll":
         list(PLL_SCORING_NAMES),
         index=list(PLL_SCORING_NAMES).index(scoring_start),
         format_func=PLL_SCORING_NAMES.get,
-        key="pll_scoring",
+        **ui.bound("pll_scoring"),
         horizontal=True,
         persist_state="session",
-        bind="query-params",
         help="Alone, as Salazar et al. (2020) score: the other pieces of the word stay in view, and a model "
         "that knows the word can all but read a piece off them, which can lift a sentence with long words split "
         "into pieces above what its words deserve. With the later pieces of its word, as Kauf & Ivanova (2023) "
@@ -596,8 +583,7 @@ elif view == "pll":
     presets = list(MINIMAL_PAIRS)
     start = ui.start("pll_preset", presets[0], lambda v: v in MINIMAL_PAIRS)
     preset = st.selectbox(
-        "Preset", presets, index=presets.index(start), key="pll_preset", persist_state="session",
-        bind="query-params",
+        "Preset", presets, index=presets.index(start), **ui.bound("pll_preset"), persist_state="session",
     )  # fmt: skip
     # One box per preset, each keeping what was typed in it across visits to other pages and presets; the one
     # shown is in the link, so a shared or reloaded page ranks the same lines.
@@ -605,9 +591,8 @@ elif view == "pll":
     raw = st.text_area(
         "Sentences, one per line",
         value=ui.start(box, MINIMAL_PAIRS[preset], lambda v: isinstance(v, str)),
-        key=box,
+        **ui.bound(box),
         persist_state="session",
-        bind="query-params",
     )
     lines, notes = inputs_module.prepare_lines([line.strip() for line in raw.splitlines() if line.strip()])
     for note in notes:

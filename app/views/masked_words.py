@@ -82,9 +82,8 @@ else:
         "Words to mask in sentence A",
         choices,
         default=start,
-        key="mask_words",
+        **ui.bound("mask_words"),
         persist_state="session",
-        bind="query-params",
         help=f"or type {spellings} into sentence A",
     )
     if not picked and not in_b:
@@ -105,9 +104,8 @@ top_k = st.number_input(
     1,
     cache.MAX_TOP_K,
     ui.start("mask_topk", 5, lambda v: isinstance(v, int) and 1 <= v <= cache.MAX_TOP_K),
-    key="mask_topk",
+    **ui.bound("mask_topk"),
     persist_state="session",
-    bind="query-params",
 )
 try:
     predictions = cache.predict_masks(active, masked, inputs.text_b, int(top_k))

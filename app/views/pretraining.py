@@ -55,8 +55,7 @@ if not info.has_mlm_head:
 # The draw is in the URL, so a lecturer's "draw 3" opens as draw 3 for the room; the button moves it on.
 c1, c2 = st.columns([1, 3], vertical_alignment="bottom")
 shown = c1.number_input(
-    "Draw", min_value=1, max_value=MAX_DRAW, value=1, step=1, key=KEY_DRAW, persist_state="session",
-    bind="query-params",
+    "Draw", min_value=1, max_value=MAX_DRAW, value=1, step=1, **ui.bound(KEY_DRAW), persist_state="session",
 )  # fmt: skip
 # A module's function as the callback: Streamlit keeps it while the page is shown (see inputs.py).
 c2.button("Re-draw the masking", key="pt_redraw", on_click=bump, args=(KEY_DRAW, MAX_DRAW))

@@ -76,9 +76,8 @@ kind = st.radio(
     index=0,
     format_func=KIND_LABELS.get,
     help=ui.md_escape(f"The first token is {cls}; the mean leaves out {cls} and {sep}."),
-    key="sv_kind",
+    **ui.bound("sv_kind"),
     persist_state="session",
-    bind="query-params",
     horizontal=True,
 )
 
@@ -113,9 +112,8 @@ st.subheader("Similarity across sentences")
 raw = st.text_area(
     "Sentences, one per line",
     ui.start("sv_sentences", preset()),
-    key="sv_sentences",
+    **ui.bound("sv_sentences"),
     persist_state="session",
-    bind="query-params",
     height=150,
     help=f"At most {MAX_LINES} sentences of {line_chars():,} characters each are used.",
 )
@@ -246,10 +244,9 @@ if "rtd" in info.heads:
                 replacement = c2.text_input(
                     "Replacement",
                     value="banana",
-                    key="sv_rtd_with",
+                    **ui.bound("sv_rtd_with"),
                     max_chars=40,
                     persist_state="session",
-                    bind="query-params",
                 )
                 if replacement.strip():
                     edited = transforms.replace_word(inputs.text_a, spans, word, replacement.strip())

@@ -54,9 +54,7 @@ if info.task == "qa":
         st.info("Type the question as sentence A and the passage as sentence B in the sidebar.")
         st.stop()
     start = ui.start("task_top_k", 3, lambda v: isinstance(v, int) and 1 <= v <= 10)
-    top_k = st.slider(
-        "Answers to show", 1, 10, start, key="task_top_k", persist_state="session", bind="query-params"
-    )
+    top_k = st.slider("Answers to show", 1, 10, start, **ui.bound("task_top_k"), persist_state="session")
     try:
         answers = cache.task_prediction(active, "answer", text, pair, top_k)
     except bert_core.BertScopeError as exc:
@@ -94,9 +92,8 @@ elif info.task == "choice":
     raw = st.text_area(
         "Choices, one per line",
         value="to deposit money\nto fish in the river",
-        key="task_choices",
+        **ui.bound("task_choices"),
         persist_state="session",  # typed choices survive a visit to another page
-        bind="query-params",
     )
     choices = [c.strip() for c in raw.splitlines() if c.strip()]
     if len(choices) < 2:
@@ -206,16 +203,14 @@ method = st.radio(
     "Method",
     list(METHODS),
     format_func=METHODS.get,
-    key="task_method",
+    **ui.bound("task_method"),
     horizontal=True,
     persist_state="session",
-    bind="query-params",
 )
 target = None  # the head's own default: a classifier's predicted class
 if info.task == "qa":
     target = st.radio(
-        "Explain", ["start", "end"], key="task_qa_end", horizontal=True, persist_state="session",
-        format_func={"start": "the answer's start", "end": "the answer's end"}.__getitem__, bind="query-params",
+        "Explain", ["start", "end"], **ui.bound("task_qa_end"), horizontal=True, persist_state="session",
     )  # fmt: skip
 elif info.task == "tag":
     # Any piece's label, not only the first's: the tagger's answer is one label per piece. Labels as choices
@@ -225,8 +220,7 @@ elif info.task == "tag":
         first = next((c for c, (_, label) in pieces.items() if label != "O"), next(iter(pieces)))
         start = ui.start("task_tag_piece", first, lambda v: v in pieces)
         chosen = st.selectbox(
-            "Explain the label of", list(pieces), index=list(pieces).index(start), key="task_tag_piece",
-            persist_state="session", bind="query-params",
+            "Explain the label of", list(pieces), index=list(pieces).index(start), **ui.bound("task_tag_piece"),
         )  # fmt: skip
         target = pieces[chosen]
 try:

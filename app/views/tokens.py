@@ -213,9 +213,7 @@ if not words:
 else:
     default = max(range(len(words)), key=lambda i: len(words[i]))
     ui.start("tokens_word", words[default], lambda v: v in words)
-    word = st.selectbox(
-        "Word", words, index=default, key="tokens_word", persist_state="session", bind="query-params"
-    )
+    word = st.selectbox("Word", words, index=default, **ui.bound("tokens_word"), persist_state="session")
     try:
         steps = active.model.tokenizer.wordpiece_steps(word)
     except bert_core.InputError as exc:

@@ -66,9 +66,8 @@ c1, c2 = st.columns([3, 1])
 raw = c1.text_area(
     "Sentences, one per line; end a line with | sense to group it (e.g. … | river)",
     ui.start("senses_text", preset()),
-    key="senses_text",
+    **ui.bound("senses_text"),
     persist_state="session",
-    bind="query-params",
     height=200,
     help="The sense after | colours the points and decides which pairs count as same-sense. A line with the "
     "word twice may give each its own: … | river, money. "
@@ -77,9 +76,8 @@ raw = c1.text_area(
 typed_target = c2.text_input(
     "Target word",
     ui.start("senses_word", "bank"),
-    key="senses_word",
+    **ui.bound("senses_word"),
     persist_state="session",
-    bind="query-params",
     help="Whole words only ('banks' is not 'bank'). Spaces and punctuation around it are ignored.",
 )
 OCCURRENCE_CHOICES = {"first": "the first", "last": "the last", "each": "each one (a point each)"}
@@ -87,9 +85,8 @@ which = c2.radio(
     "Where it appears more than once in a sentence, use",
     list(OCCURRENCE_CHOICES),
     format_func=OCCURRENCE_CHOICES.get,
-    key="senses_occurrence",
+    **ui.bound("senses_occurrence"),
     persist_state="session",
-    bind="query-params",
     help="'Each one' puts every occurrence on the charts, e.g. two banks in one sentence. A point takes its "
     "line's sense, or its own where the line gives one per occurrence: … | river, money.",
 )
@@ -267,9 +264,8 @@ layer = st.slider(
     0,
     n_layers,
     start,
-    key="senses_layer",
+    **ui.bound("senses_layer"),
     persist_state="session",
-    bind="query-params",
 )
 sims = np.stack(
     [transforms.cosine_matrix(vectors[:, layer_]) for layer_ in range(n_layers + 1)]
@@ -277,9 +273,8 @@ sims = np.stack(
 
 stretch = st.toggle(
     "Stretch the colours to these values",
-    key="senses_stretch",
+    **ui.bound("senses_stretch"),
     persist_state="session",
-    bind="query-params",
     help="Cosines of one word's vectors are often all between 0.5 and 1, which the full −1…1 scale paints "
     "the same blue. Stretched, the scale runs from the lowest cosine between two sentences at any layer to 1, "
     "so layers stay comparable.",

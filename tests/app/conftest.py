@@ -68,29 +68,6 @@ def make_app(app_env):
     return make
 
 
-@pytest.fixture
-def state_api_warnings():
-    """Streamlit's 'created with a default value but also had its value set via the Session State API'
-    messages, as a list. Streamlit only logs them (never an st.warning element), once per process: the flag
-    is reset and the logger listened to directly."""
-    import logging
-
-    from streamlit.elements.lib import policies
-
-    policies._shown_default_value_warning = False
-    messages: list[str] = []
-
-    class Listener(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            messages.append(record.getMessage())
-
-    logger = logging.getLogger(policies.__name__)
-    listener = Listener(level=logging.WARNING)
-    logger.addHandler(listener)
-    yield messages
-    logger.removeHandler(listener)
-
-
 def figure(at: AppTest, key: str) -> dict:
     """The plotly figure (as JSON) of the chart with widget/element key `key`."""
     for chart in at.get("plotly_chart"):

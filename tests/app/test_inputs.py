@@ -19,12 +19,11 @@ def test_the_shipped_examples_parse():
     assert any("[MASK]" in e.text_a for e in found) and any(e.text_b for e in found)
 
 
-def test_choosing_an_example_fills_both_sentences_and_keeps_them(make_app, state_api_warnings):
+def test_choosing_an_example_fills_both_sentences_and_keeps_them(make_app):
     at = make_app("views/attention.py", a="my own sentence")
     pair = next(e for e in inputs.examples() if e.text_b)
     at.selectbox(key="example").set_value(pair.label).run()
     assert not at.exception and not at.error
-    assert state_api_warnings == []
     assert at.text_area(key="a").value == pair.text_a and at.text_input(key="b").value == pair.text_b
     assert at.query_params["a"] in (pair.text_a, [pair.text_a])  # the link follows
     assert at.selectbox(key="example").value is None  # ready for the next one
