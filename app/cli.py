@@ -236,7 +236,7 @@ def run_app(argv: list[str]) -> int:
         # session's page and websocket waiting on it. Python's own collector still runs as it allocates.
         "--runner.postScriptGC",
         "false",
-        # ui.start and ui.bound set a bound widget's value through session state beside its default, on purpose.
+        # ui.start and ui.bound set a widget's value through session state beside its default, on purpose.
         "--global.disableWidgetStateDuplicationWarning",
         "true",
     ]

@@ -444,7 +444,9 @@ elif view == "lens":
     )
     # Labels as choices, as for the query token above.
     start = labels.index(ui.start("lens_position", labels[default], lambda v: v in labels))
-    choice = st.selectbox("Position", labels, index=start, **ui.bound("lens_position"), persist_state="session")  # fmt: skip
+    choice = st.selectbox(
+        "Position", labels, index=start, **ui.bound("lens_position"), persist_state="session"
+    )
     position = labels.index(choice)
     try:
         lens = cache.logit_lens(active, inputs.text_a, inputs.text_b, position)
@@ -484,8 +486,13 @@ elif view == "hidden":
     )
     traj = bert_core.layer_trajectory(result)
     layer_names = [f"layer {i}" for i in range(n_layers + 1)]
-    pick = st.radio("Measure", ["norm", "cosine to previous layer", "cosine to last layer"], **ui.bound("hidden_measure"),
-                    horizontal=True, persist_state="session")  # fmt: skip
+    pick = st.radio(
+        "Measure",
+        ["norm", "cosine to previous layer", "cosine to last layer"],
+        **ui.bound("hidden_measure"),
+        horizontal=True,
+        persist_state="session",
+    )
     values = {"norm": traj.norms, "cosine to previous layer": traj.cosine_to_previous,
               "cosine to last layer": traj.cosine_to_last}[pick]  # fmt: skip
     # Left undefined where it is (layer 0 has no previous layer): a blank cell, not a cosine of 0.

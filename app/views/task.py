@@ -211,6 +211,7 @@ target = None  # the head's own default: a classifier's predicted class
 if info.task == "qa":
     target = st.radio(
         "Explain", ["start", "end"], **ui.bound("task_qa_end"), horizontal=True, persist_state="session",
+        format_func={"start": "the answer's start", "end": "the answer's end"}.__getitem__,
     )  # fmt: skip
 elif info.task == "tag":
     # Any piece's label, not only the first's: the tagger's answer is one label per piece. Labels as choices
@@ -220,7 +221,8 @@ elif info.task == "tag":
         first = next((c for c, (_, label) in pieces.items() if label != "O"), next(iter(pieces)))
         start = ui.start("task_tag_piece", first, lambda v: v in pieces)
         chosen = st.selectbox(
-            "Explain the label of", list(pieces), index=list(pieces).index(start), **ui.bound("task_tag_piece"),
+            "Explain the label of", list(pieces), index=list(pieces).index(start),
+            **ui.bound("task_tag_piece"), persist_state="session",
         )  # fmt: skip
         target = pieces[chosen]
 try:
