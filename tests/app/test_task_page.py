@@ -189,9 +189,16 @@ def test_the_why_panel_explains_any_pieces_label_and_either_end_of_an_answer(hea
     expected = model.attribute(text, target=(position, label))
     np.testing.assert_allclose(_strip(spec), expected.scores, atol=1e-5)
     assert str(position) in spec["layout"]["title"]["text"]
+    at.switch_page("views/tokens.py").run()
+    at.switch_page("views/task.py").run()
+    assert at.selectbox(key="task_tag_piece").value == last  # the piece explained survives a visit elsewhere
 
     question, passage = "where was the cash?", "we deposited the cash at the bank by the river."
     at = _app(monkeypatch, heads["qa"], a=question, b=passage)
+    assert at.radio(key="task_qa_end").options == [
+        "the answer's start",
+        "the answer's end",
+    ]  # and in the link
     at.radio(key="task_qa_end").set_value("end").run()
     assert not at.exception
     expected = bert_core.load_pretrained(heads["qa"]).attribute(question, passage, target="end")
