@@ -79,10 +79,13 @@ class TaskPasses:
     def entities(self, text: str, text_pair: str | None = None) -> list[Entity]:
         """Word-level entities merged from the tagger's B-/I- (BIOES, BILOU, or plain type) labels, each with its
         character span in the sentence it was typed in. A word is a run of characters between spaces, and
-        takes its first piece's label: so the fine-tuning lab trains and scores a tagger, and so the reference
-        pipelines group pieces, whatever the tokenizer's pre-splitting makes of "U.S." or "can't". A piece of
-        punctuation the tagger itself labels O does not widen its word ("Norway." is the entity "Norway": the
-        lab's generated data makes punctuation words of their own), unless a later piece of the word does."""
+        takes its first piece's label, whatever the tokenizer's pre-splitting makes of "U.S." or "can't": so
+        the fine-tuning lab trains and scores a tagger (transformers' run_ner example labels a word's first
+        piece alone). Transformers' token-classification pipeline (aggregation "first") differs for WordPiece
+        tokenizers: it takes each piece the pre-splitting cut at punctuation as a word of its own, so where the
+        tagger labels "'s" O, "Tom's" is the entity "Tom" there and "Tom's" here. A piece of punctuation the
+        tagger itself labels O does not widen its word ("Norway." is the entity "Norway": the lab's generated
+        data makes punctuation words of their own), unless a later piece of the word does."""
         enc = self.encode(text, text_pair)
         tags = self.tag(text, text_pair)
         texts = (text, text_pair)
