@@ -253,6 +253,34 @@ def test_a_page_link_clicked_with_sentence_a_uncommitted_loses_no_choice_and_no_
     assert page.locator('[data-testid="stSidebar"] textarea').first.input_value() == "the dog ran"
 
 
+def test_compare_sides_begin_their_controls_level_when_one_model_card_wraps(app_url, chromium):
+    """Where one side's model card wraps to more lines than the other's (the demo model's against the test
+    checkpoint's, at some screen width), each side's layer slider, and the map under it, once began at another
+    height."""
+    tried = {}
+    for width in (1024, 1152, 1280, 1366, 1440, 1600):
+        context = chromium.new_context(viewport={"width": width, "height": 900})
+        try:
+            pg = context.new_page()
+            pg.goto(f"{app_url}/compare?model2=%40demo")
+            pg.wait_for_selector(CHART, timeout=60_000)
+            wait_for_app(pg)
+            cards = pg.locator(
+                '[data-testid="stMain"] [data-testid="stCaptionContainer"]', has_text=" layers · "
+            )
+            heights = cards.evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
+            sliders = pg.locator('input[type="range"][aria-label="Layer"]')
+            tops = sliders.evaluate_all("els => els.map(e => e.getBoundingClientRect().top)")
+        finally:
+            context.close()
+        tried[width] = (heights, tops)
+        assert len(heights) == 2 and len(tops) == 2, tried
+        if heights[0] != heights[1]:  # the case this test is about
+            assert abs(tops[0] - tops[1]) < 2, tried
+            return
+    raise AssertionError(f"no width made one card wrap more than the other: {tried}")
+
+
 def open_list(page, label: str):
     page.locator(f'input[aria-label="{label}"]').click()
     page.keyboard.press("ArrowDown")  # a click alone leaves a box low on the page focused but closed
