@@ -348,12 +348,29 @@ def lines_analysis(active: models.ActiveModel, lines: list[str]) -> cache.Lines 
     return batch
 
 
+def truncation_said(enc) -> str:
+    """Which sentence of a cut Encoding (or Analysis) lost its end, and how many pieces: with a pair the
+    longer sentence loses pieces first (transformers' "longest_first"), so "the end" alone sent a reader to
+    sentence B while A had been cut and B kept whole."""
+    cut = [
+        full - sum(1 for s in enc.sequence_ids if s == n)
+        for n, full in enumerate(enc.pieces_before_truncation)
+    ]
+    pieces = lambda n: f"{n} piece{'s' if n != 1 else ''}"  # noqa: E731
+    if not enc.pieces_before_truncation[1]:
+        return f"the end of sentence A was cut off ({pieces(cut[0])})"
+    if cut[0] and cut[1]:
+        return f"the ends of both sentences were cut off ({pieces(cut[0])} of A, {pieces(cut[1])} of B)"
+    lost, whole = ("A", "B") if cut[0] else ("B", "A")
+    return f"the end of sentence {lost} was cut off ({pieces(max(cut))}); sentence {whole} is whole"
+
+
 def length_notes(active: models.ActiveModel, enc) -> None:
     """The truncation and untrained-position warnings for an Encoding or an Analysis."""
     if enc.truncated:
         st.warning(
             f"The input has {enc.num_tokens_before_truncation} pieces; the model reads at most "
-            f"{len(enc.tokens)}, so the end was cut off."
+            f"{len(enc.tokens)}, so {truncation_said(enc)}."
         )
     untrained_positions_note(active, len(enc.tokens))
 

@@ -380,6 +380,10 @@ def _select(full: Encoding, keep: list[int], position_offset: int) -> Encoding:
         special_tokens_mask=_frozen(full.special_tokens_mask[index]),
         truncated=False,
         num_tokens_before_truncation=len(keep),
+        pieces_before_truncation=(
+            sum(full.sequence_ids[i] == 0 for i in keep),
+            sum(full.sequence_ids[i] == 1 for i in keep),
+        ),
     )
 
 

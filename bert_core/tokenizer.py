@@ -202,6 +202,9 @@ class Encoding:
     special_tokens_mask: np.ndarray  # (S,) bool
     truncated: bool  # True when tokens were dropped to fit max_length
     num_tokens_before_truncation: int  # S the full text would have had
+    # Pieces of sentence A and of sentence B (0 without one) before truncation, specials not counted: which
+    # sentence lost its end, as `tokens` alone cannot say once it was cut.
+    pieces_before_truncation: tuple[int, int]
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -392,6 +395,7 @@ class PieceTokenizer:
             special_tokens_mask=_frozen(special),
             truncated=truncated,
             num_tokens_before_truncation=total,
+            pieces_before_truncation=(len_a, len_b),
         )
 
     # -- vocabulary -----------------------------------------------------------------------------------

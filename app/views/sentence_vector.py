@@ -313,6 +313,8 @@ else:
         st.error(ui.user_message(exc))
     else:
         ui.unknown_pieces_note(active, inputs.text_b)  # sentence A's are said in its own section above
+        # The pair, not A alone as above: its length and what was cut are the pair's (tokenising only).
+        ui.length_notes(active, active.model.encode(inputs.text_a, inputs.text_b))
         st.metric("P(IsNext)", f"{p:.3f}")
         fig = charts.bars(
             ["IsNext", "NotNext"],

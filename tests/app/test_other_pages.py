@@ -241,9 +241,25 @@ def test_pages_warn_about_positions_the_model_never_trained(make_app, tiny_check
         assert len(notes) == 1 and "at most 10" in notes[0], (page, notes)
 
 
-def test_pretraining_page_says_when_the_text_was_cut(make_app):
+def test_pretraining_page_says_when_the_text_was_cut(make_app, tiny_checkpoint):
     at = make_app("views/pretraining.py", a="the cat sat on the bank " * 20)
-    assert any("the end was cut off" in w.value for w in at.warning)
+    assert any("the end of sentence A was cut off" in w.value for w in at.warning)
+    # With a pair the longer sentence loses pieces first: the note names it, and the one kept whole.
+    tokenizer = bert_core.load_pretrained(tiny_checkpoint).tokenizer
+    long, short = "the cat sat on the bank " * 20, "the dog ran"
+    enc = tokenizer.encode(long, short)
+    lost = tokenizer.encode(long, max_length=10_000).pieces_before_truncation[0] - enc.sequence_ids.count(0)
+    at = make_app("views/pretraining.py", a=long, b=short)
+    said = [w.value for w in at.warning if "cut off" in w.value]
+    assert said == [
+        f"The input has {enc.num_tokens_before_truncation} pieces; the model reads at most {len(enc)}, so the "
+        f"end of sentence A was cut off ({lost} pieces); sentence B is whole."
+    ]
+    at = make_app("views/pretraining.py", a=short, b=long)
+    assert any(
+        "the end of sentence B was cut off" in w.value and "sentence A is whole" in w.value
+        for w in at.warning
+    )
 
 
 def test_a_mask_in_sentence_b_alone_is_predicted_alone(make_app, tiny_checkpoint):
@@ -430,3 +446,12 @@ def test_position_similarity_says_where_a_model_stopped_training_its_positions(m
     assert "stops there at the latest" in said and "may fade earlier" in said
     at.slider(key="emb_positions").set_value(40).run()
     assert "pre-trained on at most" not in " ".join(c.value for c in at.caption)
+
+
+def test_next_sentence_says_what_of_the_pair_was_cut(make_app):
+    """P(IsNext) is for the pair as the model read it; the page's only length note was sentence A's alone."""
+    at = make_app("views/sentence_vector.py", a="the cat sat on the bank " * 20, b="the dog ran")
+    assert not at.exception
+    said = [w.value for w in at.warning if "cut off" in w.value]
+    assert len(said) == 2 and "sentence B is whole" in said[1] and "sentence B" not in said[0], said
+    assert at.metric[-1].label == "P(IsNext)"

@@ -281,6 +281,7 @@ def test_truncation_single(tiny):
     enc = tiny.encode(" ".join(["the"] * 600))
     assert len(enc) == 512 and enc.input_ids.shape == (512,) and enc.offsets.shape == (512, 2)
     assert enc.truncated and enc.num_tokens_before_truncation == 602
+    assert enc.pieces_before_truncation == (600, 0)
     assert enc.tokens[0] == "[CLS]" and enc.tokens[-1] == "[SEP]" and enc.tokens[-2] == "the"
     assert enc.position_ids.tolist() == list(range(512))
     assert enc.word_ids[-2] == 509 and enc.offsets[-2].tolist() == [509 * 4, 509 * 4 + 3]
@@ -290,6 +291,7 @@ def test_truncation_single(tiny):
 def test_truncation_pair(tiny):
     enc = tiny.encode(" ".join(["the"] * 300), " ".join(["cat"] * 400))
     assert len(enc) == 512 and enc.truncated and enc.num_tokens_before_truncation == 703
+    assert enc.pieces_before_truncation == (300, 400)  # both cut: which one lost what is told from these
     # 509 text positions: 255 for A and 254 for B (the odd one goes to A, as in transformers' Python code).
     assert enc.sequence_ids.count(0) == 255 and enc.sequence_ids.count(1) == 254
     assert enc.token_type_ids.tolist() == [0] * 257 + [1] * 255
@@ -300,6 +302,7 @@ def test_truncation_pair(tiny):
 def test_no_truncation_and_explicit_max_length(tiny):
     enc = tiny.encode("the cat sat")
     assert not enc.truncated and enc.num_tokens_before_truncation == len(enc) == 5
+    assert enc.pieces_before_truncation == (3, 0)
     short = tiny.encode("the cat sat", max_length=4)
     assert short.tokens == ["[CLS]", "the", "cat", "[SEP]"] and short.truncated
     assert short.num_tokens_before_truncation == 5
