@@ -199,7 +199,10 @@ for seq in (0, 1) if result.text_pair is not None else (0,):
 
 def splits_alone(word: str) -> bool:
     """The typed word is one word to WordPiece: a "…" that the tokenizer reads as "..." is three, each a piece
-    of its own, and has no split of its own to show."""
+    of its own, and has no split of its own to show; nor has a typed special token ([MASK]), which the
+    tokenizer takes whole before WordPiece runs (its table read as a greedy match of "[MASK]")."""
+    if word.strip() in specials | {unk}:
+        return False
     try:
         tokenizer.wordpiece_steps(word)
     except bert_core.InputError:
@@ -238,8 +241,7 @@ else:
                 f"Nothing was tried: WordPiece reads a word of more than {limit} characters as one {unk}, "
                 "whatever its letters."
             )
-        # A typed special token is matched whole before normalising: its lower-cased form is not what is read.
-        if len(steps) and steps[0].tried and word.strip() not in specials | {unk}:
+        if len(steps) and steps[0].tried:
             st.caption(
                 f"Normalised (as the model sees it): {ui.md_escape(active.model.tokenizer.normalize(word))}"
             )
