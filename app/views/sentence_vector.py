@@ -134,6 +134,7 @@ if batch is not None:
     vectors = np.stack([sentence_vector(r, kind) for r in batch.results])
     sims = transforms.cosine_matrix(vectors)
     names = [f"{n}. {ui.short_label(line)}" for n, line in zip(numbers, lines, strict=True)]
+    full_names = [f"{n}. {line}" for n, line in zip(numbers, lines, strict=True)]  # for the CSV
     fig = charts.heatmap(
         sims,
         names,
@@ -151,7 +152,7 @@ if batch is not None:
     ui.show_figure(
         fig,
         key="sv_similarity",
-        data=pd.DataFrame(sims, columns=names).assign(sentence=names),
+        data=transforms.labelled_table(sims, full_names, "sentence", full_names),
         filename="sentence_similarity",
     )
 

@@ -455,3 +455,27 @@ def test_next_sentence_says_what_of_the_pair_was_cut(make_app):
     said = [w.value for w in at.warning if "cut off" in w.value]
     assert len(said) == 2 and "sentence B is whole" in said[1] and "sentence B" not in said[0], said
     assert at.metric[-1].label == "P(IsNext)"
+
+
+def test_the_sentence_similarity_csv_names_the_sentences_whole(make_app, monkeypatch):
+    """The chart cuts a long sentence to what its axis holds; its CSV once carried the cut names as well."""
+    from app import ui
+
+    frames = {}
+    real = ui.show_figure
+
+    def recording(fig, *, key, data=None, **kwargs):
+        frames[key] = data
+        return real(fig, key=key, data=data, **kwargs)
+
+    monkeypatch.setattr(ui, "show_figure", recording)
+    lines = [
+        "share prices dropped sharply at the close of trading on the river bank",
+        "the cat sat on the mat",
+    ]
+    at = make_app("views/sentence_vector.py", a="the cat")
+    at.text_area(key="sv_sentences").set_value("\n".join(lines)).run()
+    assert not at.exception
+    table = frames["sv_similarity"]
+    assert table["sentence"].tolist() == [f"1. {lines[0]}", f"2. {lines[1]}"]
+    assert list(table.columns[:2]) == [f"1. {lines[0]}", f"2. {lines[1]}"]
