@@ -107,26 +107,35 @@ top_k = st.number_input(
     **ui.bound("mask_topk"),
     persist_state="session",
 )
+enc = active.model.encode(masked, inputs.text_b)  # tokenising only
+ui.length_notes(active, enc)
+ui.unknown_pieces_note(active, masked, inputs.text_b)
+past = 0  # masks typed or picked past the model's limit: it can only predict the ones it reads
+if enc.truncated:
+    whole = tokenizer.encode(masked, inputs.text_b, max_length=enc.num_tokens_before_truncation + 3)
+    past = int(
+        (whole.input_ids == tokenizer.mask_token_id).sum() - (enc.input_ids == tokenizer.mask_token_id).sum()
+    )
+if past and not (enc.input_ids == tokenizer.mask_token_id).any():
+    # Said instead of the core's "no mask in the text", which read as the opposite of "contains 1 [MASK]".
+    st.warning(
+        f"The model reads only the first {len(enc.tokens)} pieces, and every {ui.md_escape(mask)} lies past "
+        "them, so there is nothing for it to predict: shorten the text, or mask a word nearer its start."
+    )
+    st.stop()
 try:
     predictions = cache.predict_masks(active, masked, inputs.text_b, int(top_k))
 except bert_core.BertScopeError as exc:
     st.error(ui.user_message(exc))
     st.stop()
-
-enc = active.model.encode(masked, inputs.text_b)  # tokenising only: the prediction above is cached
-ui.length_notes(active, enc)
-ui.unknown_pieces_note(active, masked, inputs.text_b)
-if enc.truncated:
-    # predict_masks can only predict the masks the model reads; the ones past its limit must not vanish
-    # silently.
-    whole = tokenizer.encode(masked, inputs.text_b, max_length=enc.num_tokens_before_truncation + 3)
-    total = int((whole.input_ids == tokenizer.mask_token_id).sum())
-    if total > len(predictions):
-        st.warning(
-            f"{total - len(predictions)} of the {total} {ui.md_escape(mask)} "
-            f"{'lies' if total - len(predictions) == 1 else 'lie'} past the model's limit of "
-            f"{len(enc.tokens)} pieces and are not predicted. Shorten the text to predict them."
-        )
+if past:
+    # The masks past the limit must not vanish silently.
+    total = past + len(predictions)
+    st.warning(
+        f"{past} of the {total} {ui.md_escape(mask)} {'lies' if past == 1 else 'lie'} past the model's limit "
+        f"of {len(enc.tokens)} pieces and {'is' if past == 1 else 'are'} not predicted. Shorten the text to "
+        f"predict {'it' if past == 1 else 'them'}."
+    )
 
 texts = (masked, inputs.text_b)
 style = active.model.info.piece_style

@@ -77,6 +77,13 @@ def test_masked_words_says_which_masks_fell_past_the_limit(make_app):
     assert "3 of the 7 [MASK] lie past the model's limit of 64 pieces" in warning
     assert figure(at, "mask_bars_3")
     assert len(at.dataframe[0].value["mask"].unique()) == 4
+    # Every mask past the limit: one warning that says so, not an error that there is no mask at all (the
+    # page had just said "Sentence A contains 1 [MASK]").
+    at = make_app("views/masked_words.py", a="the cat sat on the bank " * 30 + "the [MASK].")
+    assert not at.exception and not at.error
+    warning = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "every [MASK] lies past them, so there is nothing for it to predict" in warning
+    assert "sentence A was cut off" in warning
 
 
 def test_sentence_b_is_named_in_error_messages(make_app):
