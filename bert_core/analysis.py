@@ -28,6 +28,28 @@ from .tasks import TaskPasses
 from .tokenizer import Encoding, WordPieceTokenizer
 
 TextInput = str | tuple[str, str | None]
+
+
+def _batch_items(texts: Sequence[TextInput]) -> list[tuple[str, str | None]]:
+    """The (text, pair) of each item of a batch call; InputError for one string (iterating it would analyse
+    each of its characters as a text) and for an item that is neither a text nor a (text, pair)."""
+    if isinstance(texts, str):
+        raise InputError("texts must be a list of texts, not one string: use analyze for a single text")
+    items = []
+    for index, item in enumerate(texts):
+        if isinstance(item, (tuple, list)) and len(item) == 2:
+            items.append((item[0], item[1]))
+        elif isinstance(item, (tuple, list)) and len(item) == 1:
+            items.append((item[0], None))
+        elif isinstance(item, str):
+            items.append((item, None))
+        else:
+            raise InputError(
+                f"text {index + 1} must be a string or a (text, pair) tuple, got {type(item).__name__}"
+            )
+    return items
+
+
 TASKS = ("classify", "tag", "qa", "choice")
 
 
@@ -273,7 +295,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         Each result is what `analyze` returns for that text alone (padding is masked out), up to float
         rounding: a padded softmax row or matmul may sum in a different order, so values can differ by ~1e-6.
         """
-        items = [(t, None) if isinstance(t, str) else (t[0], t[1]) for t in texts]
+        items = _batch_items(texts)
         if not items:
             return []
         encodings = [self.encode(a, b) for a, b in items]
@@ -292,7 +314,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         float rounding from the padding (~1e-6, as in `analyze_batch`).
         Raises InputError naming the first text that cannot be encoded.
         """
-        items = [(t, None) if isinstance(t, str) else (t[0], t[1]) for t in texts]
+        items = _batch_items(texts)
         encodings = []
         for index, (a, b) in enumerate(items):
             try:

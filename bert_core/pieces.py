@@ -21,8 +21,8 @@ MASK_SPELLINGS = ("[MASK]", "<mask>")
 def with_own_mask(text: str | None, mask: str | None) -> str | None:
     """`text` with each family's mask spelling written as `mask`, the model's own, so a hole typed the way a
     user knows from one family is a hole in every family (a comparison of BERT with RoBERTa needs one text)."""
-    if text is None or not mask:
-        return text
+    if not isinstance(text, str) or not mask:
+        return text  # None, or a wrong type that encoding refuses by name
     for spelling in MASK_SPELLINGS:
         if spelling != mask:
             text = text.replace(spelling, mask)

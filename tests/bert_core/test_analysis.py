@@ -66,6 +66,29 @@ def test_non_string_text(tiny_model):
         tiny_model.analyze(None)  # type: ignore[arg-type]
 
 
+def test_every_pass_refuses_a_text_that_is_not_a_string_by_name(tiny_model):
+    """The passes that read a typed mask first once failed with AttributeError on a number or a tuple."""
+    calls = [tiny_model.fill_mask, tiny_model.pseudo_log_likelihood, tiny_model.logit_lens,
+             tiny_model.head_importance, lambda t: tiny_model.rank_minimal_pairs([t, "the cat"])]  # fmt: skip
+    for call in calls:
+        for wrong in (123, ("the", "cat")):
+            with pytest.raises(InputError, match="must be a string"):
+                call(wrong)
+
+
+def test_batch_calls_refuse_one_string_and_items_that_are_not_texts(tiny_model):
+    """One string was taken as a list of its characters, each analysed as a text; None failed as a TypeError."""
+    for call in (tiny_model.analyze_batch, tiny_model.vectors_batch):
+        with pytest.raises(InputError, match="not one string"):
+            call("abc")
+        with pytest.raises(InputError, match="text 2 must be a string or a"):
+            call(["the cat", None])
+        with pytest.raises(InputError, match="text 1 must be a string or a"):
+            call([3])
+    a, b = tiny_model.analyze_batch([("the cat", "the dog"), ["the bank"]])
+    assert a.text_pair == "the dog" and b.text_pair is None
+
+
 def test_long_text_is_truncated_and_flagged(tmp_path):
     model = bert_core.load_pretrained(
         make_checkpoint(tmp_path / "long", "pretraining", max_position_embeddings=512)
