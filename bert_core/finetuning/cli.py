@@ -13,6 +13,7 @@ and a message naming the line.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shlex
@@ -171,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     problem = replace_problem(args.out, "finetuning.json", "finetune") or writable_problem(args.out)
     if problem:
         parser.error(problem)
-    if (args.out / "finetuning.json").is_file():
+    earlier = _saved_epoch(args.out)
+    if earlier is not None:
         print(f"bertscope finetune: replacing the earlier checkpoint in {args.out}", file=sys.stderr)
 
     import torch
@@ -211,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bertscope finetune: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"\ninterrupted; the last finished epoch (if any) is in {args.out}", file=sys.stderr)
+        print(f"\ninterrupted; {_what_was_kept(args.out, earlier, config.epochs)}", file=sys.stderr)
         return 130
     except FloatingPointError as exc:
         print(f"bertscope finetune: error: {exc}", file=sys.stderr)
@@ -231,3 +233,27 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _saved_epoch(out: Path) -> tuple[float, int] | None:
+    """(modification time, epoch) of the checkpoint `out` holds, or None without one."""
+    meta = out / "finetuning.json"
+    try:
+        return meta.stat().st_mtime, int(json.loads(meta.read_text(encoding="utf-8")).get("epoch", 0))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _what_was_kept(out: Path, earlier: tuple[float, int] | None, epochs: int) -> str:
+    """What an interrupted run left in `out`: a model is saved after each epoch, so one stopped in its first
+    epoch wrote nothing (it once said "the last finished epoch (if any) is in OUT" of a folder never made)."""
+    now = _saved_epoch(out)
+    if now is not None and now != earlier:
+        return f"epoch {now[1]} of {epochs}, the last finished, is saved in {out}"
+    if earlier is not None:
+        return f"no epoch finished, so {out} still holds the earlier checkpoint"
+    return (
+        f"no epoch finished, so nothing was saved (no {out} was made)"
+        if not out.exists()
+        else (f"no epoch finished, so nothing was saved in {out}")
+    )

@@ -237,6 +237,8 @@ def _main(argv: list[str]) -> int:
     if (args.out / "pretraining.json").is_file():
         print(f"bertscope pretrain: replacing the earlier checkpoint in {args.out}", file=sys.stderr)
     corpus = args.corpus
+    if corpus.is_dir():
+        parser.error(f"--corpus {corpus} is a directory: name the text file in it to train on")
     if not corpus.is_file():
         parser.error(
             f"--corpus {corpus}: no such file (make one with: bertscope pretrain make-corpus --out {corpus})"
@@ -321,6 +323,8 @@ def _resume_main(argv: list[str], command: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be at least 1")
+    if args.corpus.is_dir():
+        parser.error(f"--corpus {args.corpus} is a directory: name the text file the run was started with")
     if not args.corpus.is_file():
         parser.error(f"--corpus {args.corpus}: no such file")
     if problem := writable_problem(args.out):

@@ -325,6 +325,34 @@ def test_the_cli_makes_data_and_fine_tunes_on_it(tmp_path, tiny_checkpoint, caps
     assert len(bert_core.load_pretrained(out).info.labels) == 26
 
 
+def test_an_interrupted_fine_tune_says_what_it_saved(tmp_path, tiny_checkpoint, capsys, monkeypatch):
+    """Stopped in its first epoch it once said "the last finished epoch (if any) is in OUT" of a folder that
+    was never made; a model is saved after each epoch."""
+    from bert_core.finetuning import train
+
+    data = tmp_path / "senses.csv"
+    data.write_text("text,label\nthe bank by the river,river\nthe bank lent money,money\n")
+    out = tmp_path / "model"
+    args = ["--task", "classify", "--data", str(data), "--from", str(tiny_checkpoint), "--out", str(out)]
+    epochs_saved = []
+
+    def stopped(*_args, out_dir, **_kwargs):
+        for epoch in epochs_saved:
+            out_dir.mkdir(exist_ok=True)
+            (out_dir / "finetuning.json").write_text(json.dumps({"epoch": epoch}))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train, "finetune", stopped)
+    assert finetune_cli(args) == 130
+    assert "no epoch finished, so nothing was saved (no " in capsys.readouterr().err and not out.exists()
+    epochs_saved.append(1)
+    assert finetune_cli([*args, "--epochs", "3"]) == 130
+    assert f"epoch 1 of 3, the last finished, is saved in {out}" in capsys.readouterr().err
+    epochs_saved.clear()  # a second run over that checkpoint, stopped before its first epoch ended
+    assert finetune_cli([*args, "--epochs", "3"]) == 130
+    assert f"no epoch finished, so {out} still holds the earlier checkpoint" in capsys.readouterr().err
+
+
 # -- the project's own data ---------------------------------------------------------------------------------
 
 

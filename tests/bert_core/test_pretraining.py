@@ -689,6 +689,9 @@ def test_cli_reports_a_missing_corpus(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--corpus", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "m")])
     assert "make-corpus" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a folder once got "no such file (make one with ...)" for its name
+        main(["--corpus", str(tmp_path), "--out", str(tmp_path / "m")])
+    assert f"--corpus {tmp_path} is a directory" in capsys.readouterr().err
 
 
 def test_checkpoint_loads_in_transformers_with_the_same_outputs(trained):
