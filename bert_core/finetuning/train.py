@@ -121,8 +121,8 @@ class FinetuneConfig:
         for name in ("epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if not self.learning_rate > 0:
-            raise ValueError(f"the learning rate must be positive, got {self.learning_rate}")
+        if not 0 < self.learning_rate < math.inf:  # inf trained to a NaN loss
+            raise ValueError(f"the learning rate must be a positive number, got {self.learning_rate}")
         if not self.weight_decay >= 0:  # a negative decay grows the weights
             raise ValueError(f"weight_decay must not be negative, got {self.weight_decay}")
         if not 0 <= self.warmup or (self.warmup >= 1 and self.warmup != int(self.warmup)):

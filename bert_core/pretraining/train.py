@@ -137,8 +137,8 @@ class TrainingConfig:
             raise ValueError(
                 f"max_position_embeddings must be at least 8, got {self.max_position_embeddings}"
             )
-        if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+        if not 0 < self.learning_rate < math.inf:  # NaN and inf fail too (NaN was found only by torch's Adam)
+            raise ValueError(f"learning_rate must be a positive number, got {self.learning_rate}")
         # A negative decay grows the weights and a norm of 0 or less clips nothing sensible; with no token
         # chosen there is no MLM loss to learn from (it trained on 0.000).
         if not self.weight_decay >= 0:

@@ -294,6 +294,14 @@ def test_an_answer_beyond_the_models_reach_is_an_error_or_skipped(tmp_path, tiny
         finetune(examples, tiny_checkpoint, FinetuneConfig("qa", max_length=100))
 
 
+@pytest.mark.parametrize("lr", [float("nan"), float("inf"), 0.0])
+def test_a_learning_rate_must_be_a_positive_number(lr):
+    from bert_core.finetuning.train import FinetuneConfig
+
+    with pytest.raises(ValueError, match="the learning rate must be a positive number"):
+        FinetuneConfig("classify", learning_rate=lr)
+
+
 def test_the_cli_reports_bad_input_with_exit_status_2(tmp_path, tiny_checkpoint, capsys):
     data = tmp_path / "qa.jsonl"
     data.write_text(

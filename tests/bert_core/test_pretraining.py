@@ -683,6 +683,21 @@ def test_cli_writes_a_loadable_model(tmp_path, capsys):
     )
 
 
+@pytest.mark.parametrize("lr", ["nan", "inf", "0", "-1"])
+def test_cli_refuses_a_learning_rate_that_is_not_a_positive_number_before_any_work(tmp_path, capsys, lr):
+    """NaN passed the check and was refused by torch's Adam only after a vocabulary had been trained; inf
+    trained to a NaN loss."""
+    from bert_core.pretraining.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat. the dog ran.\n\nthe bank is by the river. we sat there.\n")
+    with pytest.raises(SystemExit) as stopped:
+        main(["--corpus", str(corpus), "--out", str(tmp_path / "m"), "--lr", lr])
+    assert stopped.value.code == 2
+    assert "learning_rate must be a positive number" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
+
+
 def test_cli_reports_a_missing_corpus(tmp_path, capsys):
     from bert_core.pretraining.cli import main
 
