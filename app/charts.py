@@ -705,7 +705,10 @@ def bars(
             yaxis={"title": {"text": value_name}} | ({"range": padded} if padded else {}),
         )
         height = 360
-    fig.data[0].hovertemplate = "%{text}<extra></extra>"
+    # The bar's name with its value: the value alone left a reader to match a hovered bar to its label.
+    # Escaped as the axis labels are (label()): plotly reads tags in hover text.
+    fig.data[0].customdata = labels(names)
+    fig.data[0].hovertemplate = "%{customdata}: %{text}<extra></extra>"
     return _layout(fig, title, int(height), font_size)
 
 

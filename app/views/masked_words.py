@@ -106,6 +106,7 @@ top_k = st.number_input(
     ui.start("mask_topk", 5, lambda v: isinstance(v, int) and 1 <= v <= cache.MAX_TOP_K),
     **ui.bound("mask_topk"),
     persist_state="session",
+    help=f"1 to {cache.MAX_TOP_K}: guesses listed for each mask, most likely first.",
 )
 enc = active.model.encode(masked, inputs.text_b)  # tokenising only
 ui.length_notes(active, enc)

@@ -82,7 +82,7 @@ kind = st.radio(
 )
 
 st.subheader("Sentence A on its own")
-if inputs.text_b is not None:
+if inputs.text_b is not None and inputs.text_a is not None:  # said of a vector that is drawn
     st.caption(
         "This is sentence A's vector with A analysed alone; sentence B is used only by the pair predictions "
         "below (as the pair " + ui.md_escape(transforms.pair_template(tokenizer.encode("a", "b"))) + ")."

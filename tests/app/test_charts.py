@@ -304,6 +304,17 @@ def test_bar_values_too_small_for_three_decimals_keep_their_size():
     assert list(fig.data[0].text) == ["-2.1e-04", "0.000", "0.250", "3.0e-05"]
 
 
+def test_a_bars_hover_names_the_bar_escaped():
+    """The hover showed the value alone; it names the bar too, escaped as the axis labels are."""
+    fig = charts.bars(["<b>x</b>", "$y$"], [0.5, 0.25])
+    assert fig.data[0].hovertemplate == "%{customdata}: %{text}<extra></extra>"
+    assert (
+        list(fig.data[0].customdata)
+        == ["&lt;b&gt;x&lt;/b&gt;", "&#36;y&#36;"]
+        == list(fig.layout.yaxis.ticktext)
+    )
+
+
 def test_bars_leave_room_for_the_values_past_both_ends():
     """A negative bar's value is written past its end: without room on that side it sat on the labels."""
     fig = charts.bars(["a", "b", "c"], [1.0, -3.0, 2.0])

@@ -486,3 +486,12 @@ def test_the_sentence_similarity_csv_names_the_sentences_whole(make_app, monkeyp
     table = frames["sv_similarity"]
     assert table["sentence"].tolist() == [f"1. {lines[0]}", f"2. {lines[1]}"]
     assert list(table.columns[:2]) == [f"1. {lines[0]}", f"2. {lines[1]}"]
+
+
+def test_sentence_vector_says_nothing_of_a_vector_it_does_not_draw(make_app):
+    at = make_app("views/sentence_vector.py", a="   ", b="the dog ran")
+    assert not at.exception
+    assert any("Type a sentence A" in i.value for i in at.info)
+    assert not [c for c in at.caption if "analysed alone" in c.value]  # once beside "Type a sentence A"
+    at = make_app("views/sentence_vector.py", a="the cat sat", b="the dog ran")
+    assert [c for c in at.caption if "analysed alone" in c.value]
