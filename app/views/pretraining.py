@@ -128,7 +128,8 @@ else:
                 "position": p.position,
                 "original": style.display(enc.tokens[p.position]),
                 "model sees": style.display(seen[p.position]),
-                "top 5 guesses": ", ".join(f"{style.display(t)} {q:.2f}" for t, q in p.as_pairs()),
+                # " · " and brackets: a guessed comma read as a gap in "bank 0.04, , 0.04"
+                "top 5 guesses": " · ".join(f"{style.display(t)} ({q:.2f})" for t, q in p.as_pairs()),
                 "P(original)": float(scores.label_probabilities[i]),
                 "loss": float(scores.losses[i]),
             }

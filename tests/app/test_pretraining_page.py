@@ -51,6 +51,8 @@ def test_page_shows_a_masking_draw_with_predictions_and_pairs(page, tiny_checkpo
     expected = model.predict_at(m.input_ids, m.positions, token_type_ids=enc.token_type_ids, labels=m.targets)
     predictions = _table(at, "top 5 guesses")
     np.testing.assert_allclose(predictions["loss"].to_numpy(), expected.losses, rtol=1e-5)
+    guesses = predictions["top 5 guesses"].iloc[0].split(" · ")
+    assert len(guesses) == 5 and all(g.endswith(")") and " (" in g for g in guesses)
     assert int((m.actions == MaskAction.MASK).sum()) == (masking["model sees"] == "[MASK]").sum()
 
     pairs = _table(at, "model's P(IsNext)")
