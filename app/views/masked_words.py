@@ -97,7 +97,10 @@ else:
     if chosen:
         st.text("Masked: " + masked)
     if b_note:
-        st.caption(b_note.strip())
+        # "too" only beside masks of A: with no word of A hidden, B's are the only ones predicted.
+        st.caption(
+            b_note.strip() if chosen else b_note.strip().replace(", predicted too.", ", predicted below.")
+        )
 
 top_k = st.number_input(
     "Predictions per mask (top k)",

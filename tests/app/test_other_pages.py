@@ -280,10 +280,13 @@ def test_a_mask_in_sentence_b_alone_is_predicted_alone(make_app, tiny_checkpoint
         decode(figure(at, "mask_bars_0")["data"][0]["x"]), expected[0].probabilities, rtol=1e-5
     )
     assert at.dataframe[0].value["mask"].unique().tolist() == [1]  # B's mask only
+    said = [c.value for c in at.caption if "Sentence B contains" in c.value]
+    assert len(said) == 1 and said[0].endswith("predicted below.")  # not "too": it is the only one
     # a word of A can still be hidden as well
     words = at.multiselect(key="mask_words")
     words.set_value([o for o in words.options if o.endswith(": cat")]).run()
     assert at.dataframe[0].value["mask"].unique().tolist() == [1, 2]
+    assert [c.value for c in at.caption if "Sentence B contains" in c.value][0].endswith("predicted too.")
 
 
 def test_sentence_vector_page_compares_typed_sentences_without_sentence_a(make_app):
