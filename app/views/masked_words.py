@@ -96,6 +96,22 @@ else:
         masked = masked[:s] + mask + masked[e:]
     if chosen:
         st.text("Masked: " + masked)
+        # A word of several pieces becomes one mask, and the model fills one mask with one piece: its whole
+        # spelling can never be the answer, which a learner waiting for "riverbank" should know.
+        keys = transforms.word_keys(result)
+        split = []
+        for n in chosen:
+            pieces = [t for t, k in zip(result.tokens, keys, strict=True) if k == (0, spans[n][0])]
+            if len(pieces) > 1:
+                shown = " ".join(info.piece_style.display(t) for t in pieces)
+                split.append(f"“{text[spans[n][1] : spans[n][2]]}” is {len(pieces)} pieces ({shown})")
+        if split:
+            st.caption(
+                ui.md_escape(
+                    "; ".join(split) + f". Each hidden word is one {mask}, and the model puts one piece in a "
+                    "mask, so it can guess only a piece of such a word, never all of it."
+                )
+            )
     if b_note:
         # "too" only beside masks of A: with no word of A hidden, B's are the only ones predicted.
         st.caption(

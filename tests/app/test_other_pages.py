@@ -498,3 +498,17 @@ def test_sentence_vector_says_nothing_of_a_vector_it_does_not_draw(make_app):
     assert not [c for c in at.caption if "analysed alone" in c.value]  # once beside "Type a sentence A"
     at = make_app("views/sentence_vector.py", a="the cat sat", b="the dog ran")
     assert [c for c in at.caption if "analysed alone" in c.value]
+
+
+def test_masked_words_says_a_word_of_several_pieces_is_hidden_as_one_mask(make_app):
+    """One mask is filled with one piece: a learner waiting for the whole word should know it cannot come."""
+    at = make_app("views/masked_words.py", a="the riverbank was cold")
+    words = at.multiselect(key="mask_words")
+    words.set_value([o for o in words.options if o.endswith(": riverbank")]).run()
+    said = [c.value.replace("\\", "") for c in at.caption if "pieces \\(" in c.value]
+    assert said == [
+        "“riverbank” is 5 pieces (river ##b ##a ##n ##k). Each hidden word is one [MASK], and the model puts "
+        "one piece in a mask, so it can guess only a piece of such a word, never all of it."
+    ]
+    words.set_value([o for o in words.options if o.endswith(": the")]).run()
+    assert not [c for c in at.caption if "pieces \\(" in c.value]
