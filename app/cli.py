@@ -165,6 +165,8 @@ def run_app(argv: list[str]) -> int:
     given = args.model or ""
     if given.startswith(("/", "./", "../", "~")) and not Path(given).expanduser().exists():
         parser.error(f"--model {given}: no such directory")
+    if given and Path(given).expanduser().is_file():  # a checkpoint's config.json or weights, named instead
+        parser.error(f"--model {given} is a file: name the checkpoint's directory (the one with config.json)")
     if args.device is not None and not re.fullmatch(r"(cpu|cuda|mps|xpu|hpu|mtia)(:\d+)?", args.device):
         parser.error(
             f"--device must be a device torch knows (cpu, cuda, cuda:1, mps, xpu), got {args.device!r}"

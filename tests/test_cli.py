@@ -319,6 +319,8 @@ def test_an_address_the_lecturer_named_for_streamlit_is_kept(monkeypatch, tmp_pa
         (["--", "x"], "unknown command or option '--'"),
         (["--model", "/no/such/model/dir"], "--model /no/such/model/dir: no such directory"),
         (["--model", "./no-such-dir"], "no such directory"),
+        (["--model", "./README.md"], "--model ./README.md is a file: name the checkpoint's directory"),
+        (["--model", "assets/demo-model/config.json"], "is a file"),
     ],
 )
 def test_a_mistyped_command_or_a_bad_setting_is_refused_before_the_server_starts(
@@ -326,6 +328,7 @@ def test_a_mistyped_command_or_a_bad_setting_is_refused_before_the_server_starts
 ):
     from streamlit.web import cli as stcli
 
+    monkeypatch.chdir(REPO)  # the relative paths above name the repository's own files
     monkeypatch.setattr(stcli, "main", lambda: pytest.fail("the server was started"))
     with pytest.raises(SystemExit) as exc:
         cli.main(argv)
