@@ -482,11 +482,11 @@ def test_a_lab_writes_over_its_own_earlier_checkpoint_only(tmp_path, capsys, com
 @pytest.mark.parametrize(
     ("command", "flags", "said"),
     [
-        ("pretrain", ["--weight-decay", "-5"], "weight_decay must not be negative"),
-        ("pretrain", ["--max-grad-norm", "-1"], "max_grad_norm must be positive"),
-        ("pretrain", ["--mlm-probability", "0"], "mlm_probability must be more than 0"),
-        ("pretrain", ["--intermediate-size", "0"], "intermediate_size must be at least 1"),
-        ("finetune", ["--weight-decay", "-1"], "weight_decay must not be negative"),
+        ("pretrain", ["--weight-decay", "-5"], "--weight-decay must not be negative"),
+        ("pretrain", ["--max-grad-norm", "-1"], "--max-grad-norm must be positive"),
+        ("pretrain", ["--mlm-probability", "0"], "--mlm-probability must be more than 0"),
+        ("pretrain", ["--intermediate-size", "0"], "--intermediate-size must be at least 1"),
+        ("finetune", ["--weight-decay", "-1"], "--weight-decay must not be negative"),
     ],
 )
 def test_lab_numbers_that_make_no_sense_are_refused(tmp_path, capsys, command, flags, said):

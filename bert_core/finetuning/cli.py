@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..errors import BertScopeError
 from ..paths import in_path, out_dir, out_file, replace_problem, writable_problem
-from ..pretraining.cli import ProgressBar, _clock
+from ..pretraining.cli import ProgressBar, _clock, in_flags
 from ..pretraining.train import SAVE_DTYPES
 from .data import COLUMNS, TASKS
 from .train import FinetuneConfig, StepStats
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             save_dtype=args.save_dtype,
         )
     except ValueError as exc:
-        parser.error(str(exc))
+        parser.error(in_flags(str(exc), _FLAGS))
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be at least 1")
     source = Path(args.source).expanduser()
@@ -257,3 +257,15 @@ def _what_was_kept(out: Path, earlier: tuple[float, int] | None, epochs: int) ->
         if not out.exists()
         else (f"no epoch finished, so nothing was saved in {out}")
     )
+
+
+# FinetuneConfig's settings as this command's options, for its messages (pretraining.cli.in_flags).
+_FLAGS = {
+    "epochs": "--epochs",
+    "batch_size": "--batch-size",
+    "weight_decay": "--weight-decay",
+    "warmup": "--warmup",
+    "eval_fraction": "--eval-fraction",
+    "max_length": "--max-length",
+    "save_dtype": "--save-dtype",
+}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import shlex
 import signal
 import sys
@@ -272,8 +273,12 @@ def _main(argv: list[str]) -> int:
         config.bert_config(
             args.vocab_size
         )  # size checks (e.g. hidden size divisible by heads) before any work
+        if args.vocab is None:
+            from .vocab import check_vocab_size
+
+            check_vocab_size(args.vocab_size)  # before the corpus is read, not after
     except ValueError as exc:
-        parser.error(str(exc))
+        parser.error(in_flags(str(exc), _FLAGS))
 
     import torch
 
@@ -404,7 +409,7 @@ def _run(
         print(f"{prog}: error: {exc}; {_saved(args, written_since)}", file=sys.stderr)
         return 1
     except (ValueError, FloatingPointError) as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {in_flags(str(exc), _FLAGS)}", file=sys.stderr)
         return 1
     finally:
         if handle:
@@ -460,3 +465,38 @@ def _resume_command(args: argparse.Namespace) -> str:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# The settings' names in TrainingConfig's and BertConfig's messages, as the options this command takes: a
+# user who typed --layers 0 was told about "config key 'num_hidden_layers'".
+_FLAGS = {
+    "vocab_size": "--vocab-size",
+    "hidden_size": "--hidden-size",
+    "num_hidden_layers": "--layers",
+    "num_attention_heads": "--heads",
+    "intermediate_size": "--intermediate-size",
+    "max_position_embeddings": "--max-positions",
+    "pair_task": "--pair-task",
+    "masking": "--masking",
+    "static_duplicates": "--static-duplicates",
+    "mlm_probability": "--mlm-probability",
+    "max_segment_sentences": "--max-segment-sentences",
+    "steps": "--steps",
+    "batch_size": "--batch-size",
+    "learning_rate": "--lr",
+    "warmup_steps": "--warmup",
+    "weight_decay": "--weight-decay",
+    "max_grad_norm": "--max-grad-norm",
+    "checkpoint_every": "--checkpoint-every",
+    "save_dtype": "--save-dtype",
+}
+
+
+def in_flags(message: str, flags: dict[str, str]) -> str:
+    """`message` with each setting of `flags` named as its option ("config key 'num_hidden_layers' = 0" ->
+    "--layers 0"); the fine-tuning lab's command uses it too."""
+    names = "|".join(flags)
+    message = re.sub(rf"(?:config key )?'({names})' = ", lambda m: f"{flags[m.group(1)]} ", message)
+    # A bare name only where a message begins with it ("steps must be at least 1"): elsewhere the same word
+    # is prose ("the run (10 steps)").
+    return re.sub(rf"^({names})\b", lambda m: flags[m.group(1)], message)

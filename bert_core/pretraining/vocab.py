@@ -25,6 +25,14 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 ASCII_PRINTABLE = tuple(chr(c) for c in range(33, 127))
 
 
+def check_vocab_size(vocab_size: int) -> None:
+    """ValueError for a vocabulary too small to hold a piece beside the special tokens."""
+    if vocab_size < len(SPECIAL_TOKENS) + 1:
+        raise ValueError(
+            f"vocab_size must be more than {len(SPECIAL_TOKENS)} (the special tokens), got {vocab_size}"
+        )
+
+
 def train_vocabulary(
     sentences: Iterable[str],
     *,
@@ -38,10 +46,7 @@ def train_vocabulary(
     Returns the vocabulary in id order, ready for `WordPieceTokenizer.from_vocab` or a vocab.txt. It may be
     smaller than `vocab_size` when the corpus has fewer distinct words than that.
     """
-    if vocab_size < len(SPECIAL_TOKENS) + 1:
-        raise ValueError(
-            f"vocab_size must be more than {len(SPECIAL_TOKENS)} (the special tokens), got {vocab_size}"
-        )
+    check_vocab_size(vocab_size)
     alphabet = sorted({c.lower() if lowercase else c for c in ASCII_PRINTABLE})
     backend = Tokenizer(
         models.WordPiece(unk_token="[UNK]", continuing_subword_prefix=CONTINUING_SUBWORD_PREFIX)

@@ -694,7 +694,31 @@ def test_cli_refuses_a_learning_rate_that_is_not_a_positive_number_before_any_wo
     with pytest.raises(SystemExit) as stopped:
         main(["--corpus", str(corpus), "--out", str(tmp_path / "m"), "--lr", lr])
     assert stopped.value.code == 2
-    assert "learning_rate must be a positive number" in capsys.readouterr().err
+    assert "--lr must be a positive number" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (["--layers", "0"], "--layers 0 is outside the supported range"),
+        (["--steps", "0"], "--steps must be at least 1, got 0"),
+        (["--hidden-size", "30", "--heads", "4"], "--hidden-size 30 is not divisible by --heads 4"),
+        (["--max-positions", "4"], "--max-positions must be at least 8"),
+        (["--vocab-size", "3"], "--vocab-size must be more than 5"),
+        (["--warmup", "50", "--steps", "10"], "(--warmup, 50 steps) is longer than the run (10 steps)"),
+    ],
+)
+def test_cli_names_a_bad_setting_by_its_option_before_any_work(tmp_path, capsys, given, said):
+    """The messages named the settings' fields ("config key 'num_hidden_layers'", "batch_size"), and a
+    vocabulary size below the specials was refused only after the corpus was read."""
+    from bert_core.pretraining.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat. the dog ran.\n\nthe bank is by the river. we sat there.\n")
+    with pytest.raises(SystemExit) as stopped:
+        main(["--corpus", str(corpus), "--out", str(tmp_path / "m"), *given])
+    assert stopped.value.code == 2 and said in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
 
 
