@@ -281,14 +281,17 @@ def run_app(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "pretrain":
-        from bert_core.pretraining.cli import main as pretrain_main
-
-        return pretrain_main(argv[1:])
-    if argv and argv[0] == "finetune":
-        from bert_core.finetuning.cli import main as finetune_main
-
-        return finetune_main(argv[1:])
+    if argv and argv[0] in ("pretrain", "finetune"):
+        try:
+            # The labs import torch first (a second or two): Ctrl+C then printed a traceback through it.
+            if argv[0] == "pretrain":
+                from bert_core.pretraining.cli import main as lab_main
+            else:
+                from bert_core.finetuning.cli import main as lab_main
+        except KeyboardInterrupt:
+            print("\ninterrupted before anything started; nothing was written", file=sys.stderr)
+            return 130
+        return lab_main(argv[1:])
     return run_app(argv)
 
 

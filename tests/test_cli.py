@@ -494,3 +494,24 @@ def test_lab_numbers_that_make_no_sense_are_refused(tmp_path, capsys, command, f
     with pytest.raises(SystemExit) as exc:
         cli.main([command, *inputs, "--out", str(tmp_path / "o"), *flags])
     assert exc.value.code == 2 and said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("lab", ["pretrain", "finetune"])
+def test_ctrl_c_while_a_lab_loads_says_nothing_was_written_without_a_traceback(monkeypatch, capsys, lab):
+    """The labs import torch first, a second or two in which Ctrl+C printed a traceback through it."""
+    import types
+
+    loading = types.ModuleType("interrupted")
+
+    def interrupted(name):
+        raise KeyboardInterrupt
+
+    loading.__getattr__ = interrupted
+    module = "bert_core.pretraining.cli" if lab == "pretrain" else "bert_core.finetuning.cli"
+    monkeypatch.setitem(sys.modules, module, loading)
+    try:
+        code = cli.main([lab, "--help"])
+    except KeyboardInterrupt:  # caught here: escaping, it would stop the whole test run
+        pytest.fail("Ctrl+C while the lab loaded escaped as a traceback")
+    assert code == 130
+    assert capsys.readouterr().err.strip() == "interrupted before anything started; nothing was written"
