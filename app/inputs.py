@@ -184,6 +184,13 @@ def bump(key: str, most: int | None = None) -> None:
     st.session_state[key] = 1 if most is not None and value > most else value
 
 
+def in_given_order(key: str, options: list[str]) -> None:
+    """A multiselect's callback: its picks put in the order of `options`, so the chips read as the sentence
+    does and as the charts below number them (picked "riverbank" then "lazy", Mask 1 was "lazy")."""
+    picked = st.session_state.get(key) or []
+    st.session_state[key] = sorted(picked, key=lambda p: options.index(p) if p in options else len(options))
+
+
 def _clicked_points(event_key: str) -> list[dict]:
     """The points of a plotly chart's selection event, kept by Streamlit under the chart's key."""
     return (st.session_state.get(event_key) or {}).get("selection", {}).get("points", [])

@@ -9,6 +9,7 @@ import streamlit as st
 
 import bert_core
 from app import cache, charts, transforms, ui
+from app import inputs as inputs_module
 from app.inputs import TYPED_MASK
 from bert_core.pieces import MASK_SPELLINGS, visible
 
@@ -84,6 +85,8 @@ else:
         default=start,
         **ui.bound("mask_words"),
         persist_state="session",
+        on_change=inputs_module.in_given_order,
+        args=("mask_words", choices),
         help=f"or type {spellings} into sentence A",
     )
     if not picked and not in_b:

@@ -512,3 +512,13 @@ def test_masked_words_says_a_word_of_several_pieces_is_hidden_as_one_mask(make_a
     ]
     words.set_value([o for o in words.options if o.endswith(": the")]).run()
     assert not [c for c in at.caption if "pieces \\(" in c.value]
+
+
+def test_masked_words_keeps_the_picked_words_in_sentence_order(make_app):
+    """The chips stayed in the order picked while the charts numbered the masks in sentence order."""
+    at = make_app("views/masked_words.py", a="the cat sat on the warm mat")
+    words = at.multiselect(key="mask_words")
+    picked = [o for o in words.options if o.endswith((": mat", ": cat"))]
+    words.set_value(list(reversed(picked))).run()  # mat first, then cat
+    assert not at.exception
+    assert at.multiselect(key="mask_words").value == picked  # cat, then mat, as in the sentence
