@@ -102,8 +102,8 @@ def start(key: str, value: T, valid: Callable[[object], bool] | None = None) -> 
 
 # Large text beyond the charts: captions, explanations, warnings, widget labels and the choices in their boxes
 # in the main area, for the back of a lecture hall; a metric's value stays larger than its label (the rule for
-# text would shrink it), and a label too long for its column wraps instead of ending in "…" ("Merge sub-words
-# into …"), and a slider's value grows upwards from its knob instead of down over it; table cells are padded
+# text would shrink it), and a label (a widget's or a metric's) too long for its column wraps instead of ending
+# in "…" ("Merge sub-words into …", "Length (L2 n…" at 1024 px), and a slider's value grows upwards from its knob instead of down over it; table cells are padded
 # less, or at 1280 px the Tokens table's last column ran under the page's edge ("continuatio"). A fixed
 # stylesheet (no user text is ever put into it).
 _LARGE_TEXT_CSS = """<style>
@@ -125,7 +125,9 @@ _LARGE_TEXT_CSS = """<style>
 [data-testid="stSidebar"] [data-testid="stTextInput"] input { font-size: 1.35rem !important; }
 [data-testid="stMain"] [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p { font-size: 3rem !important; }
 [data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
-[data-testid="stMain"] [data-testid="stWidgetLabel"] p { white-space: normal !important; overflow: visible !important; }
+[data-testid="stMain"] [data-testid="stWidgetLabel"] p,
+[data-testid="stMain"] [data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"],
+[data-testid="stMain"] [data-testid="stMetricLabel"] p { white-space: normal !important; overflow: visible !important; }
 [data-testid="stMain"] [data-testid="stSliderThumbValue"] { top: auto !important; bottom: 100% !important; }
 [data-testid="stMain"] [data-testid="stTable"] th,
 [data-testid="stMain"] [data-testid="stTable"] td { padding: 0.2rem 0.25rem !important; }

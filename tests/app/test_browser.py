@@ -384,6 +384,15 @@ def test_large_text_on_a_laptop_screen_wraps_labels_enlarges_choices_and_keeps_m
               document.querySelector(`[data-testid="${id}"] p`)).fontSize))"""
     )
     assert sizes[0] >= 1.8 * sizes[1] and sizes[1] >= 20
+    # At 1024 px a metric's label too long for its column wraps: "Length (L2 norm)" ended in "…".
+    page.set_viewport_size({"width": 1024, "height": 800})
+    page.wait_for_timeout(300)
+    cut = page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"]')]
+              .filter(e => e.scrollWidth > e.clientWidth + 1 || getComputedStyle(e).whiteSpace === 'nowrap')
+              .map(e => e.innerText)"""
+    )
+    assert cut == []
 
 
 @pytest.mark.parametrize("path", ["", "tokens", "embeddings", "attention", "masked", "senses", "sentence"])
