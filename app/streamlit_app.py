@@ -91,6 +91,14 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
     if active.notice:
         st.warning(ui.md_escape(active.notice))
     info = active.model.info
+    pieces = active.model.tokenizer.vocab_size
+    if info.vocab_size - pieces > max(64, info.vocab_size // 100):
+        # A table padded for speed has a few rows more than the vocabulary (30528 for 30522); thousands more
+        # is a vocabulary of another model, which loads without complaint and makes guesses no piece names.
+        st.warning(
+            f"This model's word table has {info.vocab_size:,} rows but its vocabulary only {pieces:,} pieces: "
+            "the vocabulary may belong to another model. Guesses of the rows past it are named by their id."
+        )
     st.caption(ui.md_escape(models.describe_source(active.source)))
     # The pooler is not a prediction head, but whether there is one decides the Sentence vector page's choices.
     pooler = f"pooler {'✓' if info.has_pooler else '✗'}"

@@ -271,3 +271,20 @@ def test_core_messages_shown_as_sentences_end_with_a_full_stop():
     # not after a path or a quoted name, where a copied dot would become part of it
     assert shown("no such directory /models/x").endswith("/models/x")
     assert shown("unknown model 'x'").endswith("'x'")
+
+
+def test_a_vocabulary_much_smaller_than_the_word_table_is_said(make_app, tmp_path, monkeypatch):
+    """A vocab.txt of another model loaded without a word, and its guesses came back as "[id N: ...]"."""
+    from tests.conftest import TINY_VOCAB, make_checkpoint
+
+    odd = make_checkpoint(tmp_path / "odd", "mlm", vocab_size=len(TINY_VOCAB) + 500)
+    at = make_app(model=str(odd))
+    said = [w.value for w in at.sidebar.warning if "word table" in w.value]
+    assert said == [
+        f"This model's word table has {len(TINY_VOCAB) + 500:,} rows but its vocabulary only {len(TINY_VOCAB):,} "
+        "pieces: the vocabulary may belong to another model. Guesses of the rows past it are named by their id."
+    ]
+    padded = make_checkpoint(tmp_path / "padded", "mlm", vocab_size=len(TINY_VOCAB) + 6)  # padded, as 30528
+    at = make_app(model=str(padded))
+    assert not [w for w in at.sidebar.warning if "word table" in w.value]
+    assert not at.exception
