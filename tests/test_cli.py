@@ -517,3 +517,31 @@ def test_ctrl_c_while_a_lab_loads_says_nothing_was_written_without_a_traceback(m
         pytest.fail("Ctrl+C while the lab loaded escaped as a traceback")
     assert code == 130
     assert capsys.readouterr().err.strip() == "interrupted before anything started; nothing was written"
+
+
+@pytest.mark.parametrize(
+    ("module", "given", "said"),
+    [
+        ("bert_core.pretraining.cli", ["--layers", "0"], "--layers 0 is outside the supported range"),
+        (
+            "bert_core.finetuning.cli",
+            ["--task", "classify", "--batch-size", "0"],
+            "--batch-size must be at least 1",
+        ),
+    ],
+)
+def test_each_lab_runs_as_a_module_too(tmp_path, module, given, said):
+    """`python -m` runs a module's code up to its `__main__` guard: helpers defined after it were not there yet
+    (NameError), which `bertscope pretrain|finetune` never showed, as it imports the module whole first."""
+    import subprocess
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat. the dog ran.\n\nthe bank is by the river. we sat there.\n")
+    inputs = (
+        ["--corpus", str(corpus)] if "pretraining" in module else ["--data", str(corpus), "--from", "@demo"]
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", module, *inputs, "--out", str(tmp_path / "o"), *given],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 2 and said in run.stderr, run.stderr[-500:]

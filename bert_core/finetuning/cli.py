@@ -231,10 +231,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 def _saved_epoch(out: Path) -> tuple[float, int] | None:
     """(modification time, epoch) of the checkpoint `out` holds, or None without one."""
     meta = out / "finetuning.json"
@@ -269,3 +265,7 @@ _FLAGS = {
     "max_length": "--max-length",
     "save_dtype": "--save-dtype",
 }
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

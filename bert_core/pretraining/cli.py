@@ -463,10 +463,6 @@ def _resume_command(args: argparse.Namespace) -> str:
     )
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 # The settings' names in TrainingConfig's and BertConfig's messages, as the options this command takes: a
 # user who typed --layers 0 was told about "config key 'num_hidden_layers'".
 _FLAGS = {
@@ -500,3 +496,7 @@ def in_flags(message: str, flags: dict[str, str]) -> str:
     # A bare name only where a message begins with it ("steps must be at least 1"): elsewhere the same word
     # is prose ("the run (10 steps)").
     return re.sub(rf"^({names})\b", lambda m: flags[m.group(1)], message)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
