@@ -133,17 +133,27 @@ top_k = st.number_input(
 enc = active.model.encode(masked, inputs.text_b)  # tokenising only
 ui.length_notes(active, enc)
 ui.unknown_pieces_note(active, masked, inputs.text_b)
-past = 0  # masks typed or picked past the model's limit: it can only predict the ones it reads
+# Masks in the cut-off end of a sentence: the model predicts only the ones it reads. With a pair the longer
+# sentence is cut first, so a lost mask can lie before pieces the model does read (the end of A, B whole):
+# said by sentence, not as "past the first N pieces".
+lost: dict[int, int] = {}  # sentence (0 = A, 1 = B) -> masks cut off
 if enc.truncated:
     whole = tokenizer.encode(masked, inputs.text_b, max_length=enc.num_tokens_before_truncation + 3)
-    past = int(
-        (whole.input_ids == tokenizer.mask_token_id).sum() - (enc.input_ids == tokenizer.mask_token_id).sum()
-    )
+    for sentence in (0, 1):
+        count = [
+            sum(1 for i, s in zip(e.input_ids.tolist(), e.sequence_ids, strict=True)
+                if s == sentence and i == tokenizer.mask_token_id)
+            for e in (whole, enc)
+        ]  # fmt: skip
+        if count[0] > count[1]:
+            lost[sentence] = count[0] - count[1]
+past = sum(lost.values())
+where = " and ".join(f"sentence {'AB'[n]}" for n in sorted(lost))
 if past and not (enc.input_ids == tokenizer.mask_token_id).any():
     # Said instead of the core's "no mask in the text", which read as the opposite of "contains 1 [MASK]".
     st.warning(
-        f"The model reads only the first {len(enc.tokens)} pieces, and every {ui.md_escape(mask)} lies past "
-        "them, so there is nothing for it to predict: shorten the text, or mask a word nearer its start."
+        f"Every {ui.md_escape(mask)} lies in the cut-off end of {where}, which the model never reads, so there "
+        "is nothing for it to predict: shorten the text, or mask a word nearer its start."
     )
     st.stop()
 try:
@@ -152,12 +162,12 @@ except bert_core.BertScopeError as exc:
     st.error(ui.user_message(exc))
     st.stop()
 if past:
-    # The masks past the limit must not vanish silently.
+    # The masks the model never reads must not vanish silently.
     total = past + len(predictions)
     st.warning(
-        f"{past} of the {total} {ui.md_escape(mask)} {'lies' if past == 1 else 'lie'} past the model's limit "
-        f"of {len(enc.tokens)} pieces and {'is' if past == 1 else 'are'} not predicted. Shorten the text to "
-        f"predict {'it' if past == 1 else 'them'}."
+        f"{past} of the {total} {ui.md_escape(mask)} {'lies' if past == 1 else 'lie'} in the cut-off end of "
+        f"{where} and {'is' if past == 1 else 'are'} not predicted. Shorten the text to predict "
+        f"{'it' if past == 1 else 'them'}."
     )
 
 texts = (masked, inputs.text_b)

@@ -74,7 +74,7 @@ def test_masked_words_says_which_masks_fell_past_the_limit(make_app):
     at = make_app("views/masked_words.py", a=text)
     assert not at.exception and not at.error
     warning = " ".join(w.value for w in at.warning).replace("\\", "")
-    assert "3 of the 7 [MASK] lie past the model's limit of 64 pieces" in warning
+    assert "3 of the 7 [MASK] lie in the cut-off end of sentence A and are not predicted" in warning
     assert figure(at, "mask_bars_3")
     assert len(at.dataframe[0].value["mask"].unique()) == 4
     # Every mask past the limit: one warning that says so, not an error that there is no mask at all (the
@@ -82,8 +82,18 @@ def test_masked_words_says_which_masks_fell_past_the_limit(make_app):
     at = make_app("views/masked_words.py", a="the cat sat on the bank " * 30 + "the [MASK].")
     assert not at.exception and not at.error
     warning = " ".join(w.value for w in at.warning).replace("\\", "")
-    assert "every [MASK] lies past them, so there is nothing for it to predict" in warning
+    assert "Every [MASK] lies in the cut-off end of sentence A, which the model never reads" in warning
     assert "sentence A was cut off" in warning
+    # With a pair the longer sentence is cut first: A's lost mask lies before B's pieces, which are read, so
+    # "past the first 64 pieces" was false; the sentence is named instead.
+    at = make_app(
+        "views/masked_words.py", a="the bank of the river " * 40 + "the [MASK] ran", b="the water ran ."
+    )
+    warning = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert not at.exception and not at.error
+    assert (
+        "Every [MASK] lies in the cut-off end of sentence A" in warning and "sentence B is whole" in warning
+    )
 
 
 def test_sentence_b_is_named_in_error_messages(make_app):
