@@ -72,9 +72,10 @@ def bound(key: str) -> dict[str, str]:
     with the kept choice, and the next click sent those defaults, so a lecturer's Word senses sentences went
     back to the preset (Streamlit 1.67; tests/app/test_browser.py). Setting the kept value to itself makes
     Streamlit send it, and the browser adopts it unless the user is typing in that box (an edited text box
-    keeps its text until it is committed). The sidebar's widgets stay mounted across pages and are not re-sent,
-    so Sentence A is never written over while it is typed in. Streamlit logs once that such a widget also has
-    a default (`global.disableWidgetStateDuplicationWarning`, app/cli.py): both say the same, see `start`."""
+    keeps its text until it is committed). The sidebar's widgets stay mounted across pages and are not
+    re-sent, so Sentence A is never written over while it is typed in. Streamlit logs once that such a widget
+    also has a default (`global.disableWidgetStateDuplicationWarning`, app/cli.py): both say the same, see
+    `start`."""
     if key in st.session_state:
         st.session_state[key] = st.session_state[key]
     return {"key": key, "bind": "query-params"}
@@ -102,10 +103,10 @@ def start(key: str, value: T, valid: Callable[[object], bool] | None = None) -> 
 
 # Large text beyond the charts: captions, explanations, warnings, widget labels and the choices in their boxes
 # in the main area, for the back of a lecture hall; a metric's value stays larger than its label (the rule for
-# text would shrink it), and a label (a widget's or a metric's) too long for its column wraps instead of ending
-# in "…" ("Merge sub-words into …", "Length (L2 n…" at 1024 px), and a slider's value grows upwards from its knob instead of down over it; table cells are padded
-# less, or at 1280 px the Tokens table's last column ran under the page's edge ("continuatio"). A fixed
-# stylesheet (no user text is ever put into it).
+# text would shrink it), and a label (a widget's or a metric's) too long for its column wraps instead of
+# ending in "…" ("Merge sub-words into …", "Length (L2 n…" at 1024 px), and a slider's value grows upwards
+# from its knob instead of down over it; table cells are padded less, or at 1280 px the Tokens table's last
+# column ran under the page's edge ("continuatio"). A fixed stylesheet (no user text is ever put into it).
 _LARGE_TEXT_CSS = """<style>
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p,
 [data-testid="stMain"] [data-testid="stCaptionContainer"],

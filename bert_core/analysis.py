@@ -39,8 +39,6 @@ def _batch_items(texts: Sequence[TextInput]) -> list[tuple[str, str | None]]:
     for index, item in enumerate(texts):
         if isinstance(item, (tuple, list)) and len(item) == 2:
             items.append((item[0], item[1]))
-        elif isinstance(item, (tuple, list)) and len(item) == 1:
-            items.append((item[0], None))
         elif isinstance(item, str):
             items.append((item, None))
         else:

@@ -79,7 +79,8 @@ def card(active: models.ActiveModel) -> str:
 st.subheader("Attention")
 st.caption("Both maps share one colour scale, so the same colour is the same weight on either side.")
 # The model cards in a row of their own: where one card wrapped to more lines than the other (a 1024 px
-# screen), each side's controls and map began at another height. Stacked (Large text), each card heads its side.
+# screen), each side's controls and map began at another height. Stacked (Large text), each card heads its
+# side.
 cards = ui.side_by_side(2)  # stacked in Large text: a projector's half page left ~90 px of map
 columns = cards if ui.stacked() else ui.side_by_side(2)
 drawn = []  # (column, name, matrix, labels, layer, head, tokens): drawn once both sides' maxima are known

@@ -85,7 +85,7 @@ def test_batch_calls_refuse_one_string_and_items_that_are_not_texts(tiny_model):
             call(["the cat", None])
         with pytest.raises(InputError, match="text 1 must be a string or a"):
             call([3])
-    a, b = tiny_model.analyze_batch([("the cat", "the dog"), ["the bank"]])
+    a, b = tiny_model.analyze_batch([("the cat", "the dog"), "the bank"])
     assert a.text_pair == "the dog" and b.text_pair is None
 
 
