@@ -68,6 +68,16 @@ else:
         if key is not None and key[0] == 0 and token == tokenizer.unk_token
     }
     candidates = [i for i, (w, _, _) in enumerate(spans) if w not in unspelt] or list(range(len(spans)))
+    # Nor, in a long text, a word at a position the model never trained (the demo model: past 128 pieces),
+    # where its guesses mean little.
+    if info.trained_length is not None:
+        first_piece: dict[int, int] = {}
+        for position, key in enumerate(transforms.word_keys(result)):
+            if key is not None and key[0] == 0:
+                first_piece.setdefault(key[1], position)
+        candidates = [
+            i for i in candidates if first_piece.get(spans[i][0], 0) < info.trained_length
+        ] or candidates
     longest = max(candidates, key=lambda i: (spans[i][2] - spans[i][1], i)) if spans else 0
     default = [] if in_b or not choices else [choices[longest]]
     # A choice kept from an older text starts again from the default word, and so does the empty choice that

@@ -532,3 +532,18 @@ def test_masked_words_keeps_the_picked_words_in_sentence_order(make_app):
     words.set_value(list(reversed(picked))).run()  # mat first, then cat
     assert not at.exception
     assert at.multiselect(key="mask_words").value == picked  # cat, then mat, as in the sentence
+
+
+def test_masked_words_default_word_is_one_the_model_was_trained_at(
+    make_app, tiny_checkpoint, tmp_path, monkeypatch
+):
+    """In a long text the default hidden word, the longest, sat at a position the model never trained."""
+    import shutil
+
+    directory = tmp_path / "short-trained"
+    shutil.copytree(tiny_checkpoint, directory)
+    (directory / "pretraining.json").write_text('{"longest_sequence": 10}')
+    monkeypatch.setenv("BERTSCOPE_MODEL", str(directory))
+    at = make_app("views/masked_words.py", a="the cat sat on the bank of the river and the dog ran quickly")
+    assert not at.exception
+    assert at.multiselect(key="mask_words").value == ["word 9: river"]  # not "quickly", past piece 10
