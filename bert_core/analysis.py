@@ -199,6 +199,8 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         expected = (self.config.num_hidden_layers, self.config.num_attention_heads)
         if mask.shape != expected:
             raise InputError(f"head_mask must have shape {expected} (layers, heads), got {mask.shape}")
+        if not np.isfinite(mask).all():  # NaN or inf scaled every later hidden state to NaN without a word
+            raise InputError("head_mask must hold finite numbers (1 keeps a head, 0 switches it off)")
         return torch.from_numpy(mask).to(self.device)
 
     def _run(
@@ -312,6 +314,12 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         float rounding from the padding (~1e-6, as in `analyze_batch`).
         Raises InputError naming the first text that cannot be encoded.
         """
+        if (
+            isinstance(max_batch_tokens, bool)
+            or not isinstance(max_batch_tokens, int)
+            or max_batch_tokens < 1
+        ):
+            raise InputError(f"max_batch_tokens must be a positive integer, got {max_batch_tokens!r}")
         items = _batch_items(texts)
         encodings = []
         for index, (a, b) in enumerate(items):
@@ -449,7 +457,13 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         With `labels` (the original ids at those positions) the per-position cross-entropy is returned too.
         """
         self.network.head("mlm")  # MissingHeadError before any work
-        ids = np.array(input_ids, dtype=np.int64)  # a copy: callers may hand us read-only arrays
+        try:
+            given = np.asarray(input_ids)
+            ids = np.array(given, dtype=np.int64)  # a copy: callers may hand us read-only arrays
+        except (TypeError, ValueError) as exc:  # ragged or non-numeric
+            raise InputError(f"input_ids must be a list of integers: {exc}") from exc
+        if given.size and given.dtype.kind not in "iu":  # 2.7 was read as id 2
+            raise InputError(f"input_ids must be integers, got {given.dtype} values")
         if ids.ndim != 1 or not 0 < len(ids) <= self.config.max_tokens:
             raise InputError(
                 f"input_ids must be 1-D with 1..{self.config.max_tokens} ids (the model's positions)"

@@ -269,3 +269,18 @@ def test_predict_at_refuses_ragged_or_non_numeric_lists_clearly(tiny_model):
         tiny_model.predict_at(enc.input_ids, [position], token_type_ids=["a"] * len(enc.input_ids))
     with pytest.raises(InputError, match="labels"):
         tiny_model.predict_at(enc.input_ids, [position], labels=["cat"])
+    with pytest.raises(InputError, match="input_ids must be integers"):  # 2.7 was read as id 2
+        tiny_model.predict_at([2.7, *enc.input_ids.tolist()[1:]], [position])
+    with pytest.raises(InputError, match="input_ids must be a list of integers"):
+        tiny_model.predict_at(["a", "b"], [0])
+
+
+def test_a_head_mask_or_batch_budget_that_makes_no_sense_is_refused(tiny_model):
+    """A NaN head mask made every later hidden state NaN, and a batch budget of 0 or less acted as 1."""
+    mask = np.ones((2, 4), dtype=np.float32)
+    mask[0, 1] = np.nan
+    with pytest.raises(InputError, match="head_mask must hold finite numbers"):
+        tiny_model.analyze("the cat", head_mask=mask)
+    for budget in (0, -1, 2.5):
+        with pytest.raises(InputError, match="max_batch_tokens must be a positive integer"):
+            tiny_model.vectors_batch(["the cat", "the dog"], max_batch_tokens=budget)
