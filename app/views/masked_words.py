@@ -62,9 +62,10 @@ else:
     # The longest word, the last of equals: "the cat sat on the mat" hides "mat", not "the"; of the words the
     # vocabulary can spell, since hiding an [UNK] asks the model to guess the unknown piece.
     # A word with any unknown piece: SentencePiece writes an unknown word as "▁" + <unk>, one word.
+    keys = transforms.word_keys(result)  # (sentence, word) per piece
     unspelt = {
         key[1]
-        for key, token in zip(transforms.word_keys(result), result.tokens, strict=True)
+        for key, token in zip(keys, result.tokens, strict=True)
         if key is not None and key[0] == 0 and token == tokenizer.unk_token
     }
     candidates = [i for i, (w, _, _) in enumerate(spans) if w not in unspelt] or list(range(len(spans)))
@@ -72,7 +73,7 @@ else:
     # where its guesses mean little.
     if info.trained_length is not None:
         first_piece: dict[int, int] = {}
-        for position, key in enumerate(transforms.word_keys(result)):
+        for position, key in enumerate(keys):
             if key is not None and key[0] == 0:
                 first_piece.setdefault(key[1], position)
         candidates = [
@@ -111,7 +112,6 @@ else:
         st.text("Masked: " + masked)
         # A word of several pieces becomes one mask, and the model fills one mask with one piece: its whole
         # spelling can never be the answer, which a learner waiting for "riverbank" should know.
-        keys = transforms.word_keys(result)
         split = []
         for n in chosen:
             pieces = [t for t, k in zip(result.tokens, keys, strict=True) if k == (0, spans[n][0])]
