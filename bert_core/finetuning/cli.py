@@ -248,11 +248,9 @@ def _what_was_kept(out: Path, earlier: tuple[float, int] | None, epochs: int) ->
         return f"epoch {now[1]} of {epochs}, the last finished, is saved in {out}"
     if earlier is not None:
         return f"no epoch finished, so {out} still holds the earlier checkpoint"
-    return (
-        f"no epoch finished, so nothing was saved (no {out} was made)"
-        if not out.exists()
-        else (f"no epoch finished, so nothing was saved in {out}")
-    )
+    if not out.exists():
+        return f"no epoch finished, so nothing was saved (no {out} was made)"
+    return f"no epoch finished, so nothing was saved in {out}"
 
 
 # FinetuneConfig's settings as this command's options, for its messages (pretraining.cli.in_flags).
