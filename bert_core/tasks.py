@@ -85,13 +85,16 @@ class TaskPasses:
         tokenizers: it takes each piece the pre-splitting cut at punctuation as a word of its own, so where the
         tagger labels "'s" O, "Tom's" is the entity "Tom" there and "Tom's" here. A piece of punctuation the
         tagger itself labels O does not widen its word ("Norway." is the entity "Norway": the lab's generated
-        data makes punctuation words of their own), unless a later piece of the word does."""
+        data makes punctuation words of their own), unless a later piece of the word does; and a word's opening
+        punctuation is not its first piece: "(Tom)" and "“Paris”" take the label of "Tom" and "Paris", and
+        begin there (the bracket's own label, often O, once hid the name)."""
         enc = self.encode(text, text_pair)
         tags = self.tag(text, text_pair)
         texts = (text, text_pair)
         owners = [None if t is None else word_owner(t) for t in texts]
         words: list[tuple[int, int, int, str, float]] = []  # (sentence, start, end, label, probability)
         index: dict[tuple[int, int], int] = {}  # (sentence, word) -> its place in `words`
+        opening: set[tuple[int, int]] = set()  # words read so far as punctuation only: "(" of "(Tom)"
         for i, (sentence, (start, end)) in enumerate(
             zip(enc.sequence_ids, enc.offsets.tolist(), strict=True)
         ):
@@ -105,17 +108,22 @@ class TaskPasses:
                 # first character by `tokenizers`, so it is that word's first piece, as in transformers' word_ids)
                 continue
             word = (sentence, int(covered[0]))
+            punctuation = all(unicodedata.category(c).startswith("P") for c in texts[sentence][start:end])
+            if word in opening:  # the word so far is opening punctuation: its first other piece labels it
+                if not punctuation:
+                    opening.discard(word)
+                    words[index[word]] = (sentence, start, end, tags[i][1], tags[i][2])
+                continue
             if word in index:  # a later piece of the same word widens its span
                 s, st, e, label, p = words[index[word]]
-                piece = texts[sentence][start:end]
-                left_out = entity_type(tags[i][1]) is None and all(
-                    unicodedata.category(c).startswith("P") for c in piece
-                )
+                left_out = entity_type(tags[i][1]) is None and punctuation
                 words[index[word]] = (s, st, e if left_out else max(e, end), label, p)
                 continue
             index[word] = len(words)
             first = int(np.flatnonzero(owners[sentence] == word[1])[0])  # the word's own first character
             words.append((sentence, max(start, first), end, tags[i][1], tags[i][2]))
+            if punctuation:
+                opening.add(word)
         return _merge_entities(words, texts)
 
     # -- question answering ---------------------------------------------------------------------------------

@@ -372,3 +372,18 @@ def test_an_answer_beyond_the_first_window_is_explained_in_the_window_it_scored_
     assert start.score + end.score == pytest.approx(score, abs=1e-5)
     logits = m._task_logits("qa", [start.encoding])[0]
     assert float(logits[s_pos, 0]) == pytest.approx(start.score, abs=1e-5)
+
+
+def test_a_words_opening_bracket_or_quote_does_not_decide_its_entity():
+    """A word takes its first piece's label, and "(Tom)"'s first piece is "(", which the tagger labels O:
+    the name was lost although "tom" itself was tagged B-PERSON (the bundled @demo-roles head)."""
+    from pathlib import Path
+
+    m = bert_core.load_pretrained(Path(__file__).resolve().parents[2] / "assets" / "demo-tasks" / "roles")
+    plain = [(e.label, e.text) for e in m.entities("Anna met Tom in the park.")]
+    assert ("PERSON", "Tom") in plain
+    for text in ("Anna met (Tom) in the park.", "Anna met “Tom” in the park.", 'Anna met "Tom" in the park.'):
+        tags = dict((t, label) for t, label, _ in m.tag(text))
+        assert tags["tom"] == "B-PERSON"
+        found = [(e.label, e.text, text[e.start : e.end]) for e in m.entities(text)]
+        assert ("PERSON", "Tom", "Tom") in found, (text, found)
