@@ -85,9 +85,8 @@ class TaskPasses:
         tokenizers: it takes each piece the pre-splitting cut at punctuation as a word of its own, so where the
         tagger labels "'s" O, "Tom's" is the entity "Tom" there and "Tom's" here. A piece of punctuation the
         tagger itself labels O does not widen its word ("Norway." is the entity "Norway": the lab's generated
-        data makes punctuation words of their own), unless a later piece of the word does; and a word's opening
-        punctuation is not its first piece: "(Tom)" and "“Paris”" take the label of "Tom" and "Paris", and
-        begin there (the bracket's own label, often O, once hid the name)."""
+        data makes punctuation words of their own), unless a later piece of the word does; nor does it open one: "(Tom)"
+        with "(" labelled O takes the label of "Tom" and begins there (the bracket's O once hid the name)."""
         enc = self.encode(text, text_pair)
         tags = self.tag(text, text_pair)
         texts = (text, text_pair)
@@ -109,7 +108,9 @@ class TaskPasses:
                 continue
             word = (sentence, int(covered[0]))
             punctuation = all(unicodedata.category(c).startswith("P") for c in texts[sentence][start:end])
-            if word in opening:  # the word so far is opening punctuation: its first other piece labels it
+            if (
+                word in opening
+            ):  # so far O-labelled opening punctuation: the word's next other piece labels it
                 if not punctuation:
                     opening.discard(word)
                     words[index[word]] = (sentence, start, end, tags[i][1], tags[i][2])
@@ -122,7 +123,7 @@ class TaskPasses:
             index[word] = len(words)
             first = int(np.flatnonzero(owners[sentence] == word[1])[0])  # the word's own first character
             words.append((sentence, max(start, first), end, tags[i][1], tags[i][2]))
-            if punctuation:
+            if punctuation and entity_type(tags[i][1]) is None:
                 opening.add(word)
         return _merge_entities(words, texts)
 

@@ -274,7 +274,8 @@ def test_entities_read_bilou_and_plain_types_with_hyphens():
 def test_a_word_is_what_lies_between_spaces_as_the_fine_tuning_lab_trains_it(task_dirs, arch, monkeypatch):
     """The lab labels the first piece of each space-separated word; the entities shown must group pieces the
     same way, however the tokenizer pre-splits "u.s." or "can't". A piece of punctuation the tagger itself
-    labels O does not widen its word ("norway." was a PLACE with its full stop); inside a word it stays."""
+    labels O does not widen its word ("norway." was a PLACE with its full stop), nor open it ("(tom)" was no
+    entity though "tom" was tagged one); inside a word it stays."""
     m = bert_core.load_pretrained(task_dirs[arch, "tag"])
     text = "we met in the u.s. and can't stay (in norway)."
 
@@ -293,7 +294,19 @@ def test_a_word_is_what_lies_between_spaces_as_the_fine_tuning_lab_trains_it(tas
     assert [e.text for e in m.entities(text)] == text.split()
     monkeypatch.setattr(m, "tag", tagged("O"))  # the tagger leaves punctuation out
     found = m.entities(text)
-    assert [e.text for e in found] == ["we", "met", "in", "the", "u.s", "and", "can't", "stay", "norway"]
+    # ... nor opens one: "(in" is the word "in", labelled by its own piece, not by the "(" labelled O
+    assert [e.text for e in found] == [
+        "we",
+        "met",
+        "in",
+        "the",
+        "u.s",
+        "and",
+        "can't",
+        "stay",
+        "in",
+        "norway",
+    ]
     assert all(text[e.start : e.end] == e.text for e in found)
 
 
