@@ -48,7 +48,9 @@ if info.task == "qa":
     st.caption(
         "A question-answering head scores every context piece as the answer's start and end; the answer is the "
         "span with the best start + end score (Devlin et al., 2019). It always picks a span, so a question the "
-        "passage does not answer gets one too: its probability tells. Sentence A is the question, B the passage."
+        "passage does not answer gets one too. Its probability can tell only for a head trained on questions "
+        "without an answer (SQuAD 2.0); one trained on answerable questions alone, as @demo-qa, is often sure "
+        "of a wrong span. Sentence A is the question, B the passage."
     )
     if not text or not text.strip() or not pair:
         st.info("Type the question as sentence A and the passage as sentence B in the sidebar.")
@@ -67,6 +69,7 @@ if info.task == "qa":
         ui.md_escape(best[0]),
         f"probability {best[4]:.0%}",
         delta_color="off",
+        delta_arrow="off",  # a probability, not a change: an arrow read as a rise
         help=f"score (start + end logit) {best[3]:.3f}; probability: the start's softmax over the first token and the "
         "passage's pieces times the end's, as transformers' pipeline gives it (a share on the first token means "
         "no answer)",
@@ -251,7 +254,9 @@ if explained is not None:
     )
     score_name = "the output" if info.task_kind == "regression" else "the logit"
     if info.task == "qa":
-        score_name += " (the answer's score adds its start and end logits)"
+        # The one logit explained, not the answer's score: "the logit (the answer's score adds ...), 4.481"
+        # read as the answer's score beside a table saying 9.790.
+        score_name = f"the {target} logit (the answer's score, {best[3]:.3f}, adds the start's and the end's)"
     ui.attribution_note(explained, score_name)
 
 if info.task == "classify":

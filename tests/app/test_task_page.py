@@ -207,6 +207,14 @@ def test_the_why_panel_explains_any_pieces_label_and_either_end_of_an_answer(hea
     assert "end" in strip["layout"]["title"]["text"]
     said = [c.value for c in at.caption if c.value.startswith("Explained:")]
     assert len(said) == 1 and "logit" in said[0] and f"{expected.score:.3f} for the input" in said[0]
+    # The one logit explained, told apart from the answer's score (their sum), which the table shows.
+    best = bert_core.load_pretrained(heads["qa"]).answer(question, passage)[0]
+    assert said[0].startswith(
+        f"Explained: the end logit (the answer's score, {best[3]:.3f}, adds the start's"
+    )
+    from streamlit.proto.Metric_pb2 import Metric
+
+    assert at.metric[0].proto.direction == Metric.MetricDirection.NONE  # no arrow: the probability is no rise
     at.radio(key="task_method").set_value("gradient_x_input").run()
     said = [c.value for c in at.caption if c.value.startswith("Explained:")]
     assert not at.exception and len(said) == 1 and "baseline" not in said[0]
