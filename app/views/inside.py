@@ -403,6 +403,15 @@ elif view == "ablation":
                 data=pd.DataFrame({"layer": range(n_layers + 1), **curves}),
                 filename="ablation_banks",
             )
+            # Two fixed sentences, whatever is typed: said, or the chart read as one about the typed text.
+            st.caption(
+                ui.md_escape(
+                    "Cosine of 'bank' between “"
+                    + "” and “".join(BANKS)
+                    + "” at every layer, with every head "
+                    "and with the picked heads off: how much those heads do to tell the two senses apart."
+                )
+            )
     else:
         # An empty picker and nothing under it read as a broken view.
         st.info(
@@ -453,6 +462,14 @@ elif view == "lens":
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
         st.stop()
+    if mask_id is not None and int(result.input_ids[position]) != mask_id:
+        # A visible word is its own best guess from layer 0 on: "the answer at layer 0" is then no finding.
+        st.caption(
+            ui.md_escape(
+                f"The model can see the piece at this position, so it is often its own top guess from the first "
+                f"layer on. Type {mask} in the sentence to watch a hidden word's guess form layer by layer."
+            )
+        )
     table = pd.DataFrame(
         {
             "layer": range(len(lens.top_tokens)),

@@ -64,6 +64,11 @@ def test_pll_and_logit_lens_equal_the_core(make_app, tiny_model):
     if rank_axis.get("type") == "log":
         low, high = 10**low, 10**high
     assert 0 < low < 1 and high > max(lens.final_token_rank)  # from rank 1 (no 0) to the largest
+    # At a mask, the view shows a hidden word's guess form; at a visible word, that the word is its own guess
+    # from layer 0 on, which a learner was left to read as a finding.
+    assert not [c for c in at.caption if "often its own top guess" in c.value]
+    at = open_view(make_app, "lens", "the cat sat on the bank .")
+    assert [c for c in at.caption if "often its own top guess" in c.value]
 
 
 def test_importance_without_a_mask_is_an_inline_message(make_app):
@@ -126,6 +131,9 @@ def test_ablation_changes_the_guesses_and_the_bank_curve_against_the_intact_mode
     assert list(table["intact"]) == tiny_model.predict_masks(TEXT, top_k=5)[0].tokens
     curves = figure(at, "ablation_banks")["data"]
     assert [c["name"] for c in curves] == ["intact", "heads off"]
+    # Its two sentences are fixed, not the typed one: said under it.
+    said = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "We sat on the bank of the river and watched the water" in said
 
 
 def test_roles_on_the_model_view_and_their_stability_over_the_presets(make_app, tiny_model):
