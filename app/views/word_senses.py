@@ -334,11 +334,11 @@ with m2:
         width_px=ui.chart_width(),
     )
     caption = (
-        "Colour = the sense written after | on the sentence's line; the number is its line. Hover a point for "
-        "its sentence."
+        "Colour = the sense written after | on the sentence's line; the number counts the sentences (blank "
+        "lines are not counted). Hover a point for its sentence."
         if any(senses)
-        else "The number is the sentence's line: end a line with | and a sense (e.g. … | river) to colour the "
-        "points by it. Hover a point for its sentence."
+        else "The number counts the sentences (blank lines are not counted): end a line with | and a sense "
+        "(e.g. … | river) to colour the points by it. Hover a point for its sentence."
     )
     # Points of one vector lie on one another, one colour hiding the other: said, with why at layer 0.
     stacked = transforms.same_rows(vectors[:, layer])

@@ -277,3 +277,12 @@ def test_one_sentence_per_sense_draws_no_empty_same_sense_line(senses):
     at = senses(["the river bank | river", "a grassy bank | river", "my bank account | money"])
     assert [t["name"] for t in figure(at, "senses_lines")["data"]] == ["same sense", "different sense"]
     assert "no same-sense line" not in text_of(at.caption)
+
+
+def test_the_points_numbers_are_said_to_count_sentences_not_box_lines(senses):
+    """A blank line between the river and money sentences shifted every later number off its line in the box,
+    while the caption said "the number is its line"."""
+    at = senses(["we sat by the bank | river", "", "the bank lent money | money", "my bank | money"])
+    said = text_of(at.caption)
+    assert "the number counts the sentences (blank lines are not counted)" in said
+    assert "the number is its line" not in said
