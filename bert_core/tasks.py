@@ -85,8 +85,9 @@ class TaskPasses:
         tokenizers: it takes each piece the pre-splitting cut at punctuation as a word of its own, so where the
         tagger labels "'s" O, "Tom's" is the entity "Tom" there and "Tom's" here. A piece of punctuation the
         tagger itself labels O does not widen its word ("Norway." is the entity "Norway": the lab's generated
-        data makes punctuation words of their own), unless a later piece of the word does; nor does it open one: "(Tom)"
-        with "(" labelled O takes the label of "Tom" and begins there (the bracket's O once hid the name)."""
+        data makes punctuation words of their own), unless a later piece of the word does; nor does it open
+        one: "(Tom)" with "(" labelled O takes the label of "Tom" and begins there (the bracket's O once hid
+        the name)."""
         enc = self.encode(text, text_pair)
         tags = self.tag(text, text_pair)
         texts = (text, text_pair)
@@ -108,9 +109,8 @@ class TaskPasses:
                 continue
             word = (sentence, int(covered[0]))
             punctuation = all(unicodedata.category(c).startswith("P") for c in texts[sentence][start:end])
-            if (
-                word in opening
-            ):  # so far O-labelled opening punctuation: the word's next other piece labels it
+            # So far only opening punctuation labelled O: the word's next other piece labels it.
+            if word in opening:
                 if not punctuation:
                     opening.discard(word)
                     words[index[word]] = (sentence, start, end, tags[i][1], tags[i][2])

@@ -406,9 +406,7 @@ elif view == "ablation":
             # Two fixed sentences, whatever is typed: said, or the chart read as one about the typed text.
             st.caption(
                 ui.md_escape(
-                    "Cosine of 'bank' between “"
-                    + "” and “".join(BANKS)
-                    + "” at every layer, with every head "
+                    f"Cosine of 'bank' between “{BANKS[0]}” and “{BANKS[1]}” at every layer, with every head "
                     "and with the picked heads off: how much those heads do to tell the two senses apart."
                 )
             )
