@@ -40,15 +40,24 @@ def sense_at(given: list[str], k: int) -> str:
     return given[k] if k < len(given) else ""
 
 
-def parse(text: str) -> list[tuple[str, str]]:
-    """Lines 'sentence | sense' -> [(sentence, sense)]; the sense is optional ('' when missing)."""
-    out = []
+def clip(text: str, chars: int) -> str:
+    """`text` cut to `chars` characters for a warning that names several lines."""
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def parse(text: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """Lines 'sentence | sense' -> [(sentence, sense)] (the sense is optional: '' when missing), and the
+    non-blank lines that hold no sentence ("| river"), which are left out."""
+    out, empty = [], []
     for line in text.splitlines():
         if not line.strip():
             continue
         sentence, _, sense = line.rpartition("|") if "|" in line else (line, "", "")
-        out.append((sentence.strip(), sense.strip()))
-    return [(s, k) for s, k in out if s]
+        if sentence.strip():
+            out.append((sentence.strip(), sense.strip()))
+        else:
+            empty.append(line.strip())
+    return out, empty
 
 
 st.header("Word senses")
@@ -135,7 +144,13 @@ if target != typed_target:
         + ui.md_escape(f"'{target}'")
         + " (spaces and punctuation around the word are ignored)."
     )
-items = parse(raw)
+items, senseless = parse(raw)
+if senseless:  # dropped without a word, a lecturer's "| money" line looked read
+    st.warning(
+        "A line with nothing before its | has no sentence, so it is left out: "
+        + ", ".join(ui.md_escape(f"“{clip(line, 40)}”") for line in senseless)
+        + "."
+    )
 sentences, notes = inputs.prepare_lines([s for s, _ in items])
 items = items[: len(sentences)]
 for note in notes:
@@ -182,7 +197,10 @@ for n, r in zip(batch.used, batch.results, strict=True):
 if missing:
     st.warning(
         "The target word is not in these sentences (whole words only: 'banks' is not 'bank'), which are left "
-        "out: " + "; ".join(ui.md_escape(f"{n + 1}. {sentences[n][:60]}") for n in missing)
+        # named as the other warnings name sentences: "3. Two banks merged.; 6. …" ran one into the next
+        "out: "
+        + ", ".join(ui.md_escape(f"sentence {n + 1} (“{clip(sentences[n], 60)}”)") for n in missing)
+        + "."
     )
 limit = tokenizer.max_length
 if cut:
@@ -400,6 +418,8 @@ if len(set(labelled)) >= 2:
         value_name="mean cosine",
         font_size=fs,
     )
+    # One line alone got no legend, and nothing said whether it was the same-sense or the different-sense one.
+    line_fig.update_layout(showlegend=True)
     # The layer the charts above show, so the audience sees where on the curve it is.
     line_fig.add_vline(x=layer, line={"dash": "dot", "color": "#888", "width": 2})
     ui.show_figure(

@@ -55,7 +55,9 @@ def test_whole_words_only_and_repeated_target(senses, tiny_checkpoint):
     at = senses(["the banks", "the bank and the bank", "my bank"])
     warned = text_of(at.warning)
     assert (
-        "not in these sentences" in warned and "1. the banks" in warned and "'banks' is not 'bank'" in warned
+        "not in these sentences" in warned
+        and "sentence 1 (“the banks”)." in warned
+        and "'banks' is not 'bank'" in warned
     )
     assert "sentence 2 (2×)" in text_of(at.caption) and "first occurrence" in text_of(at.caption)
     at.slider(key="senses_layer").set_value(1).run()
@@ -273,6 +275,7 @@ def test_one_sentence_per_sense_draws_no_empty_same_sense_line(senses):
     at = senses(["the river bank | river", "my bank account | money"])
     names = [t["name"] for t in figure(at, "senses_lines")["data"]]
     assert names == ["different sense"]
+    assert figure(at, "senses_lines")["layout"]["showlegend"] is True  # one line alone names itself too
     assert "no same-sense line" in text_of(at.caption) and "gap between the lines" not in text_of(at.caption)
     at = senses(["the river bank | river", "a grassy bank | river", "my bank account | money"])
     assert [t["name"] for t in figure(at, "senses_lines")["data"]] == ["same sense", "different sense"]
@@ -286,3 +289,12 @@ def test_the_points_numbers_are_said_to_count_sentences_not_box_lines(senses):
     said = text_of(at.caption)
     assert "the number counts the sentences (blank lines are not counted)" in said
     assert "the number is its line" not in said
+
+
+def test_a_line_with_only_a_sense_is_said_to_be_left_out(senses):
+    at = senses(["the river bank | river", "| money", "my bank account | money"])
+    assert "nothing before its | has no sentence, so it is left out: “| money”." in text_of(at.warning)
+    names = figure(at, "senses_matrix")["data"][0]["y"]
+    assert names == ["1. river", "2. money"]  # the numbers still count the sentences
+    at = senses(["the river bank | river", "my bank account | money"])
+    assert "left out" not in text_of(at.warning)
