@@ -282,6 +282,24 @@ def replace_word(text: str, spans: Sequence[tuple[int, int, int]], word: int, re
     raise ValueError(f"no word {word} in the text")
 
 
+def excerpt(text: str, spans: Sequence[tuple[int, int]], around: int = 60) -> str:
+    """`text` cut to the parts within `around` characters of the (start, end) spans, "…" where it was cut:
+    for a line that shows where the masks went in a text too long to print whole."""
+    windows: list[list[int]] = []
+    for start, end in sorted(spans):
+        lo, hi = max(0, start - around), min(len(text), end + around)
+        if windows and lo <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], hi)
+        else:
+            windows.append([lo, hi])
+    if not windows:
+        return text
+    parts = [text[lo:hi].strip() for lo, hi in windows]
+    return (
+        ("… " if windows[0][0] > 0 else "") + " … ".join(parts) + (" …" if windows[-1][1] < len(text) else "")
+    )
+
+
 def pieces_in_span(encoding, start: int, end: int, sentence: int = 0) -> list[int]:
     """Token indices of `sentence` whose characters overlap [start, end) of its typed text: the pieces of a
     word, found by offsets so it works for an edited text whose word ids moved."""

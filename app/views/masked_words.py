@@ -109,7 +109,13 @@ else:
         _, s, e = spans[n]
         masked = masked[:s] + mask + masked[e:]
     if chosen:
-        st.text("Masked: " + masked)
+        # A pasted paragraph printed whole pushed the charts a screen down: only the text around the masks.
+        at, holes = 0, []
+        for n in chosen:
+            _, s, e = spans[n]
+            holes.append((s + at, s + at + len(mask)))
+            at += len(mask) - (e - s)
+        st.text("Masked: " + (masked if len(masked) <= 400 else transforms.excerpt(masked, holes)))
         # A word of several pieces becomes one mask, and the model fills one mask with one piece: its whole
         # spelling can never be the answer, which a learner waiting for "riverbank" should know.
         split = []

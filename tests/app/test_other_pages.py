@@ -140,6 +140,21 @@ def test_masked_words_pick_a_word(make_app, tiny_checkpoint):
     )
 
 
+def test_masked_words_shows_a_long_text_around_its_masks(make_app):
+    """A pasted paragraph was printed whole on the "Masked:" line, a screen of text above the charts."""
+    long = "we sat by the river bank today " + " ".join(["the cat sat on the mat"] * 40)
+    at = make_app("views/masked_words.py", a=long)
+    words = at.multiselect(key="mask_words")
+    words.set_value([o for o in words.options if o.endswith("bank")]).run()
+    shown = [t.value for t in at.text if t.value.startswith("Masked: ")]
+    assert len(shown) == 1 and shown[0].startswith("Masked: we sat by the river [MASK] today the cat")
+    assert shown[0].endswith(" …") and len(shown[0]) < 150
+    at = make_app("views/masked_words.py", a="the cat sat on the bank")
+    words = at.multiselect(key="mask_words")
+    words.set_value([o for o in words.options if o.endswith("bank")]).run()
+    assert [t.value for t in at.text] == ["Masked: the cat sat on the [MASK]"]
+
+
 def test_masked_words_without_mlm_head(make_app, tmp_path):
     ckpt = make_checkpoint_without_mlm(tmp_path / "bare")
     at = make_app("views/masked_words.py", model=str(ckpt))

@@ -167,3 +167,13 @@ def test_a_mark_read_as_several_pieces_of_one_character_is_one_word():
     spans = transforms.word_text_spans(enc, 0, text)
     assert [text[s:e] for _, s, e in spans] == ["he", "waited", "\u2026", "then", "."]
     assert [w for w, _, _ in spans] == [0, 1, 2, 3, 4]  # counted as a reader counts them
+
+
+def test_excerpt_keeps_the_text_around_each_span():
+    text = "a" * 100 + "[MASK]" + "b" * 200 + "[MASK]" + "c" * 10
+    cut = transforms.excerpt(text, [(100, 106), (306, 312)], around=5)
+    assert cut == "… aaaaa[MASK]bbbbb … bbbbb[MASK]ccccc …"
+    # windows that meet are one; a window at an end has no "…" there
+    assert transforms.excerpt("x [MASK] y [MASK] z", [(2, 8), (11, 17)], around=3) == "x [MASK] y [MASK] z"
+    assert transforms.excerpt(text, [(0, 3)], around=2) == "aaaaa …"
+    assert transforms.excerpt("abc", []) == "abc"
