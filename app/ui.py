@@ -48,6 +48,10 @@ def user_message(error: BaseException | str, *, text_name: str = "Sentence A", s
     last = message.split()[-1] if message.split() else ""
     if sentence and last and last[-1] not in ".!?…'\"" and not any(c in last for c in "/\\"):
         message += "."
+    # The core's messages start in lower case, as Python's do; a sentence of its own starts with a capital. Only
+    # a plain word is raised: a path, a config key or a quoted piece at the start is left as written.
+    if sentence and re.match(r"[a-z]+ ", message):
+        message = message[0].upper() + message[1:]
     return md_escape(message)
 
 

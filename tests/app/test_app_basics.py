@@ -271,6 +271,11 @@ def test_core_messages_shown_as_sentences_end_with_a_full_stop():
     # not after a path or a quoted name, where a copied dot would become part of it
     assert shown("no such directory /models/x").endswith("/models/x")
     assert shown("unknown model 'x'").endswith("'x'")
+    # a sentence of its own starts with a capital ("no [MASK] in the text" read as a fragment); a name does not
+    assert shown("no [MASK] in the text").startswith("No [MASK]")
+    assert shown("vocab_size must be more than 5") == "vocab_size must be more than 5."
+    assert shown("models/x is a file").startswith("models/x")
+    assert shown("no [MASK] in the text", sentence=False).startswith("no [MASK]")
 
 
 def test_a_vocabulary_much_smaller_than_the_word_table_is_said(make_app, tmp_path, monkeypatch):
