@@ -177,6 +177,27 @@ def read_config(directory: Path) -> tuple[Architecture, BertConfig, bool]:
     return arch, arch.read_config(raw), bool(raw.get("tie_word_embeddings", True))
 
 
+# The sizes a config.json must give for the weights to fit, with DistilBERT's own names for them.
+_SIZE_KEYS = {
+    "vocab_size": (),
+    "hidden_size": ("dim",),
+    "num_hidden_layers": ("n_layers",),
+    "num_attention_heads": ("n_heads",),
+    "intermediate_size": ("hidden_dim",),
+}
+
+
+def _assumed_sizes(directory: Path, config: BertConfig) -> str:
+    """A note for a weights error when config.json left sizes out: they were taken from the family's defaults
+    (bert-base's for an empty file), which is why nothing fits, though the error names only a weight."""
+    raw = read_json(config_file(directory))
+    absent = [k for k, aliases in _SIZE_KEYS.items() if not any(name in raw for name in (k, *aliases))]
+    if not absent:
+        return ""
+    assumed = ", ".join(f"{k} = {getattr(config, k)}" for k in absent)
+    return f" (config.json does not give {', '.join(absent)}: the defaults {assumed} were assumed)"
+
+
 def load_pretrained(
     source: str | os.PathLike,
     *,
@@ -207,6 +228,7 @@ def load_pretrained(
         raise ModelLoadError(
             f"the vocabulary has {tokenizer.vocab_size} entries but the embedding table (config key "
             f"'vocab_size') has {config.vocab_size} rows: this vocabulary belongs to another model"
+            + _assumed_sizes(directory, config)
         )
     if progress:
         progress("reading weights")
@@ -217,7 +239,10 @@ def load_pretrained(
     _, ignored = detect_heads(arch, config, state)
     if ignored:
         log.info("ignoring fine-tuning head weights config.json does not name: %s", ", ".join(ignored))
-    network = build_network(arch, config, state, tie_word_embeddings=tie, read=stored.read)
+    try:
+        network = build_network(arch, config, state, tie_word_embeddings=tie, read=stored.read)
+    except ModelLoadError as exc:
+        raise ModelLoadError(str(exc) + _assumed_sizes(directory, config)) from exc
     del stored
     record = _lab_record(directory)
     del state  # the network now holds the only reference to each weight, so packing frees them as it goes

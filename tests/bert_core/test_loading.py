@@ -291,6 +291,26 @@ def test_config_with_more_layers_than_the_checkpoint(tmp_path, tiny_checkpoint):
         bert_core.load_pretrained(directory)
 
 
+def test_a_config_without_sizes_says_the_defaults_were_assumed(tmp_path, tiny_checkpoint):
+    """An empty config.json read as bert-base's sizes, and the error named only a weight the tiny checkpoint
+    lacks, which sent the reader to the checkpoint instead of the config."""
+    directory = _copy(tmp_path, tiny_checkpoint)
+    (directory / "config.json").write_text("{}")
+    with pytest.raises(ModelLoadError) as caught:
+        bert_core.load_pretrained(directory)
+    assert str(caught.value).endswith(
+        "(config.json does not give vocab_size, hidden_size, num_hidden_layers, num_attention_heads, "
+        "intermediate_size: the defaults vocab_size = 30522, hidden_size = 768, num_hidden_layers = 12, "
+        "num_attention_heads = 12, intermediate_size = 3072 were assumed)"
+    )
+    # a config that gives every size gets no such note
+    config = json.loads((tiny_checkpoint / "config.json").read_text())
+    (directory / "config.json").write_text(json.dumps({**config, "intermediate_size": 64}))
+    with pytest.raises(ModelLoadError) as caught:
+        bert_core.load_pretrained(directory)
+    assert "were assumed" not in str(caught.value)
+
+
 def test_unexpected_keys_are_named(tmp_path, tiny_checkpoint):
     directory = _copy(tmp_path, tiny_checkpoint)
     _rewrite_weights(directory, lambda s: {**s, "bert.encoder.layer.0.extra.weight": torch.zeros(3)})
