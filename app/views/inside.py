@@ -520,9 +520,13 @@ elif view == "hidden":
     names = [labels[i] for i in tokens_map.positions]
     share = tokens_map.explained_variance_ratio
     groups = [0 if not result.special_tokens_mask[i] else 1 for i in tokens_map.positions]
+    # A piece that occurs more than once is written with its position ("5: the"), as the selectors name it:
+    # two dots both called "the" did not say which was which. The others stay short.
+    shown = [style.display(result.tokens[i]) for i in tokens_map.positions]
+    pca_texts = [names[k] if shown.count(t) > 1 else t for k, t in enumerate(shown)]
     fig = charts.scatter_2d(points, groups, ["pieces", "specials"], names, title=f"Tokens at layer {layer} "
                             f"(PC1 {share[0]:.0%}, PC2 {share[1]:.0%} of the variance)", font_size=fs,
-                            texts=[style.display(result.tokens[i]) for i in tokens_map.positions],
+                            texts=pca_texts,
                             width_px=ui.chart_width(half=False))  # fmt: skip
     ui.show_figure(fig, key="hidden_pca", data=pd.DataFrame(points, columns=["pc1", "pc2"]).assign(token=names),
                    filename="token_pca")  # fmt: skip

@@ -292,6 +292,17 @@ def test_hidden_states_leave_layer_0s_cosine_to_the_previous_layer_blank(make_ap
     np.testing.assert_allclose(z[1:], expected[1:], atol=1e-5)
 
 
+def test_hidden_states_pca_writes_a_repeated_piece_with_its_position(make_app):
+    """Two dots both written "the" did not say which was which."""
+    at = open_view(make_app, "hidden", TEXT)
+    spec = figure(at, "hidden_pca")
+    written = [t for trace in spec["data"] for t in trace.get("text", [])] + [
+        a["text"] for a in spec["layout"].get("annotations", [])
+    ]
+    assert "4: the" in written and "7: the" in written and "the" not in written
+    assert "river" in written and "[CLS]" in written  # a piece that occurs once stays short
+
+
 def test_minimal_pairs_name_the_lines_scored_with_unknown_pieces(make_app):
     at = open_view(make_app, "pll", TEXT)
     box = [t for t in at.text_area if t.key.startswith("pll_text_")][0]
