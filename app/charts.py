@@ -1114,7 +1114,9 @@ def span_chips(
     kinds = list(dict.fromkeys(k for _, k in pieces))
     named = sorted({*(k for k in kinds if k is not None), *(all_labels or ())})
     colours = {kind: SEQUENCE_COLORS[n % 8] for n, kind in enumerate(named)}
-    for kind in kinds:
+    # Legend in the colours' order, the unlabelled text last: in the order of first appearance, sentence A's
+    # legend read PERSON, LOCATION and B's LOCATION, PERSON.
+    for kind in [k for k in named if k in kinds] + [None] * (None in kinds):
         idx = [i for i, (_, k) in enumerate(pieces) if k == kind]
         fig.add_trace(
             go.Bar(

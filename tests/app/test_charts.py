@@ -380,6 +380,17 @@ def test_rank_axis_starts_at_rank_one_and_goes_log_for_long_climbs():
     assert 10 ** many.range[0] < 1 < 3000 < 10 ** many.range[1]
 
 
+def test_span_chips_legend_keeps_one_order_whatever_the_text_holds_first():
+    a = charts.span_chips(
+        [("Tom", "PER"), (" went to ", None), ("Oslo", "LOC")], title="A", all_labels=["LOC", "PER"]
+    )
+    b = charts.span_chips(
+        [("Oslo", "LOC"), (" saw ", None), ("Tom", "PER")], title="B", all_labels=["LOC", "PER"]
+    )
+    assert [t.name for t in a.data] == [t.name for t in b.data] == ["LOC", "PER", "other text"]
+    assert [t.marker.color for t in a.data] == [t.marker.color for t in b.data]
+
+
 def test_span_chips_never_turn_their_text():
     fig = charts.span_chips([("Anna", "answer"), (" fished at the lake.", None)], title="t", font_size=22)
     assert all(trace.textangle == 0 for trace in fig.data)
