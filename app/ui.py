@@ -182,6 +182,12 @@ def font_size() -> int:
     return LARGE_FONT if st.session_state.get(KEY_LARGE) else NORMAL_FONT
 
 
+def box_height(normal_px: int) -> int:
+    """A text box's height for the text size in use: Large text's lines are 1.35 times as tall, and a box sized
+    for normal text hid its preset's last line (Word senses' 6th sentence at 1280 px)."""
+    return normal_px if font_size() == NORMAL_FONT else round(normal_px * 1.4)
+
+
 def short_label(text: str) -> str:
     """`text` cut to what a chart's axis label holds: 40 characters, or 18 in Large text, where 40 left a map
     ~65 px on a projector (the hover, the CSV or a caption says it whole)."""

@@ -114,7 +114,7 @@ raw = st.text_area(
     ui.start("sv_sentences", preset()),
     **ui.bound("sv_sentences"),
     persist_state="session",
-    height=150,
+    height=ui.box_height(150),
     help=f"At most {MAX_LINES} sentences of {line_chars():,} characters each are used.",
 )
 lines, notes = prepare_lines([line.strip() for line in raw.splitlines() if line.strip()])

@@ -77,7 +77,7 @@ raw = c1.text_area(
     ui.start("senses_text", preset()),
     **ui.bound("senses_text"),
     persist_state="session",
-    height=200,
+    height=ui.box_height(200),
     help="The sense after | colours the points and decides which pairs count as same-sense. A line with the "
     "word twice may give each its own: … | river, money. "
     f"At most {inputs.MAX_LINES} lines of {inputs.line_chars():,} characters each are used.",

@@ -298,3 +298,27 @@ def test_a_line_with_only_a_sense_is_said_to_be_left_out(senses):
     assert names == ["1. river", "2. money"]  # the numbers still count the sentences
     at = senses(["the river bank | river", "my bank account | money"])
     assert "left out" not in text_of(at.warning)
+
+
+def test_large_text_makes_the_sentence_boxes_taller(make_app, monkeypatch):
+    """Sized for normal text, Word senses' box hid its preset's sixth line in Large text (at 1280 px)."""
+    import streamlit as st
+    from streamlit.delta_generator import DeltaGenerator
+
+    heights: dict[str, list[int]] = {}
+    in_column, in_main = DeltaGenerator.text_area, st.text_area
+
+    def note(kwargs):
+        heights.setdefault(kwargs.get("key"), []).append(kwargs.get("height"))
+
+    # a box in a column is drawn by the class's method; one in the page by st's own, bound at import
+    monkeypatch.setattr(
+        DeltaGenerator, "text_area", lambda self, *a, **k: note(k) or in_column(self, *a, **k)
+    )
+    monkeypatch.setattr(st, "text_area", lambda *a, **k: note(k) or in_main(*a, **k))
+    for page in (PAGE, "views/sentence_vector.py"):
+        make_app(page)
+        make_app(page, large="true")
+    for key in ("senses_text", "sv_sentences"):
+        normal, large = heights[key]
+        assert large >= normal * 1.35, key
