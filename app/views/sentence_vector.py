@@ -287,11 +287,14 @@ if "rtd" in info.heads:
                     # no pieces: the word lies past the model's limit
                     return f"{np.mean([scores[i][1] for i in pieces]):.3f}" if pieces else "—"
 
+                def named(word_text: str, pieces: list[int]) -> str:
+                    # said of the word that is a mean, whichever side: it was said of the left one always
+                    mean = f" (mean of its {len(pieces)} pieces)" if len(pieces) > 1 else ""
+                    return ui.md_escape(f"P(replaced) of '{word_text}'{mean}")
+
                 c1, c2 = st.columns(2)
-                c1.metric(
-                    ui.md_escape(f"P(replaced) of '{words[word]}' (mean of its pieces)"), mean_of(scored, was)
-                )
-                c2.metric(ui.md_escape(f"P(replaced) of '{replacement.strip()}'"), mean_of(changed, now))
+                c1.metric(named(words[word], was), mean_of(scored, was))
+                c2.metric(named(replacement.strip(), now), mean_of(changed, now))
 
 st.subheader("Next-sentence prediction")
 if not info.has_nsp_head:
