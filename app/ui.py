@@ -499,6 +499,16 @@ def no_mlm_head(info, cannot: str) -> None:
     )
 
 
+def layers_text(info) -> str:
+    """'12 layers' for a model card, and for ALBERT that they run one set of weights, which its architecture
+    name alone did not say (the charts show 12 layers' maps either way)."""
+    sets = info.layer_weight_sets
+    if sets is None or sets >= info.num_layers:
+        return f"{info.num_layers} layers"
+    shared = "one set of weights" if sets == 1 else f"{sets} sets of weights"
+    return f"{info.num_layers} layers sharing {shared}"
+
+
 def token_labels(tokens: list[str], style: PieceStyle | None = None) -> list[str]:
     """Tokens numbered for selectors and charts: '3: bank', each piece as `style` shows it ('3: ␣bank' for
     RoBERTa's 'Ġbank')."""

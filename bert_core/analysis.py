@@ -156,6 +156,9 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             architecture_name=self.architecture.name,
             embedding_size=c.embedding_size,
             lacks=self.architecture.lacks,
+            layer_weight_sets=c.num_hidden_groups * c.inner_group_num
+            if self.architecture.model_type == "albert"
+            else None,
             task=self.task,
             labels=self.config.id2label if self.task in ("classify", "tag") else (),
             task_kind=self.config.task_kind if self.task == "classify" else None,

@@ -133,6 +133,9 @@ class ModelInfo:
         None  # E where the embeddings are narrower than H (ALBERT, ELECTRA), else None
     )
     lacks: tuple[str, ...] = ()  # what the architecture does without, compared with BERT ("pooler", ...)
+    # ALBERT: how many distinct layers' weights its num_layers layers run (num_hidden_groups x inner_group_num,
+    # 1 in every released ALBERT); None where each layer has weights of its own.
+    layer_weight_sets: int | None = None
     # The fine-tuned task head, if any: "classify", "tag", "qa" or "choice"; its label names by class index
     # (classify, tag), and what a classifier's outputs mean ("single_label_classification", ...).
     task: str | None = None

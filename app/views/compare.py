@@ -70,9 +70,11 @@ fs = ui.font_size()
 def card(active: models.ActiveModel) -> str:
     info = active.model.info
     lacks = f" · no {', no '.join(info.lacks)}" if info.lacks else ""
+    # The heads tell apart checkpoints of one family: ELECTRA's discriminator and generator read alike without.
+    heads = " · prediction heads: " + (", ".join(name.upper() for name in info.heads) or "none")
     return ui.md_escape(
-        f"{info.architecture_name} · {info.num_layers} layers · {info.num_heads} heads · hidden {info.hidden_size}"
-        f"{lacks} — {models.describe_source(active.source)}"
+        f"{info.architecture_name} · {ui.layers_text(info)} · {info.num_heads} heads · hidden {info.hidden_size}"
+        f"{heads}{lacks} — {models.describe_source(active.source)}"
     )
 
 

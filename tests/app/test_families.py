@@ -53,6 +53,17 @@ def test_sidebar_card_names_the_family_and_what_it_lacks(family_dirs, monkeypatc
     at = _app(monkeypatch, family_dirs["distilbert"])
     card = _texts(at)
     assert "DistilBERT" in card and "no segment embeddings" in card and "no pooler" in card
+    # ALBERT's layers run one set of weights, which its name alone did not say; others have their own
+    assert "2 layers sharing one set of weights" in _texts(_app(monkeypatch, family_dirs["albert"]))
+    assert "sharing" not in card and "2 layers · " in card
+
+
+def test_compare_cards_name_each_sides_heads(family_dirs, monkeypatch, tiny_checkpoint):
+    """An ELECTRA discriminator and its generator read alike on Compare: only the path told them apart."""
+    at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", model2=str(family_dirs["electra"]))
+    cards = [c.value.replace("\\", "") for c in at.main.caption if " layers" in c.value]
+    assert len(cards) == 2
+    assert "prediction heads: MLM, NSP — " in cards[0] and "prediction heads: RTD · no pooler" in cards[1]
 
 
 def test_bpe_pieces_show_a_visible_space_not_the_marker(family_dirs, monkeypatch):

@@ -189,6 +189,7 @@ def test_heads_and_what_each_lacks(checkpoints):
         distil.next_sentence("the bank", "the river")
     albert = bert_core.load_pretrained(checkpoints["albert", "pretraining"])
     assert albert.info.heads == ("mlm", "sop")
+    assert albert.info.layer_weight_sets == 1 and distil.info.layer_weight_sets is None  # ALBERT shares
     assert albert.analyze("the bank").embeddings.word.shape[-1] == TINY["embedding"]  # E, not H
     with pytest.raises(MissingHeadError, match="RTD"):
         albert.replaced_tokens("the bank")
