@@ -38,14 +38,26 @@ model = active.model
 info = model.info
 tokenizer = model.tokenizer
 style = info.piece_style
+# What the loaded family did differently: the page's BERT story alone told an ELECTRA or DistilBERT user nothing
+# of how their model learned (facts from each family's paper).
+FAMILY_NOTES = {
+    "roberta": "RoBERTa dropped the sentence task and draws a new masking every epoch (dynamic masking: the "
+    "Re-draw button).",
+    "albert": "ALBERT replaced next sentence prediction with sentence order prediction: B always follows A in "
+    "the text, and half the time the two are swapped.",
+    "distilbert": "DistilBERT learned by distillation: on the same masking it learned to match a BERT teacher's "
+    "guesses as well as the hidden pieces, with no sentence task.",
+    "electra": "ELECTRA trains two models: a small generator guesses the masked pieces (the exercise below, on a "
+    "generator checkpoint), and the discriminator, the one usually used, learns to spot which pieces of the "
+    "text the generator replaced.",
+}
 st.caption(
     ui.md_escape(
         "BERT learned from raw text with two exercises. Masked language modelling: 15 % of the pieces are "
         f"chosen; of those, 80 % become {tokenizer.mask_token}, 10 % a random piece and 10 % stay as they are, and "
         "the model must restore every chosen piece. Next sentence prediction: half the time sentence B really "
-        "follows A, half the time it is a random sentence from elsewhere. ALBERT's sentence order prediction "
-        "instead swaps A and B half the time; RoBERTa dropped the sentence task and draws a new masking every "
-        "epoch (dynamic masking: the Re-draw button)."
+        "follows A, half the time it is a random sentence from elsewhere."
+        + (f" {FAMILY_NOTES[info.architecture]}" if info.architecture in FAMILY_NOTES else "")
     )
 )
 if not info.has_mlm_head:

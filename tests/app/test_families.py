@@ -425,6 +425,23 @@ def test_pages_without_the_head_say_so_inline(family_dirs, monkeypatch):
     assert "neither a next-sentence (NSP) nor a sentence-order (SOP) head" in _texts(at)
 
 
+@pytest.mark.parametrize(
+    "arch, note",
+    [
+        ("roberta", "RoBERTa dropped the sentence task"),
+        ("albert", "ALBERT replaced next sentence prediction with sentence order prediction"),
+        ("distilbert", "DistilBERT learned by distillation"),
+        ("electra", "learns to spot which pieces of the text the generator replaced"),
+    ],
+)
+def test_pretraining_page_says_how_the_loaded_family_learned(family_dirs, monkeypatch, arch, note):
+    """Every family read "BERT learned from raw text with two exercises" and nothing of its own."""
+    at = _app(monkeypatch, family_dirs[arch], "views/pretraining.py")
+    [intro] = [c.value.replace("\\", "") for c in at.main.caption if "learned from raw text" in c.value]
+    assert note in intro
+    assert sum(other in intro for other in ("RoBERTa", "ALBERT", "DistilBERT", "ELECTRA")) == 1
+
+
 def test_pretraining_page_judges_pairs_with_albert_sop_head(family_dirs, monkeypatch):
     a, b = "the bank of the river .", "the water ran by"
     at = _app(monkeypatch, family_dirs["albert"], "views/pretraining.py", a=a, b=b)
