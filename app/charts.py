@@ -81,12 +81,14 @@ def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> g
     title_px = round(title_size * (0.6 + 1.2 * lines)) if title else 0
     legend_px = 0
     if top_legend:
-        # Rows the legend wraps into, for a chart ~900 px wide, or in larger text a projector's width (at 1024
-        # px the legend ran into the title): each entry is its name plus a swatch.
+        # Rows the legend wraps into on the narrowest page the app is laid out for, a 1024 px screen with the
+        # sidebar open, in either text size: the legend wraps where the browser draws it, which the server
+        # cannot see, and reckoned for 900 px Embeddings' six entries ran into the title at 1024 px. On a
+        # wider screen that costs a row's gap at most. Each entry is its name plus a swatch and a gap (~40 px).
         names = [t.name or "" for t in fig.data if t.showlegend is not False and t.name]
-        width = sum((len(n) + 5) * 0.6 * font_size for n in dict.fromkeys(names))
+        width = sum(len(n) * 0.6 * font_size + 40 for n in dict.fromkeys(names))
         # (the legend is laid out in the plot's width: the page's less the value axis)
-        legend_px = round(font_size * 2) * max(1, math.ceil(width / (page_px(font_size) - 100)))
+        legend_px = round(font_size * 2) * max(1, math.ceil(width / (PROJECTOR_WIDTH - 100)))
     top = 10 + title_px + legend_px
     fig.update_layout(
         title=None

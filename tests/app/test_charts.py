@@ -127,6 +127,14 @@ def test_a_legend_that_wraps_on_a_projector_keeps_clear_of_the_title():
     assert large.layout.title.pad.b >= 2 * 2 * 22  # two rows of legend under the title
 
 
+def test_a_legend_gets_the_rows_it_wraps_into_on_a_1024_px_screen_in_normal_text_too():
+    """Embeddings' six norms fit one row at 900 px but wrapped into two at 1024 px (~560 px of chart), where
+    the first entry was drawn over the title."""
+    names = ["|word|", "|segment|", "|position|", "|summed|", "|normalized|", "|projected|"]
+    fig = charts.grouped_bars(["a", "b"], {n: [1.0, 2.0] for n in names}, title="Vector length per token")
+    assert fig.layout.title.pad.b >= 2 * 2 * charts.BASE_FONT  # two rows of legend under the title
+
+
 def test_a_long_title_wraps_in_large_text_only():
     long = "Cosine similarity of the target word, layer 4"
     small = charts.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title=long)
