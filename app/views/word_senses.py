@@ -62,8 +62,8 @@ def parse(text: str) -> tuple[list[tuple[str, str]], list[str]]:
 
 st.header("Word senses")
 st.caption(
-    "The same word gets a different vector in each sentence. In the first layers 'bank' is mostly 'bank'; "
-    "higher up, the river bank and the money bank drift apart."
+    "The same word gets a different vector in each sentence. In the first layers a word's vector is mostly "
+    "the word itself; higher up its senses drift apart, as the preset's river bank and money bank do."
 )
 active, _ = ui.page_model(need_text=False)
 large = bool(st.session_state.get(ui.KEY_LARGE))
