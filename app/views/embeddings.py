@@ -40,6 +40,10 @@ if emb.segment is None:
 else:
     # RoBERTa keeps a one-row segment table: the same vector for every piece, whichever sentence it is in.
     which = "which sentence (A/B) it is in" if active.model.config.type_vocab_size > 1 else "a segment vector"
+    if active.model.config.type_vocab_size == 1:
+        # The title says so: "(A/B)" is false of RoBERTa's one vector. (Not the choice's label, which links
+        # hold: changed, it would break them.)
+        TITLES = {**TITLES, "segment": "segment embedding (one vector, the same for every piece)"}
     st.caption(
         ui.md_escape(
             f"Each piece enters {info.architecture_name} as the sum of three learned vectors — which piece it is, "

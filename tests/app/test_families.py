@@ -139,6 +139,11 @@ def test_embeddings_page_says_what_each_family_changes(family_dirs, monkeypatch)
     assert "segment" not in [r.value for r in at.radio if r.key == "emb_component"][0:1]
     at = _app(monkeypatch, family_dirs["albert"], "views/embeddings.py")
     assert "the tables are E = 16 wide" in _texts(at)
+    # RoBERTa's one segment vector is no "(A/B)" embedding: the chart's title says what it is
+    at = _app(monkeypatch, family_dirs["roberta"], "views/embeddings.py")
+    at.radio(key="emb_component").set_value("segment").run()
+    title = figure(at, "emb_heatmap")["layout"]["title"]["text"]
+    assert "one vector, the same for every piece" in title and "A/B" not in title
 
 
 def test_a_choice_keeps_its_label_and_its_value_across_a_switch_of_family(
