@@ -124,7 +124,11 @@ if direction != "all" and not hide_special:
         )
     )
 if merge:
-    notes.append("A word's row is the mean of its pieces' rows; a column is the sum over the word's pieces.")
+    # The axes' numbers then count words: "12: ." unmerged is "10: ." merged, which went unsaid.
+    notes.append(
+        "A word's row is the mean of its pieces' rows; a column is the sum over the word's pieces. The numbers "
+        "count words here, not pieces."
+    )
 
 if view == MODEL_VIEW:
     full = transform(result.attentions)  # (L, N, R, C)

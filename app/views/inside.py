@@ -50,6 +50,13 @@ BANKS = (
 st.header("Inside the model")
 active, inputs = ui.page_model()
 info = active.model.info
+# ALBERT's and ELECTRA's embeddings are narrower than the layers: their layer 0 is the embeddings projected up,
+# as transformers' first hidden state is too ("the embedding output" alone was loose for them).
+LAYER_0 = "Layer 0 is the embedding output" + (
+    ", projected up to the hidden size (the embeddings are narrower)."
+    if info.embedding_size is not None
+    else "."
+)
 style = info.piece_style
 tokenizer = active.model.tokenizer
 cls, sep, mask = tokenizer.cls_token, tokenizer.sep_token, tokenizer.mask_token
@@ -440,7 +447,7 @@ elif view == "ablation":
 elif view == "lens":
     st.caption(
         "The MLM head applied to every layer's vector at one position (the logit lens, nostalgebraist 2020): "
-        "at which layer does the final answer appear? Layer 0 is the embedding output."
+        "at which layer does the final answer appear? " + LAYER_0
     )
     if not info.has_mlm_head:
         st.info("The logit lens needs an MLM head: load a masked-language-model checkpoint.")
@@ -497,7 +504,7 @@ elif view == "hidden":
     st.caption(
         "Each token's vector through the layers: its length, how much it still points where it did a layer "
         "down, and how close it already is to where it ends; then every token of one layer in two dimensions. "
-        "Layer 0 is the embedding output."
+        + LAYER_0
     )
     traj = bert_core.layer_trajectory(result)
     layer_names = [f"layer {i}" for i in range(n_layers + 1)]

@@ -62,6 +62,8 @@ def test_hide_specials_and_merge_words(make_app, tiny_checkpoint):
     words = spec["layout"]["yaxis"]["ticktext"]
     assert "dogs" in words and len(words) == len(r.tokens) - (r.tokens.count("##s"))
     np.testing.assert_allclose(heat(at).sum(axis=1), 1.0, atol=1e-5)
+    said = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "The numbers count words here, not pieces." in said  # "12: ." unmerged is "10: ." merged
 
 
 def test_pair_directions(make_app, tiny_checkpoint):

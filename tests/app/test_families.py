@@ -552,3 +552,13 @@ def test_compare_names_the_side_without_an_mlm_head(family_dirs, monkeypatch, ti
     assert not at.exception, [e.value for e in at.exception]
     (said,) = [i.value for i in at.info if "no MLM head" in i.value]
     assert said.startswith("ELECTRA · ") and str(family_dirs["electra"].name) in said.replace("\\", "")
+
+
+def test_inside_says_layer_0_is_projected_where_the_embeddings_are_narrower(family_dirs, monkeypatch):
+    """ALBERT's and ELECTRA's layer 0 is the embeddings projected up to the hidden size, not their output."""
+    for arch, projected in (("albert", True), ("roberta", False)):
+        at = _app(monkeypatch, family_dirs[arch], "views/inside.py")
+        at.radio(key="inside_view").set_value("hidden").run()
+        said = _texts(at)
+        assert "Layer 0 is the embedding output" in said
+        assert ("projected up to the hidden size" in said) is projected, arch
