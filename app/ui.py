@@ -85,6 +85,19 @@ def bound(key: str) -> dict[str, str]:
     return {"key": key, "bind": "query-params"}
 
 
+def follow_default(key: str, default: object) -> None:
+    """Move a kept choice to the page's new default when the default moved (the text changed) and the choice
+    was still the old default, i.e. the user never picked one. A choice the user made is kept while it fits.
+    The logit lens stayed on "1: the", its default for a text without a mask, after a [MASK] was typed, while
+    a fresh link to the same text opened on the mask (its caption had just said to type one). Call it
+    before `start`."""
+    mark = f"_default_{key}"
+    old = st.session_state.get(mark)
+    if old is not None and old != default and st.session_state.get(key) == old:
+        st.session_state[key] = default
+    st.session_state[mark] = default
+
+
 def start(key: str, value: T, valid: Callable[[object], bool] | None = None) -> T:
     """The starting value for a widget bound to the URL, to pass as its own value= (index=, default=), and a
     kept value that no longer fits (a layer of another model, a word of an older text) set back to it, so the

@@ -112,6 +112,16 @@ def test_wordpiece_steps_for_a_chosen_word(make_app):
     assert at.selectbox(key="tokens_word").value == "the"
 
 
+def test_the_word_to_split_follows_a_new_text_unless_one_was_picked(make_app):
+    at = make_app(a="the dogs ran")
+    assert at.selectbox(key="tokens_word").value == "dogs"  # the longest
+    at.text_area(key="a").set_value("the dogs ran to the riverbank").run()
+    assert at.selectbox(key="tokens_word").value == "riverbank"  # not left on the old text's longest word
+    at.selectbox(key="tokens_word").set_value("ran").run()
+    at.text_area(key="a").set_value("the dogs ran to the unbelievable riverbank").run()
+    assert at.selectbox(key="tokens_word").value == "ran"  # a word picked is kept
+
+
 def test_empty_text_gives_inline_message_and_keeps_text(make_app):
     at = make_app()
     at.text_area(key="a").set_value("   \n  ").run()

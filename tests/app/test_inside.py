@@ -211,6 +211,19 @@ def test_a_kept_token_the_new_text_has_elsewhere_starts_over(make_app, tiny_mode
         assert list(table["top prediction"]) == [t[0] for t in lens.top_tokens]
 
 
+def test_the_logit_lens_follows_a_mask_typed_after_it_opened_unless_a_position_was_picked(make_app):
+    """The lens stayed on "1: we", its start for a text without a mask, once a [MASK] was typed (as its caption
+    says to), while a fresh link to the same text opened on the mask."""
+    at = open_view(make_app, "lens", "we sat on the bank of the river .")
+    assert at.selectbox(key="lens_position").value == "1: we"
+    at.text_area(key="a").set_value("we sat on the [MASK] of the river .").run()
+    assert at.selectbox(key="lens_position").value == "5: [MASK]"
+    # a position the user picked is kept while the text still has it
+    at.selectbox(key="lens_position").set_value("2: sat").run()
+    at.text_area(key="a").set_value("we sat on the [MASK] by the river .").run()
+    assert at.selectbox(key="lens_position").value == "2: sat"
+
+
 def test_pll_can_mask_the_rest_of_each_word(make_app, tiny_model):
     text = "the unwanted cat sat ."
     at = open_view(make_app, "pll", text)
