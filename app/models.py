@@ -864,6 +864,9 @@ class ActiveModel:
     source: str  # what is actually loaded (DEMO_SOURCE after a fallback)
     key: str  # cache key of the analyses
     notice: str | None = None  # shown when this is not what the user asked for
+    # why, where that is long (a hub error): shown folded under the notice, which it pushed past 11 lines in
+    # the sidebar, taking Sentence A off a 1024 x 768 projector's screen
+    notice_why: str | None = None
 
 
 class ModelUnavailable(Exception):
@@ -932,12 +935,12 @@ def load_model(
             source, f"{reason}; the bundled demo model failed too: {_without_home(str(exc))}"
         ) from exc
     notice = (
-        f"{source} can't be loaded here ({reason.rstrip('.')}). Showing the bundled demo model instead: a small BERT "
-        "shipped with BERTScope, not Google's bert-base."
+        f"{source} can't be loaded here. Showing the bundled demo model instead: a small BERT shipped with "
+        "BERTScope, not Google's bert-base."
     )
     # The same key as @demo picked directly: after its directory is rewritten, the new weights' results.
     demo_key = loaded_key(DEMO_SOURCE)
-    return ActiveModel(demo, DEMO_SOURCE, store.result_key(demo_key, demo), notice)
+    return ActiveModel(demo, DEMO_SOURCE, store.result_key(demo_key, demo), notice, reason)
 
 
 def retry_model(key: str) -> None:

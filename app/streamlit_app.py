@@ -88,8 +88,7 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
         # A broken directory is retried by itself once it changes; the button also forces it.
         st.button("Try again", key="retry_model", on_click=models.retry_model, args=(key,))
         return None
-    if active.notice:
-        st.warning(ui.md_escape(active.notice))
+    ui.model_notice(active)
     info = active.model.info
     pieces = active.model.tokenizer.vocab_size
     if info.vocab_size - pieces > max(64, info.vocab_size // 100):
@@ -147,39 +146,46 @@ def pair_help(active: models.ActiveModel | None) -> str:
 
 def sidebar() -> None:
     with st.sidebar:
+        # The sentences first, the model under them: below the model's card and its notes, Sentence A sat past
+        # the bottom of a 1024 x 768 projector's sidebar, scrolled to before every edit in a lecture. The model
+        # is still chosen first (Sentence B's help describes its pairs): containers are drawn in the order they
+        # were made, whatever order they are filled in.
+        sentences, chosen = st.container(), st.container()
         hold = models.session_hold()
-        active = hold.active = model_picker(hold)
-        examples = inputs.examples()
-        if examples:
-            st.selectbox(
-                "Examples",
-                [e.label for e in examples],
-                index=None,
-                placeholder="Load an example…",
-                key=inputs.KEY_EXAMPLE,
-                on_change=inputs.load_example,
-                args=(examples,),
-                help="Fills sentence A (and B) with a ready-made example: senses of 'bank', hidden words, "
-                "a pronoun, sub-word pieces, next-sentence pairs.",
+        with chosen:
+            active = hold.active = model_picker(hold)
+        with sentences:
+            examples = inputs.examples()
+            if examples:
+                st.selectbox(
+                    "Examples",
+                    [e.label for e in examples],
+                    index=None,
+                    placeholder="Load an example…",
+                    key=inputs.KEY_EXAMPLE,
+                    on_change=inputs.load_example,
+                    args=(examples,),
+                    help="Fills sentence A (and B) with a ready-made example: senses of 'bank', hidden words, "
+                    "a pronoun, sub-word pieces, next-sentence pairs.",
+                )
+            # The starting sentence goes through session state, not value=: examples write this key too, and a
+            # widget given both makes Streamlit warn. A link's ?a= wins over it.
+            if inputs.KEY_TEXT_A not in st.session_state and inputs.KEY_TEXT_A not in st.query_params:
+                st.session_state[inputs.KEY_TEXT_A] = inputs.DEFAULT_TEXT_A
+            st.text_area(
+                "Sentence A",
+                key=inputs.KEY_TEXT_A,
+                bind="query-params",
+                height=100,
+                help="Press Ctrl+Enter (or click outside) to analyse.",
             )
-        # The starting sentence goes through session state, not value=: examples write this key too, and a
-        # widget given both makes Streamlit warn. A link's ?a= wins over it.
-        if inputs.KEY_TEXT_A not in st.session_state and inputs.KEY_TEXT_A not in st.query_params:
-            st.session_state[inputs.KEY_TEXT_A] = inputs.DEFAULT_TEXT_A
-        st.text_area(
-            "Sentence A",
-            key=inputs.KEY_TEXT_A,
-            bind="query-params",
-            height=100,
-            help="Press Ctrl+Enter (or click outside) to analyse.",
-        )
-        st.text_input(
-            "Sentence B (optional)",
-            value="",
-            key=inputs.KEY_TEXT_B,
-            bind="query-params",
-            help=ui.md_escape(pair_help(active)),
-        )
+            st.text_input(
+                "Sentence B (optional)",
+                value="",
+                key=inputs.KEY_TEXT_B,
+                bind="query-params",
+                help=ui.md_escape(pair_help(active)),
+            )
         with st.expander("Display"):
             st.toggle("Large text (for a projector)", key=ui.KEY_LARGE, bind="query-params")
             st.radio(

@@ -512,6 +512,15 @@ def no_mlm_head(info, cannot: str) -> None:
     )
 
 
+def model_notice(active) -> None:
+    """The note that what runs is not what was asked for, with its reason folded under it where it has one."""
+    if active.notice:
+        st.warning(md_escape(active.notice))
+    if active.notice_why:
+        with st.expander("Why"):
+            st.caption(user_message(active.notice_why))
+
+
 def layers_text(info) -> str:
     """'12 layers' for a model card, and for ALBERT that they run one set of weights, which its architecture
     name alone did not say (the charts show 12 layers' maps either way)."""

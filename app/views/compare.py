@@ -56,8 +56,7 @@ try:
 except models.ModelUnavailable as exc:
     st.error("The second model can't be loaded: " + ui.md_escape(exc.reason))
     st.stop()
-if right.notice:
-    st.warning(ui.md_escape(right.notice))
+ui.model_notice(right)
 if models.loaded_key(right.source) == models.loaded_key(left.source):
     st.info("Both sides run the same model, so they agree everywhere: pick another second model above.")
 sides = [("left", left), ("right", right)]

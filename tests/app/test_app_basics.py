@@ -184,6 +184,12 @@ def test_default_hub_model_falls_back_to_the_demo_model(app_env, monkeypatch, tm
     assert at.sidebar.selectbox(key="model").value == "bert-base-uncased"
     notice = " ".join(w.value for w in at.sidebar.warning).replace("\\", "")
     assert "bert-base-uncased can't be loaded" in notice and "demo model" in notice
+    # its reason folded under it: in full, the note took Sentence A off a 1024 x 768 sidebar
+    assert len(notice) < 160 and "hub" not in notice
+    why = " ".join(c.value for e in at.sidebar.expander if e.label == "Why" for c in e.caption).replace(
+        "\\", ""
+    )
+    assert "the model hub cannot be reached" in why and why.startswith("Cannot load 'bert-base-uncased'")
     assert "bundled demo model" in " ".join(c.value for c in at.sidebar.caption)
     assert table_with(at, "piece")["piece"].tolist()[0] == "[CLS]"
 
@@ -197,6 +203,22 @@ def test_unknown_and_special_pieces_are_marked(make_app):
     table = table_with(at, "piece")
     unk = table[table["piece"] == "[UNK]"].iloc[0]
     assert unk["typed text"] == "€" and (unk["start"], unk["end"]) == (4, 5)
+
+
+def test_the_sidebar_puts_the_sentences_above_the_model(make_app):
+    """Under the model's card, Sentence A sat below a 1024 x 768 projector's sidebar."""
+
+    def walk(node):
+        yield node
+        for child in getattr(node, "children", {}).values():
+            yield from walk(child)
+
+    at = make_app()
+    keys = [getattr(node, "key", None) for node in walk(at.sidebar)]
+    assert keys.index("a") < keys.index("b") < keys.index("model") < keys.index("large")
+    assert "[CLS] A [SEP] B [SEP]" in at.sidebar.text_input(key="b").help.replace(
+        "\\", ""
+    )  # the model's pairs
 
 
 def test_the_bundled_demo_model_is_what_the_fallback_loads(app_env, monkeypatch, tmp_path):
