@@ -282,12 +282,22 @@ def replace_word(text: str, spans: Sequence[tuple[int, int, int]], word: int, re
     raise ValueError(f"no word {word} in the text")
 
 
+WORD_SLACK = 15  # characters `excerpt` goes on past its window to end on a space
+
+
 def excerpt(text: str, spans: Sequence[tuple[int, int]], around: int = 60) -> str:
     """`text` cut to the parts within `around` characters of the (start, end) spans, "…" where it was cut:
     for a line that shows where the masks went in a text too long to print whole."""
     windows: list[list[int]] = []
     for start, end in sorted(spans):
         lo, hi = max(0, start - around), min(len(text), end + around)
+        # widened to whole words ("… e day raining" began inside one), by a few characters at most: a text
+        # without spaces (Chinese, a URL) is cut where it falls
+        for _ in range(WORD_SLACK):
+            if 0 < lo and not text[lo - 1].isspace():
+                lo -= 1
+            if hi < len(text) and not text[hi].isspace():
+                hi += 1
         if windows and lo <= windows[-1][1]:
             windows[-1][1] = max(windows[-1][1], hi)
         else:

@@ -170,10 +170,16 @@ def test_a_mark_read_as_several_pieces_of_one_character_is_one_word():
 
 
 def test_excerpt_keeps_the_text_around_each_span():
-    text = "a" * 100 + "[MASK]" + "b" * 200 + "[MASK]" + "c" * 10
+    text = "a " * 50 + "[MASK]" + " b" * 100 + "[MASK]" + " c" * 10
     cut = transforms.excerpt(text, [(100, 106), (306, 312)], around=5)
-    assert cut == "… aaaaa[MASK]bbbbb … bbbbb[MASK]ccccc …"
+    assert cut == "… a a a [MASK] b b b … b b b[MASK] c c c …"
+    # a text without spaces is cut where it falls, a few characters past the window
+    solid = "x" * 100 + "[MASK]" + "y" * 100
+    assert transforms.excerpt(solid, [(100, 106)], around=5) == "… " + "x" * 20 + "[MASK]" + "y" * 20 + " …"
     # windows that meet are one; a window at an end has no "…" there
     assert transforms.excerpt("x [MASK] y [MASK] z", [(2, 8), (11, 17)], around=3) == "x [MASK] y [MASK] z"
-    assert transforms.excerpt(text, [(0, 3)], around=2) == "aaaaa …"
+    assert transforms.excerpt("aaaaa bbbbb", [(0, 3)], around=2) == "aaaaa …"
     assert transforms.excerpt("abc", []) == "abc"
+    # widened to whole words, never beginning or ending inside one
+    words = "one two three four [MASK] five six seven eight"
+    assert transforms.excerpt(words, [(19, 25)], around=6) == "… three four [MASK] five six …"
