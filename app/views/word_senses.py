@@ -196,9 +196,11 @@ for n, r in zip(batch.used, batch.results, strict=True):
         partly_cut.append((n, total - len(occurrences), total))
 if missing:
     st.warning(
-        "The target word is not in these sentences (whole words only: 'banks' is not 'bank'), which are left "
+        # the example in the target's own words: "'banks' is not 'bank'" under the target "river" said nothing
+        "The target word is not in these sentences "
+        + ui.md_escape(f"(whole words only: '{target}s' is not '{target}')")
         # named as the other warnings name sentences: "3. Two banks merged.; 6. …" ran one into the next
-        "out: "
+        + ", which are left out: "
         + ", ".join(ui.md_escape(f"sentence {n + 1} (“{clip(sentences[n], 60)}”)") for n in missing)
         + "."
     )

@@ -291,6 +291,12 @@ def test_the_points_numbers_are_said_to_count_sentences_not_box_lines(senses):
     assert "the number is its line" not in said
 
 
+def test_the_whole_words_example_uses_the_target(senses):
+    at = senses(["the river bank", "a riverside walk", "the river ran"], target="river")
+    warned = text_of(at.warning)
+    assert "(whole words only: 'rivers' is not 'river'), which are left out: sentence 2" in warned
+
+
 def test_a_line_with_only_a_sense_is_said_to_be_left_out(senses):
     at = senses(["the river bank | river", "| money", "my bank account | money"])
     assert "nothing before its | has no sentence, so it is left out: “| money”." in text_of(at.warning)
