@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import textwrap
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
@@ -70,7 +71,9 @@ def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> g
     if text is not None and font_size > BASE_FONT:
         # Plotly never wraps a title; in large text a long one ran off a projector's page. Wrapped at spaces
         # (escaped markup has none inside it) to what the page holds at ~0.55 text heights a character.
-        wrapped = textwrap.wrap(text, width=max(20, int(PROJECTOR_WIDTH / (0.55 * title_size))))
+        # A short last word stays with the one before it: "…vectors, layer" over a lone "3" read as two titles.
+        glued = re.sub(r" (\S{1,3})$", "\u00a0\\1", text)
+        wrapped = textwrap.wrap(glued, width=max(20, int(PROJECTOR_WIDTH / (0.55 * title_size))))
         text, lines = "<br>".join(wrapped), max(1, len(wrapped))
     legend = fig.layout.legend
     # A horizontal legend above the plot sits in the top margin, as does the title: the margin holds both,

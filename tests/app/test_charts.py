@@ -140,7 +140,11 @@ def test_a_long_title_wraps_in_large_text_only():
     small = charts.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title=long)
     large = charts.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title=long, font_size=22)
     assert "<br>" not in small.layout.title.text
-    assert large.layout.title.text == "Cosine similarity of the target word,<br>layer 4"
+    assert large.layout.title.text == "Cosine similarity of the target word,<br>layer\u00a04"
+    # a short last word is not left alone on a line ("…vectors, layer" over "3")
+    pca = "PCA of the target word's vectors, layer 3"
+    title = charts.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title=pca, font_size=22).layout.title.text
+    assert title == "PCA of the target word's vectors,<br>layer\u00a03"
     # wrapped at any space, to what a projector's page holds (a title with no comma ran off its right edge)
     colon = "Cosine similarity of the sentence vectors: pooled [CLS] (pooler output)"
     lines = charts.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title=colon, font_size=22).layout.title.text
