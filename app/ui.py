@@ -133,6 +133,7 @@ _LARGE_TEXT_CSS = """<style>
 [data-testid="stMain"] [data-testid="stText"],
 [data-testid="stMain"] [data-testid="stSelectbox"] input,
 [data-testid="stMain"] [data-testid="stMultiSelect"] input,
+[data-testid="stMain"] [data-testid="stMultiSelectTagsContainer"] [data-tag] span,
 [data-testid="stMain"] textarea,
 [data-testid="stMain"] [data-testid="stTextInput"] input,
 [data-testid="stMain"] [data-testid="stNumberInput"] input,

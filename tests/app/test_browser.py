@@ -405,6 +405,13 @@ def test_large_text_on_a_laptop_screen_wraps_labels_enlarges_choices_and_keeps_m
               .map(e => e.innerText)"""
     )
     assert cut == []
+    # A picked word's chip in Masked words ("word 6: bank") kept its small size.
+    page.goto(f"{app_url}/masked?a=the+bank+of+the+river&large=true")
+    chip = page.locator(
+        '[data-testid="stMain"] [data-testid="stMultiSelectTagsContainer"] [data-tag] span'
+    ).first
+    chip.wait_for(timeout=60_000)
+    assert chip.evaluate("e => parseFloat(getComputedStyle(e).fontSize)") >= 20
 
 
 @pytest.mark.parametrize("path", ["", "tokens", "embeddings", "attention", "masked", "senses", "sentence"])
