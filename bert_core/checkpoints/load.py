@@ -86,6 +86,10 @@ class _NoNormalInit(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+class WeightsMismatch(ModelLoadError):
+    """The checkpoint's weights are not the ones its config.json describes (missing, unknown or misshapen)."""
+
+
 def build_network(
     arch: Architecture,
     config: BertConfig,
@@ -125,12 +129,12 @@ def build_network(
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
     if unexpected:
-        raise ModelLoadError(
+        raise WeightsMismatch(
             f"the checkpoint has weights this {arch.model_type} model does not know: {_summarise(unexpected)}"
             " (is it a different architecture, or a config with fewer layers?)"
         )
     if missing:
-        raise ModelLoadError(
+        raise WeightsMismatch(
             f"the checkpoint lacks weights the config requires: {_summarise(missing)}"
             " (does config.json describe more layers than the checkpoint has?)"
         )
@@ -140,7 +144,7 @@ def build_network(
         if tuple(state[k].shape) != tuple(expected[k].shape)
     ]
     if mismatched:
-        raise ModelLoadError("weights do not match config.json: " + "; ".join(mismatched[:5]))
+        raise WeightsMismatch("weights do not match config.json: " + "; ".join(mismatched[:5]))
     not_float = [
         f"{k} ({state[k].dtype})"
         for k in sorted(expected)
@@ -163,20 +167,6 @@ def config_file(directory: Path) -> Path:
     return path
 
 
-def read_config(directory: Path) -> tuple[Architecture, BertConfig, bool]:
-    """The architecture, its config and whether the MLM decoder is tied to the word embeddings."""
-    raw = read_json(config_file(directory))
-    if not isinstance(raw, dict):
-        raise ModelLoadError(f"config must be a JSON object, got {type(raw).__name__}")
-    model_type = raw.get("model_type") or "bert"
-    if model_type not in ARCHITECTURES:
-        raise ModelLoadError(
-            f"config key 'model_type' = {model_type!r}: BERTScope reads these model types: {', '.join(ARCHITECTURES)}"
-        )
-    arch = ARCHITECTURES[model_type]
-    return arch, arch.read_config(raw), bool(raw.get("tie_word_embeddings", True))
-
-
 # The sizes a config.json must give for the weights to fit, with DistilBERT's own names for them.
 _SIZE_KEYS = {
     "vocab_size": (),
@@ -187,15 +177,29 @@ _SIZE_KEYS = {
 }
 
 
-def _assumed_sizes(directory: Path, config: BertConfig) -> str:
-    """A note for a weights error when config.json left sizes out: they were taken from the family's defaults
-    (bert-base's for an empty file), which is why nothing fits, though the error names only a weight."""
+def read_config(directory: Path) -> tuple[Architecture, BertConfig, bool, list[str]]:
+    """The architecture, its config, whether the MLM decoder is tied to the word embeddings, and the sizes
+    config.json leaves out (`_SIZE_KEYS`, read from the family's defaults)."""
     raw = read_json(config_file(directory))
+    if not isinstance(raw, dict):
+        raise ModelLoadError(f"config must be a JSON object, got {type(raw).__name__}")
+    model_type = raw.get("model_type") or "bert"
+    if model_type not in ARCHITECTURES:
+        raise ModelLoadError(
+            f"config key 'model_type' = {model_type!r}: BERTScope reads these model types: {', '.join(ARCHITECTURES)}"
+        )
+    arch = ARCHITECTURES[model_type]
     absent = [k for k, aliases in _SIZE_KEYS.items() if not any(name in raw for name in (k, *aliases))]
+    return arch, arch.read_config(raw), bool(raw.get("tie_word_embeddings", True)), absent
+
+
+def _assumed_sizes(config: BertConfig, absent: list[str]) -> str:
+    """A note for a weights error when config.json left sizes out: they were taken from the family's defaults
+    (bert-base's for an empty file), which is why the weights do not fit, though the error names only one."""
     if not absent:
         return ""
     assumed = ", ".join(f"{k} = {getattr(config, k)}" for k in absent)
-    return f" (config.json does not give {', '.join(absent)}: the defaults {assumed} were assumed)"
+    return f" (config.json does not give {', '.join(absent)}, so the defaults were assumed: {assumed})"
 
 
 def load_pretrained(
@@ -222,13 +226,13 @@ def load_pretrained(
     directory = resolve_source(
         source, progress=progress, cache_dir=cache_dir, endpoint=endpoint, local_files_only=local_files_only
     )
-    arch, config, tie = read_config(directory)
+    arch, config, tie, absent = read_config(directory)
     tokenizer = arch.read_tokenizer(directory, config)
     if tokenizer.vocab_size > config.vocab_size:
         raise ModelLoadError(
             f"the vocabulary has {tokenizer.vocab_size} entries but the embedding table (config key "
             f"'vocab_size') has {config.vocab_size} rows: this vocabulary belongs to another model"
-            + _assumed_sizes(directory, config)
+            + _assumed_sizes(config, absent)
         )
     if progress:
         progress("reading weights")
@@ -241,8 +245,8 @@ def load_pretrained(
         log.info("ignoring fine-tuning head weights config.json does not name: %s", ", ".join(ignored))
     try:
         network = build_network(arch, config, state, tie_word_embeddings=tie, read=stored.read)
-    except ModelLoadError as exc:
-        raise ModelLoadError(str(exc) + _assumed_sizes(directory, config)) from exc
+    except WeightsMismatch as exc:
+        raise WeightsMismatch(str(exc) + _assumed_sizes(config, absent)) from exc
     del stored
     record = _lab_record(directory)
     del state  # the network now holds the only reference to each weight, so packing frees them as it goes

@@ -300,8 +300,8 @@ def test_a_config_without_sizes_says_the_defaults_were_assumed(tmp_path, tiny_ch
         bert_core.load_pretrained(directory)
     assert str(caught.value).endswith(
         "(config.json does not give vocab_size, hidden_size, num_hidden_layers, num_attention_heads, "
-        "intermediate_size: the defaults vocab_size = 30522, hidden_size = 768, num_hidden_layers = 12, "
-        "num_attention_heads = 12, intermediate_size = 3072 were assumed)"
+        "intermediate_size, so the defaults were assumed: vocab_size = 30522, hidden_size = 768, "
+        "num_hidden_layers = 12, num_attention_heads = 12, intermediate_size = 3072)"
     )
     # a config that gives every size gets no such note
     config = json.loads((tiny_checkpoint / "config.json").read_text())
