@@ -298,16 +298,17 @@ def excerpt(text: str, spans: Sequence[tuple[int, int]], around: int = 60) -> st
                 lo -= 1
             if hi < len(text) and not text[hi].isspace():
                 hi += 1
-        if windows and lo <= windows[-1][1]:
+        # "…" only where words were left out: not for the space between two windows, nor a trailing newline
+        if windows and not text[windows[-1][1] : lo].strip():
             windows[-1][1] = max(windows[-1][1], hi)
         else:
             windows.append([lo, hi])
     if not windows:
         return text
     parts = [text[lo:hi].strip() for lo, hi in windows]
-    return (
-        ("… " if windows[0][0] > 0 else "") + " … ".join(parts) + (" …" if windows[-1][1] < len(text) else "")
-    )
+    before = "… " if text[: windows[0][0]].strip() else ""
+    after = " …" if text[windows[-1][1] :].strip() else ""
+    return before + " … ".join(parts) + after
 
 
 def pieces_in_span(encoding, start: int, end: int, sentence: int = 0) -> list[int]:

@@ -180,6 +180,11 @@ def test_excerpt_keeps_the_text_around_each_span():
     assert transforms.excerpt("x [MASK] y [MASK] z", [(2, 8), (11, 17)], around=3) == "x [MASK] y [MASK] z"
     assert transforms.excerpt("aaaaa bbbbb", [(0, 3)], around=2) == "aaaaa …"
     assert transforms.excerpt("abc", []) == "abc"
+    # no "…" where only spaces were left out: between two windows, or a paragraph's trailing newline
+    assert transforms.excerpt("aaaaa [MASK] bbbbb ccccc [MASK] ddddd", [(6, 12), (25, 31)], around=3) == (
+        "aaaaa [MASK] bbbbb ccccc [MASK] ddddd"
+    )
+    assert transforms.excerpt("x y z [MASK] end\n", [(6, 12)], around=4) == "… y z [MASK] end"
     # widened to whole words, never beginning or ending inside one
     words = "one two three four [MASK] five six seven eight"
     assert transforms.excerpt(words, [(19, 25)], around=6) == "… three four [MASK] five six …"
