@@ -85,15 +85,20 @@ def bound(key: str) -> dict[str, str]:
     return {"key": key, "bind": "query-params"}
 
 
-def follow_default(key: str, default: object) -> None:
-    """Move a kept choice to the page's new default when the default moved (the text changed) and the choice
-    was still the old default, i.e. the user never picked one. A choice the user made is kept while it fits.
-    The logit lens stayed on "1: the", its default for a text without a mask, after a [MASK] was typed, while
-    a fresh link to the same text opened on the mask (its caption had just said to type one). Call it
-    before `start`."""
-    mark = f"_default_{key}"
-    old = st.session_state.get(mark)
-    if old is not None and old != default and st.session_state.get(key) == old:
+def follow_default(key: str, default: object, valid: Callable[[object], bool]) -> None:
+    """Move a kept choice to the page's new default when the default moved (the text changed) and the user
+    never picked one. The logit lens stayed on "1: the", its default for a text without a mask, after a [MASK]
+    was typed, while a fresh link to the same text opened on the mask (its caption had just said to type one).
+    A choice the user made (one that differed from the default when it was made, a link's included) is kept
+    while it fits (`valid`, as given to `start`), even once it becomes the default itself; one that no longer
+    fits starts over, and follows the default again. Call it before `start`."""
+    mark, picked = f"_default_{key}", f"_picked_{key}"
+    old, kept = st.session_state.get(mark), st.session_state.get(key)
+    if kept is not None and not valid(kept):
+        st.session_state[picked] = False  # `start` puts it back to the default
+    elif old is not None and kept is not None and kept != old:
+        st.session_state[picked] = True
+    if old is not None and old != default and kept == old and not st.session_state.get(picked):
         st.session_state[key] = default
     st.session_state[mark] = default
 

@@ -457,7 +457,7 @@ elif view == "lens":
         (i for i, t in enumerate(result.input_ids.tolist()) if t == mask_id), 1 if len(labels) > 1 else 0
     )
     # Labels as choices, as for the query token above.
-    ui.follow_default("lens_position", labels[default])  # to a [MASK] typed after the page opened
+    ui.follow_default("lens_position", labels[default], lambda v: v in labels)  # to a [MASK] typed since
     start = labels.index(ui.start("lens_position", labels[default], lambda v: v in labels))
     choice = st.selectbox(
         "Position", labels, index=start, **ui.bound("lens_position"), persist_state="session"

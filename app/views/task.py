@@ -222,7 +222,7 @@ elif info.task == "tag":
     pieces = {f"{i}: {style.display(token)} → {label}": (i, label) for i, token, label, _ in tagged}
     if pieces:
         first = next((c for c, (_, label) in pieces.items() if label != "O"), next(iter(pieces)))
-        ui.follow_default("task_tag_piece", first)  # the new text's first entity, unless one was picked
+        ui.follow_default("task_tag_piece", first, lambda v: v in pieces)  # the new text's first entity
         start = ui.start("task_tag_piece", first, lambda v: v in pieces)
         chosen = st.selectbox(
             "Explain the label of", list(pieces), index=list(pieces).index(start),

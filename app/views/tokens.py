@@ -215,7 +215,7 @@ if not words:
     st.info("No words to split.")
 else:
     default = max(range(len(words)), key=lambda i: len(words[i]))
-    ui.follow_default("tokens_word", words[default])  # the new text's longest word, unless one was picked
+    ui.follow_default("tokens_word", words[default], lambda v: v in words)  # the new text's longest word
     ui.start("tokens_word", words[default], lambda v: v in words)
     word = st.selectbox("Word", words, index=default, **ui.bound("tokens_word"), persist_state="session")
     try:

@@ -120,6 +120,17 @@ def test_the_word_to_split_follows_a_new_text_unless_one_was_picked(make_app):
     at.selectbox(key="tokens_word").set_value("ran").run()
     at.text_area(key="a").set_value("the dogs ran to the unbelievable riverbank").run()
     assert at.selectbox(key="tokens_word").value == "ran"  # a word picked is kept
+    # ... even once it is the longest word: it was picked, not left at the default
+    at = make_app(a="elephant cat mouse")
+    at.selectbox(key="tokens_word").set_value("mouse").run()
+    at.text_area(key="a").set_value("cat mouse").run()
+    at.text_area(key="a").set_value("cat mouse giraffes").run()
+    assert at.selectbox(key="tokens_word").value == "mouse"
+    # a pick the new text lacks starts over, and the choice follows the default again
+    at.text_area(key="a").set_value("the dogs ran").run()
+    assert at.selectbox(key="tokens_word").value == "dogs"
+    at.text_area(key="a").set_value("the dogs ran to the riverbank").run()
+    assert at.selectbox(key="tokens_word").value == "riverbank"
 
 
 def test_empty_text_gives_inline_message_and_keeps_text(make_app):
