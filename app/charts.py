@@ -87,7 +87,8 @@ def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> g
         # Rows the legend wraps into on the narrowest page the app is laid out for, a 1024 px screen with the
         # sidebar open, in either text size: the legend wraps where the browser draws it, which the server
         # cannot see, and reckoned for 900 px Embeddings' six entries ran into the title at 1024 px. On a
-        # wider screen that costs a row's gap at most. Each entry is its name plus a swatch and a gap (~40 px).
+        # wider screen that leaves a gap of the rows it does not need. Each entry is its name plus a swatch and
+        # a gap (~40 px).
         names = [t.name or "" for t in fig.data if t.showlegend is not False and t.name]
         width = sum(len(n) * 0.6 * font_size + 40 for n in dict.fromkeys(names))
         # (the legend is laid out in the plot's width: the page's less the value axis)

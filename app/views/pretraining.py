@@ -49,7 +49,7 @@ FAMILY_NOTES = {
     "guesses as well as the hidden pieces, with no sentence task.",
     "electra": "ELECTRA trains two models: a small generator guesses the masked pieces (the exercise below, on a "
     "generator checkpoint), and the discriminator, the one usually used, learns to spot which pieces of the "
-    "text the generator replaced.",
+    "text the generator replaced, with no sentence task.",
 }
 st.caption(
     ui.md_escape(

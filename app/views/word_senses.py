@@ -196,9 +196,10 @@ for n, r in zip(batch.used, batch.results, strict=True):
         partly_cut.append((n, total - len(occurrences), total))
 if missing:
     st.warning(
-        # the example in the target's own words: "'banks' is not 'bank'" under the target "river" said nothing
+        # said of the target: "'banks' is not 'bank'" under the target "river" said nothing (and "'citys'"
+        # would be no word)
         "The target word is not in these sentences "
-        + ui.md_escape(f"(whole words only: '{target}s' is not '{target}')")
+        + ui.md_escape(f"(whole words only: '{target}' inside a longer word does not count)")
         # named as the other warnings name sentences: "3. Two banks merged.; 6. …" ran one into the next
         + ", which are left out: "
         + ", ".join(ui.md_escape(f"sentence {n + 1} (“{clip(sentences[n], 60)}”)") for n in missing)

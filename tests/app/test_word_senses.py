@@ -57,7 +57,7 @@ def test_whole_words_only_and_repeated_target(senses, tiny_checkpoint):
     assert (
         "not in these sentences" in warned
         and "sentence 1 (“the banks”)." in warned
-        and "'banks' is not 'bank'" in warned
+        and "'bank' inside a longer word does not count" in warned
     )
     assert "sentence 2 (2×)" in text_of(at.caption) and "first occurrence" in text_of(at.caption)
     at.slider(key="senses_layer").set_value(1).run()
@@ -294,7 +294,10 @@ def test_the_points_numbers_are_said_to_count_sentences_not_box_lines(senses):
 def test_the_whole_words_example_uses_the_target(senses):
     at = senses(["the river bank", "a riverside walk", "the river ran"], target="river")
     warned = text_of(at.warning)
-    assert "(whole words only: 'rivers' is not 'river'), which are left out: sentence 2" in warned
+    assert (
+        "(whole words only: 'river' inside a longer word does not count), which are left out: sentence 2"
+        in warned
+    )
 
 
 def test_a_line_with_only_a_sense_is_said_to_be_left_out(senses):
