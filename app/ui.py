@@ -527,6 +527,14 @@ def model_notice(active) -> None:
             st.caption(user_message(active.notice_why))
 
 
+def percent(p: float) -> str:
+    """A probability as a percentage that never reads as certainty it is not: 0.9989 is "99.9%", not "100%"."""
+    text = f"{p:.0%}"
+    if text in ("100%", "0%") and 0 < p < 1:
+        text = f"{p:.1%}" if 0.0005 <= p <= 0.9995 else (">99.9%" if p > 0.5 else "<0.1%")
+    return text
+
+
 def layers_text(info) -> str:
     """'12 layers' for a model card, and for ALBERT that they run one set of weights, which its architecture
     name alone did not say (the charts show 12 layers' maps either way)."""

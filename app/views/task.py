@@ -17,7 +17,9 @@ EXAMPLES = (
     "distilbert-base-cased-distilled-squad or deepset/roberta-base-squad2 (question answering), "
     "roberta-large-mnli (sentence pairs), or a head trained here with bertscope finetune"
 )
-ANSWER_COLUMNS = ["answer", "start", "end", "score", "probability"]
+# start and end count the passage's characters; the explanation below names pieces ("token 24"), which a bare
+# "start 57" beside it left to guess
+ANSWER_COLUMNS = ["answer", "start (character)", "end (character)", "score", "probability"]
 METHODS = {"integrated_gradients": "integrated gradients", "gradient_x_input": "gradient × input"}
 
 st.header("Task")
@@ -67,7 +69,7 @@ if info.task == "qa":
     st.metric(
         "Answer",
         ui.md_escape(best[0]),
-        f"probability {best[4]:.0%}",
+        f"probability {ui.percent(best[4])}",
         delta_color="off",
         delta_arrow="off",  # a probability, not a change: an arrow read as a rise
         help=f"score (start + end logit) {best[3]:.3f}; probability: the start's softmax over the first token and the "
@@ -171,6 +173,8 @@ else:
             if info.task_kind == "regression"
             else "; the softmax turns the scores into probabilities."
         )  # fmt: skip
+        # as the QA caption says its head always picks a span: "?!..." got a label at 0.30 with no word of note
+        + " It always gives one of its labels, whatever the text, even one unlike anything it was trained on."
     )
     try:
         scores = cache.task_prediction(active, "classify", text, pair)
@@ -250,7 +254,10 @@ if explained is not None:
             width_px=ui.chart_width(half=False),
         ),
         key="task_saliency",
-        data=pd.DataFrame({"token": explained.tokens, "attribution": explained.scores}),
+        # numbered as the strip names them: "the" three times told no row from another
+        data=pd.DataFrame(
+            {"position": range(len(shown)), "token": explained.tokens, "attribution": explained.scores}
+        ),
         filename="saliency",
     )
     score_name = "the output" if info.task_kind == "regression" else "the logit"

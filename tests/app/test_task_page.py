@@ -9,7 +9,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import bert_core
-from app import cache
+from app import cache, ui
 from tests.app.conftest import APP, TIMEOUT, decode, figure, hover
 from tests.variants import make_task_checkpoint
 
@@ -77,7 +77,7 @@ def test_tagger_answer_and_choices(heads, monkeypatch):
     question, passage = "where was the cash?", "we deposited the cash at the bank by the river."
     at = _app(monkeypatch, heads["qa"], a=question, b=passage)
     best = bert_core.load_pretrained(heads["qa"]).answer(question, passage)[0]
-    assert at.metric[0].value == best[0] and at.metric[0].delta == f"probability {best[4]:.0%}"
+    assert at.metric[0].value == best[0] and at.metric[0].delta == f"probability {ui.percent(best[4])}"
 
     at = _app(monkeypatch, heads["choice"], a="we went to the bank")
     probs = decode(figure(at, "task_choose")["data"][0]["x"])
@@ -286,3 +286,38 @@ def test_an_input_past_the_heads_trained_length_is_said(monkeypatch):
         monkeypatch, models.DEMO_TASKS_DIR / "qa", a="When did Tom meet Anna?", b="Tom met Anna at noon."
     )
     assert "pre-trained on inputs" not in " ".join(w.value for w in at.warning)
+
+
+def test_a_probability_short_of_certain_never_reads_100_percent():
+    """The QA answer at 0.9989 was "probability 100%", beside a caption saying the head is often sure of a
+    wrong span."""
+    assert [ui.percent(p) for p in (0.42, 0.9989, 0.99996, 1.0, 0.004, 0.00001, 0.0)] == [
+        "42%",
+        "99.9%",
+        ">99.9%",
+        "100%",
+        "0.4%",
+        "<0.1%",
+        "0%",
+    ]
+
+
+def test_task_tables_say_their_units_and_the_classifier_that_it_always_answers(heads, monkeypatch):
+    """ "start 57" (characters) stood beside "answer start (token 24)"; the saliency CSV listed "the" three times
+    with no position; the classifier gave "seal-closure 0.30" for "?!..." with no word that it must."""
+    frames = {}
+    real = ui.show_figure
+
+    def recording(fig, *, key, data=None, **kwargs):
+        frames[key] = data
+        return real(fig, key=key, data=data, **kwargs)
+
+    monkeypatch.setattr(ui, "show_figure", recording)
+    at = _app(monkeypatch, heads["qa"], a="where was the cash?", b="we deposited the cash at the bank.")
+    answers = [t for t in at.dataframe if "answer" in t.value.columns][0].value
+    assert list(answers.columns)[:3] == ["answer", "start (character)", "end (character)"]
+    saliency = frames["task_saliency"]
+    assert list(saliency.columns) == ["position", "token", "attribution"]
+    assert list(saliency["position"]) == list(range(len(saliency)))
+    at = _app(monkeypatch, heads["classify"], a="?!...")
+    assert any("It always gives one of its labels" in c.value for c in at.caption)
