@@ -425,9 +425,11 @@ def attribution_note(explained, score_name: str) -> None:
         if gap < 0.001 * abs(change)
         else f" ({gap / abs(change):.1%} of it)"
     )
+    # "within 0.0000" read as a contradiction of "(under 0.1% of it)": a gap below the 4th decimal is said so
+    within = f"within {gap:.4f}" if gap >= 0.00005 else "within 0.0001"
     st.caption(
         f"Explained: {score_name}, {explained.score:.3f} for the input and {explained.baseline_score:.3f} at the "
-        f"baseline, a change of {change:+.3f}; the attributions add up to it within {gap:.4f}{share}. "
+        f"baseline, a change of {change:+.3f}; the attributions add up to it {within}{share}. "
         + charts.STRIP_COLOURS
     )
     if gap > IG_GAP_WARNING * abs(change) and gap > 1e-3:

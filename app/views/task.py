@@ -55,7 +55,10 @@ if info.task == "qa":
         "of a wrong span. Sentence A is the question, B the passage."
     )
     if not text or not text.strip() or not pair:
-        st.info("Type the question as sentence A and the passage as sentence B in the sidebar.")
+        st.info(
+            "Type the question as sentence A and the passage as sentence B in the sidebar, or load "
+            "'Ask a passage a question' from the sidebar's Examples."
+        )
         st.stop()
     start = ui.start("task_top_k", 3, lambda v: isinstance(v, int) and 1 <= v <= 10)
     top_k = st.slider("Answers to show", 1, 10, start, **ui.bound("task_top_k"), persist_state="session")
@@ -147,7 +150,8 @@ elif info.task == "tag":
                 all_labels=active.model.entity_types(),  # one colour per type in A's chart and B's
             ),  # fmt: skip
             key=f"task_entities_{'ab'[sentence]}",
-            data=pd.DataFrame([e.__dict__ for e in own]),  # this chart's sentence, as its title says
+            # this chart's sentence, named as its title names it (A or B, not the core's 0 or 1)
+            data=pd.DataFrame([{**e.__dict__, "sentence": "AB"[e.sentence]} for e in own]),
             filename=f"entities_sentence_{'AB'[sentence]}",
         )
     # The head labels special tokens too, but was never trained on them (their targets are ignored) and no

@@ -321,3 +321,10 @@ def test_task_tables_say_their_units_and_the_classifier_that_it_always_answers(h
     assert list(saliency["position"]) == list(range(len(saliency)))
     at = _app(monkeypatch, heads["classify"], a="?!...")
     assert any("It always gives one of its labels" in c.value for c in at.caption)
+    # the entity CSV names its sentence as the chart's title does
+    at = _app(monkeypatch, heads["tag"], a="we sat by the river bank", b="the water ran")
+    for key, name in (("task_entities_a", "A"), ("task_entities_b", "B")):
+        frame = frames[key]
+        assert not frame.empty and set(frame["sentence"]) == {name}
+    # never "within 0.0000 (under 0.1% of it)"
+    assert not any("within 0.0000" in c.value for c in at.caption)
