@@ -38,7 +38,9 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
         bind="query-params",
         accept_new_options=True,
         help="Pick a listed model, or type a hub id (e.g. bert-base-cased) or a local checkpoint directory "
-        "and press Enter. `@demo` is the bundled demo model.",
+        "and press Enter. `@demo` is the bundled demo model. Streamlit's box empties a name being typed once it "
+        "equals the current model's: to type one that begins with it (distilbert-base-cased-distilled-squad "
+        "after distilbert-base-cased), start with a space.",
     )
     source = (source or "").strip() or models.default_model_source()
     store = models.model_store()

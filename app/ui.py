@@ -50,7 +50,7 @@ def user_message(error: BaseException | str, *, text_name: str = "Sentence A", s
         message += "."
     # The core's messages start in lower case, as Python's do; a sentence of its own starts with a capital. Only
     # a plain word is raised: a path, a config key or a quoted piece at the start is left as written.
-    if sentence and re.match(r"[a-z]+ ", message):
+    if sentence and re.match(r"[a-z]+ (?!must )", message):  # "lowercase must be …" names a parameter
         message = message[0].upper() + message[1:]
     return md_escape(message)
 

@@ -317,6 +317,7 @@ def test_core_messages_shown_as_sentences_end_with_a_full_stop():
     # a sentence of its own starts with a capital ("no [MASK] in the text" read as a fragment); a name does not
     assert shown("no [MASK] in the text").startswith("No [MASK]")
     assert shown("vocab_size must be more than 5") == "vocab_size must be more than 5."
+    assert shown("lowercase must be true or false") == "lowercase must be true or false."
     assert shown("models/x is a file").startswith("models/x")
     assert shown("no [MASK] in the text", sentence=False).startswith("no [MASK]")
 
