@@ -68,6 +68,22 @@ def make_app(app_env):
     return make
 
 
+@pytest.fixture
+def figure_data(monkeypatch) -> dict:
+    """{chart key: the data its CSV download is made from}, for every chart the app shows from now on."""
+    from app import ui
+
+    frames: dict = {}
+    real = ui.show_figure
+
+    def recording(fig, *, key, data=None, **kwargs):
+        frames[key] = data
+        return real(fig, key=key, data=data, **kwargs)
+
+    monkeypatch.setattr(ui, "show_figure", recording)
+    return frames
+
+
 def figure(at: AppTest, key: str) -> dict:
     """The plotly figure (as JSON) of the chart with widget/element key `key`."""
     for chart in at.get("plotly_chart"):

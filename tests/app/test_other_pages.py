@@ -492,18 +492,9 @@ def test_next_sentence_says_what_of_the_pair_was_cut(make_app):
     assert at.metric[-1].label == "P(IsNext)"
 
 
-def test_the_sentence_similarity_csv_names_the_sentences_whole(make_app, monkeypatch):
+def test_the_sentence_similarity_csv_names_the_sentences_whole(make_app, figure_data):
     """The chart cuts a long sentence to what its axis holds; its CSV once carried the cut names as well."""
-    from app import ui
-
-    frames = {}
-    real = ui.show_figure
-
-    def recording(fig, *, key, data=None, **kwargs):
-        frames[key] = data
-        return real(fig, key=key, data=data, **kwargs)
-
-    monkeypatch.setattr(ui, "show_figure", recording)
+    frames = figure_data
     lines = [
         "share prices dropped sharply at the close of trading on the river bank",
         "the cat sat on the mat",

@@ -302,17 +302,12 @@ def test_a_probability_short_of_certain_never_reads_100_percent():
     ]
 
 
-def test_task_tables_say_their_units_and_the_classifier_that_it_always_answers(heads, monkeypatch):
+def test_task_tables_say_their_units_and_the_classifier_that_it_always_answers(
+    heads, monkeypatch, figure_data
+):
     """ "start 57" (characters) stood beside "answer start (token 24)"; the saliency CSV listed "the" three times
     with no position; the classifier gave "seal-closure 0.30" for "?!..." with no word that it must."""
-    frames = {}
-    real = ui.show_figure
-
-    def recording(fig, *, key, data=None, **kwargs):
-        frames[key] = data
-        return real(fig, key=key, data=data, **kwargs)
-
-    monkeypatch.setattr(ui, "show_figure", recording)
+    frames = figure_data
     at = _app(monkeypatch, heads["qa"], a="where was the cash?", b="we deposited the cash at the bank.")
     answers = [t for t in at.dataframe if "answer" in t.value.columns][0].value
     assert list(answers.columns)[:3] == ["answer", "start (character)", "end (character)"]
