@@ -207,11 +207,15 @@ def box_height(normal_px: int) -> int:
     return normal_px if font_size() == NORMAL_FONT else round(normal_px * 1.4)
 
 
+def clip(text: str, chars: int) -> str:
+    """`text` cut to `chars` characters, the last of them "…" where it was cut."""
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
 def short_label(text: str) -> str:
     """`text` cut to what a chart's axis label holds: 40 characters, or 18 in Large text, where 40 left a map
     ~65 px on a projector (the hover, the CSV or a caption says it whole)."""
-    cut = 40 if font_size() == NORMAL_FONT else 18
-    return text if len(text) <= cut else text[: cut - 1] + "…"
+    return clip(text, 40 if font_size() == NORMAL_FONT else 18)
 
 
 def stacked() -> bool:

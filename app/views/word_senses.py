@@ -40,11 +40,6 @@ def sense_at(given: list[str], k: int) -> str:
     return given[k] if k < len(given) else ""
 
 
-def clip(text: str, chars: int) -> str:
-    """`text` cut to `chars` characters for a warning that names several lines."""
-    return text if len(text) <= chars else text[: chars - 1] + "…"
-
-
 def parse(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     """Lines 'sentence | sense' -> [(sentence, sense)] (the sense is optional: '' when missing), and the
     non-blank lines that hold no sentence ("| river"), which are left out."""
@@ -148,7 +143,7 @@ items, senseless = parse(raw)
 if senseless:  # dropped without a word, a lecturer's "| money" line looked read
     st.warning(
         "A line with nothing before its | has no sentence, so it is left out: "
-        + ", ".join(ui.md_escape(f"“{clip(line, 40)}”") for line in senseless)
+        + ", ".join(ui.md_escape(f"“{ui.clip(line, 40)}”") for line in senseless)
         + "."
     )
 sentences, notes = inputs.prepare_lines([s for s, _ in items])
@@ -202,7 +197,7 @@ if missing:
         + ui.md_escape(f"(whole words only: '{target}' inside a longer word does not count)")
         # named as the other warnings name sentences: "3. Two banks merged.; 6. …" ran one into the next
         + ", which are left out: "
-        + ", ".join(ui.md_escape(f"sentence {n + 1} (“{clip(sentences[n], 60)}”)") for n in missing)
+        + ", ".join(ui.md_escape(f"sentence {n + 1} (“{ui.clip(sentences[n], 60)}”)") for n in missing)
         + "."
     )
 limit = tokenizer.max_length
