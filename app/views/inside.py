@@ -7,6 +7,8 @@ their own (q/k, value-weighted, ablation, logit lens, pseudo-likelihood) cache t
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -531,7 +533,8 @@ elif view == "hidden":
     # A piece that occurs more than once is written with its position ("5: the"), as the selectors name it:
     # two dots both called "the" did not say which was which. The others stay short.
     shown = [style.display(result.tokens[i]) for i in tokens_map.positions]
-    pca_texts = [names[k] if shown.count(t) > 1 else t for k, t in enumerate(shown)]
+    counts = Counter(shown)
+    pca_texts = [names[k] if counts[t] > 1 else t for k, t in enumerate(shown)]
     fig = charts.scatter_2d(points, groups, ["pieces", "specials"], names, title=f"Tokens at layer {layer} "
                             f"(PC1 {share[0]:.0%}, PC2 {share[1]:.0%} of the variance)", font_size=fs,
                             texts=pca_texts,
