@@ -181,12 +181,15 @@ def sidebar() -> None:
                 height=100,
                 help="Press Ctrl+Enter (or click outside) to analyse.",
             )
-            st.text_input(
+            # A box of two lines, not one: the Task page's QA passage lives here, and a one-line box showed ~35
+            # of its characters. (Like A, it is applied with Ctrl+Enter or a click outside.)
+            st.text_area(
                 "Sentence B (optional)",
                 value="",
                 key=inputs.KEY_TEXT_B,
                 bind="query-params",
-                help=ui.md_escape(pair_help(active)),
+                height=ui.box_height(68),
+                help=ui.md_escape(pair_help(active) + " Press Ctrl+Enter (or click outside) to analyse."),
             )
         with st.expander("Display"):
             st.toggle("Large text (for a projector)", key=ui.KEY_LARGE, bind="query-params")

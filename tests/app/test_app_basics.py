@@ -176,7 +176,7 @@ def test_a_link_reproduces_text_and_pair(make_app):
     # Bound widgets write the URL from the browser; here the other direction: the URL seeds the widgets.
     at = make_app(a="the cat sat", b="on the bank")
     assert at.text_area(key="a").value == "the cat sat"
-    assert at.text_input(key="b").value == "on the bank"
+    assert at.text_area(key="b").value == "on the bank"
     table = table_with(at, "piece")
     assert table["segment"].tolist().count(1) == len([t for t in table["sentence"] if t == "B"]) + 1
 
@@ -227,7 +227,7 @@ def test_the_sidebar_puts_the_sentences_above_the_model(make_app):
     at = make_app()
     keys = [getattr(node, "key", None) for node in walk(at.sidebar)]
     assert keys.index("a") < keys.index("b") < keys.index("model") < keys.index("large")
-    assert "[CLS] A [SEP] B [SEP]" in at.sidebar.text_input(key="b").help.replace(
+    assert "[CLS] A [SEP] B [SEP]" in at.sidebar.text_area(key="b").help.replace(
         "\\", ""
     )  # the model's pairs
 

@@ -462,11 +462,11 @@ def test_pretraining_page_judges_pairs_with_albert_sop_head(family_dirs, monkeyp
 
 def test_the_sidebar_and_attention_name_the_tokenizers_own_specials(family_dirs, monkeypatch):
     at = _app(monkeypatch, family_dirs["roberta"], "views/attention.py")
-    help_b = at.text_input(key="b").help.replace("\\", "")
+    help_b = at.text_area(key="b").help.replace("\\", "")
     assert "<s> A </s> </s> B </s>" in help_b and "one segment id" in help_b
     assert at.toggle(key="att_hide_special").label.replace("\\", "") == "Hide <s>/</s>"
     at = _app(monkeypatch, family_dirs["distilbert"], "views/tokens.py")
-    assert "no segment embeddings" in at.text_input(key="b").help.replace("\\", "")
+    assert "no segment embeddings" in at.text_area(key="b").help.replace("\\", "")
     table = table_with(at, "piece")
     assert "segment" not in table.columns  # the model has no segment table to read them with
 

@@ -24,12 +24,12 @@ def test_choosing_an_example_fills_both_sentences_and_keeps_them(make_app):
     pair = next(e for e in inputs.examples() if e.text_b)
     at.selectbox(key="example").set_value(pair.label).run()
     assert not at.exception and not at.error
-    assert at.text_area(key="a").value == pair.text_a and at.text_input(key="b").value == pair.text_b
+    assert at.text_area(key="a").value == pair.text_a and at.text_area(key="b").value == pair.text_b
     assert at.query_params["a"] in (pair.text_a, [pair.text_a])  # the link follows
     assert at.selectbox(key="example").value is None  # ready for the next one
     single = next(e for e in inputs.examples() if not e.text_b)
     at.selectbox(key="example").set_value(single.label).run()
-    assert at.text_area(key="a").value == single.text_a and at.text_input(key="b").value == ""
+    assert at.text_area(key="a").value == single.text_a and at.text_area(key="b").value == ""
     at.switch_page("views/tokens.py").run()
     assert at.text_area(key="a").value == single.text_a
 

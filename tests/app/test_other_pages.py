@@ -351,7 +351,7 @@ def test_masked_words_length_notes_describe_the_masked_text(make_app):
 def test_masked_words_returns_to_a_default_word_when_b_loses_its_mask(make_app):
     at = make_app("views/masked_words.py", a="the cat sat", b="on the [MASK]")
     assert at.multiselect(key="mask_words").value == []
-    at.text_input(key="b").set_value("on the mat").run()
+    at.text_area(key="b").set_value("on the mat").run()
     assert not at.exception
     assert at.multiselect(key="mask_words").value != []
     assert not any("Pick at least one word" in i.value for i in at.info)
