@@ -178,7 +178,7 @@ def sidebar() -> None:
                 "Sentence A",
                 key=inputs.KEY_TEXT_A,
                 bind="query-params",
-                height=100,
+                height=ui.box_height(100),
                 help="Press Ctrl+Enter (or click outside) to analyse.",
             )
             # A box of two lines, not one: the Task page's QA passage lives here, and a one-line box showed ~35
@@ -188,7 +188,7 @@ def sidebar() -> None:
                 value="",
                 key=inputs.KEY_TEXT_B,
                 bind="query-params",
-                height=ui.box_height(68),
+                height=ui.box_height(96),  # the widget's, label included: 66 px of box in normal text
                 help=ui.md_escape(pair_help(active) + " Press Ctrl+Enter (or click outside) to analyse."),
             )
         with st.expander("Display"):

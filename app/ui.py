@@ -537,7 +537,9 @@ def percent(p: float) -> str:
     """A probability as a percentage that never reads as certainty it is not: 0.9989 is "99.9%", not "100%"."""
     text = f"{p:.0%}"
     if text in ("100%", "0%") and 0 < p < 1:
-        text = f"{p:.1%}" if 0.0005 <= p <= 0.9995 else (">99.9%" if p > 0.5 else "<0.1%")
+        text = f"{p:.1%}"  # judged by what it prints: 0.9995 printed as "100.0%"
+        if text in ("100.0%", "0.0%"):
+            text = ">99.9%" if p > 0.5 else "<0.1%"
     return text
 
 

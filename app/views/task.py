@@ -175,10 +175,11 @@ else:
             if info.task_kind == "multi_label_classification"
             else "; for regression it outputs the value itself."
             if info.task_kind == "regression"
-            else "; the softmax turns the scores into probabilities."
+            # as the QA caption says its head always picks a span: "?!..." got a label at 0.30 with no word
+            # of note (a multi-label head may give none, a regression head has no labels)
+            else "; the softmax turns the scores into probabilities. It always gives one of its labels, whatever "
+            "the text, even one unlike anything it was trained on."
         )  # fmt: skip
-        # as the QA caption says its head always picks a span: "?!..." got a label at 0.30 with no word of note
-        + " It always gives one of its labels, whatever the text, even one unlike anything it was trained on."
     )
     try:
         scores = cache.task_prediction(active, "classify", text, pair)

@@ -291,9 +291,10 @@ def test_an_input_past_the_heads_trained_length_is_said(monkeypatch):
 def test_a_probability_short_of_certain_never_reads_100_percent():
     """The QA answer at 0.9989 was "probability 100%", beside a caption saying the head is often sure of a
     wrong span."""
-    assert [ui.percent(p) for p in (0.42, 0.9989, 0.99996, 1.0, 0.004, 0.00001, 0.0)] == [
+    assert [ui.percent(p) for p in (0.42, 0.9989, 0.9995, 0.99996, 1.0, 0.004, 0.00001, 0.0)] == [
         "42%",
         "99.9%",
+        ">99.9%",  # printed with one decimal it was "100.0%"
         ">99.9%",
         "100%",
         "0.4%",

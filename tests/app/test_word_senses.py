@@ -331,3 +331,8 @@ def test_large_text_makes_the_sentence_boxes_taller(make_app, monkeypatch):
     for key in ("senses_text", "sv_sentences"):
         normal, large = heights[key]
         assert large >= normal * 1.35, key
+    # the sidebar's sentences too, drawn on every page; B's height is the widget's, its label's 30 px included,
+    # and Streamlit keeps the box at least 66 px: 68 gave 66 px in both sizes
+    for key in ("a", "b"):
+        normal, large = heights[key][0], heights[key][-1]
+        assert large >= normal * 1.35 and large - 30 > 66 * 1.35, key
