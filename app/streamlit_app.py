@@ -148,11 +148,22 @@ def pair_help(active: models.ActiveModel | None) -> str:
 
 def sidebar() -> None:
     with st.sidebar:
-        # The sentences first, the model under them: below the model's card and its notes, Sentence A sat past
-        # the bottom of a 1024 x 768 projector's sidebar, scrolled to before every edit in a lecture. The model
-        # is still chosen first (Sentence B's help describes its pairs): containers are drawn in the order they
-        # were made, whatever order they are filled in.
-        sentences, chosen = st.container(), st.container()
+        # The sentences first, the model under them, Display last: below the model's card and its notes,
+        # Sentence A sat past the bottom of a 1024 x 768 projector's sidebar, scrolled to before every edit in a
+        # lecture. Containers are drawn in the order they were made, whatever order they are filled in, so the
+        # Display toggle is still read first (the sentence boxes' heights follow Large text, which a link's
+        # ?large=true sets only once its toggle is drawn) and the model next (Sentence B's help describes its
+        # pairs).
+        sentences, chosen, display = st.container(), st.container(), st.container()
+        with display:
+            with st.expander("Display"):
+                st.toggle("Large text (for a projector)", key=ui.KEY_LARGE, bind="query-params")
+                st.radio(
+                    "Figure download format (plotly's camera button)",
+                    ["png", "svg"],
+                    key=ui.KEY_IMAGE_FORMAT,
+                    horizontal=True,
+                )
         hold = models.session_hold()
         with chosen:
             active = hold.active = model_picker(hold)
@@ -190,14 +201,6 @@ def sidebar() -> None:
                 bind="query-params",
                 height=ui.box_height(96),  # the widget's, label included: 66 px of box in normal text
                 help=ui.md_escape(pair_help(active) + " Press Ctrl+Enter (or click outside) to analyse."),
-            )
-        with st.expander("Display"):
-            st.toggle("Large text (for a projector)", key=ui.KEY_LARGE, bind="query-params")
-            st.radio(
-                "Figure download format (plotly's camera button)",
-                ["png", "svg"],
-                key=ui.KEY_IMAGE_FORMAT,
-                horizontal=True,
             )
 
 

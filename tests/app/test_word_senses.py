@@ -336,3 +336,7 @@ def test_large_text_makes_the_sentence_boxes_taller(make_app, monkeypatch):
     for key in ("a", "b"):
         normal, large = heights[key][0], heights[key][-1]
         assert large >= normal * 1.35 and large - 30 > 66 * 1.35, key
+    # ... from a link's first run: the boxes were drawn before the Large text toggle had read ?large=true
+    heights.clear()
+    make_app(None, large="true")
+    assert heights["a"] == [heights["a"][-1]] and heights["a"][0] >= 135
