@@ -38,9 +38,7 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
         bind="query-params",
         accept_new_options=True,
         help="Pick a listed model, or type a hub id (e.g. bert-base-cased) or a local checkpoint directory "
-        "and press Enter. `@demo` is the bundled demo model. Streamlit's box empties a name being typed once it "
-        "equals the current model's: to type one that begins with it (distilbert-base-cased-distilled-squad "
-        "after distilbert-base-cased), start with a space.",
+        "and press Enter. `@demo` is the bundled demo model. " + ui.TYPED_NAME_HELP,
     )
     source = (source or "").strip() or models.default_model_source()
     store = models.model_store()
@@ -190,7 +188,7 @@ def sidebar() -> None:
                 key=inputs.KEY_TEXT_A,
                 bind="query-params",
                 height=ui.box_height(100),
-                help="Press Ctrl+Enter (or click outside) to analyse.",
+                help=ui.APPLY_HELP,
             )
             # A box of two lines, not one: the Task page's QA passage lives here, and a one-line box showed ~35
             # of its characters. (Like A, it is applied with Ctrl+Enter or a click outside.)
@@ -200,7 +198,7 @@ def sidebar() -> None:
                 key=inputs.KEY_TEXT_B,
                 bind="query-params",
                 height=ui.box_height(96),  # the widget's, label included: 66 px of box in normal text
-                help=ui.md_escape(pair_help(active) + " Press Ctrl+Enter (or click outside) to analyse."),
+                help=ui.md_escape(pair_help(active)) + " " + ui.APPLY_HELP,
             )
 
 

@@ -21,6 +21,13 @@ KEY_LARGE = "large"
 KEY_IMAGE_FORMAT = "img_format"
 LARGE_FONT = 22
 NORMAL_FONT = 13
+# Help texts two boxes share. The model boxes (the sidebar's, Compare's second) are Streamlit selectboxes that
+# take typed names, and Streamlit's box empties a name being typed once it equals the current one (1.67).
+APPLY_HELP = "Press Ctrl+Enter (or click outside) to analyse."
+TYPED_NAME_HELP = (
+    "Streamlit's box empties a name being typed once it equals the current model's: to type one that begins "
+    "with it (distilbert-base-cased-distilled-squad after distilbert-base-cased), start with a space."
+)
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&'\"=^%@;,/?])")
 

@@ -49,8 +49,8 @@ second = st.selectbox(
     options,
     **ui.bound(KEY_SECOND),
     accept_new_options=True,
-    help="Pick a listed model, or type a hub id or a local checkpoint directory and press Enter. To type a "
-    "name that begins with the current one's, start with a space (Streamlit's box empties it once it equals it).",
+    help="Pick a listed model, or type a hub id or a local checkpoint directory and press Enter. "
+    + ui.TYPED_NAME_HELP,
 )
 try:
     right = models.load_second((second or "").strip() or options[0])
