@@ -241,6 +241,11 @@ def run_app(argv: list[str]) -> int:
         # ui.start and ui.bound set a widget's value through session state beside its default, on purpose.
         "--global.disableWidgetStateDuplicationWarning",
         "true",
+        # Streamlit guesses it runs from its own source tree when its package's path holds no "site-packages"
+        # (`pip install --target DIR`, a vendored copy on PYTHONPATH): its development mode then refuses
+        # --server.port and lets any site's pages talk to the server (CORS off). Seen on the GPU machine.
+        "--global.developmentMode",
+        "false",
     ]
     if args.shared:
         # What one websocket message may carry, either way (Streamlit's one setting, 200 MB by default). A tab

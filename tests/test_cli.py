@@ -545,3 +545,34 @@ def test_each_lab_runs_as_a_module_too(tmp_path, module, given, said):
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert run.returncode == 2 and said in run.stderr, run.stderr[-500:]
+
+
+STARTED = """
+import sys
+from streamlit import config
+from streamlit.web import bootstrap, cli as stcli
+from app import cli
+assert config.get_option("global.developmentMode"), "this copy of Streamlit should look like a source tree"
+bootstrap.run = lambda *a, **k: print(config.get_option("global.developmentMode"), config.get_option("server.port"))
+sys.exit(cli.main(["--port", "8611"]))
+"""
+
+
+def test_a_streamlit_installed_outside_site_packages_still_serves_on_the_chosen_port(tmp_path):
+    """Streamlit takes a package path without "site-packages" for its own source tree and turns on its
+    development mode, which refuses --server.port (and lets any site's pages in): `pip install --target DIR`
+    does that, as on the GPU machine of docs/deploy.md. bertscope turns the mode off."""
+    import subprocess
+
+    import streamlit
+
+    vendored = tmp_path / "vendored"
+    vendored.mkdir()
+    (vendored / "streamlit").symlink_to(Path(streamlit.__file__).parent)  # __file__ keeps the link's path
+    run = subprocess.run(
+        [sys.executable, "-c", STARTED],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": f"{vendored}{os.pathsep}{REPO}"},  # no config.toml read
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split()[-2:] == ["False", "8611"]
