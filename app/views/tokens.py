@@ -70,6 +70,10 @@ for i, tok in enumerate(result.tokens):
         }
     )
 table = pd.DataFrame(rows)
+if (table["shown as"] == table["piece"]).all():
+    # WordPiece's pieces (BERT's, DistilBERT's) are shown as written: a second column of the same strings only
+    # took width, and pushed the Large-text table past a 1024 px projector's page.
+    table = table.drop(columns="shown as")
 hovers = [
     f"#{r['index']} {r['shown as']}  id {r['id']}"
     + (f" · segment {r['segment']}" if has_segments else "")

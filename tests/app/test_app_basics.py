@@ -299,7 +299,9 @@ def test_large_text_shows_a_short_table_as_text_a_stylesheet_can_enlarge(make_ap
     # st.table renders cells and headers as Markdown: text reaches it escaped, so it shows as written
     marked = make_app("views/tokens.py", a="the **bank** #river", large="true").table[0].value
     typed = marked["typed text"].tolist()
-    assert r"\*" in typed and r"\#" in typed and r"\[CLS\]" in marked["shown as"].tolist()
+    assert r"\*" in typed and r"\#" in typed and r"\[CLS\]" in marked["piece"].tolist()
+    # WordPiece shows its pieces as written: no second column repeating them
+    assert "shown as" not in marked.columns and "shown as" not in plain.columns
 
 
 def test_core_messages_shown_as_sentences_end_with_a_full_stop():
