@@ -9,13 +9,13 @@ can serve many threads (Streamlit sessions) at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .analysis_passes import AnalysisPasses
+from .analysis_passes import AnalysisPasses, check_batch_tokens
 from .checkpoints.architecture import Architecture
 from .checkpoints.bert import BERT
 from .config import BertConfig
@@ -35,6 +35,8 @@ def _batch_items(texts: Sequence[TextInput]) -> list[tuple[str, str | None]]:
     each of its characters as a text) and for an item that is neither a text nor a (text, pair)."""
     if isinstance(texts, str):
         raise InputError("texts must be a list of texts, not one string: use analyze for a single text")
+    if not isinstance(texts, Iterable):
+        raise InputError(f"texts must be a list of texts, got {type(texts).__name__}")
     items = []
     for index, item in enumerate(texts):
         if isinstance(item, (tuple, list)) and len(item) == 2:
@@ -46,6 +48,15 @@ def _batch_items(texts: Sequence[TextInput]) -> list[tuple[str, str | None]]:
                 f"text {index + 1} must be a string or a (text, pair) tuple, got {type(item).__name__}"
             )
     return items
+
+
+def _sentence_b(text_b, asked: str) -> str:
+    """Sentence B of a pair head's question: None read the text alone and still answered a probability."""
+    if text_b is None:
+        raise InputError(f"{asked} reads a pair: give sentence B as well as sentence A")
+    if not isinstance(text_b, str):
+        raise InputError(f"text_b (sentence B) must be a string, got {type(text_b).__name__}")
+    return text_b
 
 
 TASKS = ("classify", "tag", "qa", "choice")
@@ -292,6 +303,16 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         mask = self._head_mask_tensor(head_mask)
         return self._analysis(enc, self._run([enc], mask), 0, text, text_pair, mask)
 
+    def _encode_items(self, items: list[tuple[str, str | None]]) -> list[Encoding]:
+        """Each (text, pair) encoded; InputError naming the first that cannot be ("text 2: text is empty")."""
+        encodings = []
+        for index, (a, b) in enumerate(items):
+            try:
+                encodings.append(self.encode(a, b))
+            except InputError as exc:
+                raise InputError(f"text {index + 1}: {exc}") from exc
+        return encodings
+
     def analyze_batch(self, texts: Sequence[TextInput], *, head_mask=None) -> list[Analysis]:
         """Analyse several texts (or (text, pair) tuples) in one padded forward pass.
 
@@ -301,7 +322,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         items = _batch_items(texts)
         if not items:
             return []
-        encodings = [self.encode(a, b) for a, b in items]
+        encodings = self._encode_items(items)
         mask = self._head_mask_tensor(head_mask)
         out = self._run(encodings, mask)
         return [
@@ -317,19 +338,9 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         float rounding from the padding (~1e-6, as in `analyze_batch`).
         Raises InputError naming the first text that cannot be encoded.
         """
-        if (
-            isinstance(max_batch_tokens, bool)
-            or not isinstance(max_batch_tokens, int)
-            or max_batch_tokens < 1
-        ):
-            raise InputError(f"max_batch_tokens must be a positive integer, got {max_batch_tokens!r}")
+        check_batch_tokens(max_batch_tokens)
         items = _batch_items(texts)
-        encodings = []
-        for index, (a, b) in enumerate(items):
-            try:
-                encodings.append(self.encode(a, b))
-            except InputError as exc:
-                raise InputError(f"text {index + 1}: {exc}") from exc
+        encodings = self._encode_items(items)
         order = sorted(range(len(items)), key=lambda i: len(encodings[i].tokens))
         results: list[Vectors | None] = [None] * len(items)
         start = 0
@@ -473,10 +484,19 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             )
         if ids.min() < 0 or ids.max() >= self.config.vocab_size:
             raise InputError("input_ids contain ids outside the vocabulary")
-        positions = [int(p) for p in positions]
+        try:
+            asked = np.asarray(positions)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"positions must be a list of integers: {exc}") from exc
+        if asked.ndim != 1 or (asked.size and asked.dtype.kind not in "iu"):  # 2 (not [2]), "a", 2.7
+            raise InputError(f"positions must be a list of integers, got {positions!r}")
+        positions = [int(p) for p in asked]
         if any(not 0 <= p < len(ids) for p in positions):
             raise InputError("a position is outside the sequence")
         if labels is not None:
+            if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+                raise InputError(f"labels must be a list of token ids, one per position, got {labels!r}")
+            labels = list(labels)
             if len(labels) != len(positions):
                 raise InputError("labels and positions must have the same length")
             try:
@@ -512,7 +532,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
                 "sentence order (its pretraining.json); ask it for the sentence order instead"
             )
         self.network.head("nsp")
-        enc = self.encode(text_a, text_b)
+        enc = self.encode(text_a, _sentence_b(text_b, "next-sentence prediction"))
         out = self._run([enc], None)
         with torch.inference_mode():
             probs = torch.softmax(self.network.logits("nsp", out.pooled), dim=-1)
@@ -523,7 +543,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         MissingHeadError without an SOP head."""
         head = "nsp" if self.nsp_trained_as_sop else "sop"
         self.network.head(head)
-        out = self._run([self.encode(text_a, text_b)], None)
+        out = self._run([self.encode(text_a, _sentence_b(text_b, "sentence order"))], None)
         with torch.inference_mode():
             probs = torch.softmax(self.network.logits(head, out.pooled), dim=-1)  # (1, 2); index 0 = in order
         return float(probs[0, 0])

@@ -68,6 +68,23 @@ class AnalysisPasses:
             probabilities=one(d.probs),
         )
 
+    def _embeds_as(self, analysis: Analysis) -> bool:
+        """Whether `analysis` starts where this model would (its hidden_states[0], this model's embeddings of
+        its ids): another model of the same shape would otherwise lend its hidden states to these weights, and
+        the maps would be of neither. The embeddings alone are a lookup, not a pass."""
+        enc = analysis.encoding
+        if int(enc.input_ids.max(initial=0)) >= self.config.vocab_size:
+            return False
+        rows = (enc.input_ids, enc.token_type_ids, enc.position_ids)
+        base = self.network.base
+        with torch.inference_mode():  # each (S,) -> (1, S)
+            emb = base.embeddings(
+                *(torch.tensor(np.asarray(x), dtype=torch.int64, device=self.device)[None] for x in rows)
+            )
+            first = self._numpy(base.project(emb.normalized)[0])  # (S, H)
+        # fp32 rounding of a batch the analysis padded (analyze_batch) stays far inside this
+        return bool(np.allclose(first, analysis.hidden_states[0], rtol=1e-4, atol=1e-5))
+
     def value_weighted_attention(
         self, text: str | Analysis, text_pair: str | None = None
     ) -> ValueWeightedAttention:
@@ -87,6 +104,8 @@ class AnalysisPasses:
             raise InputError(
                 "this analysis comes from a model of another shape: analyse the text with this one"
             )
+        if not self._embeds_as(analysis):
+            raise InputError("this analysis comes from another model: analyse the text with this one")
         n, d = c.num_attention_heads, c.hidden_size // c.num_attention_heads
         grams = []
         with torch.inference_mode():
@@ -132,6 +151,7 @@ class AnalysisPasses:
         most `max_batch_tokens` (B x S) tokens, each row with its own head mask.
         """
         self.network.head("mlm")
+        check_batch_tokens(max_batch_tokens)
         enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
         position = self._target_position(enc, position)
         token_id = None
@@ -188,11 +208,16 @@ class AnalysisPasses:
         the encoder in batches of at most `max_batch_tokens` (B x S) tokens. `scoring` (PLL_SCORINGS): "piece"
         masks the scored piece alone, "word_l2r" also the later pieces of its word. A mask token typed into
         the text is not a piece of the sentence: it is left masked and not scored (its 'probability' would be
-        the model's guess that a mask stands there, which the sentence's score must not include)."""
+        the model's guess that a mask stands there, which the sentence's score must not include). A text
+        longer than the model reads is refused (InputError): its total would leave out the cut-off end, and
+        read as the whole text's."""
         _check_scoring(scoring)
+        check_batch_tokens(max_batch_tokens)
         self.network.head("mlm")
         mask_id = self._mask_id()
         enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
+        if enc.truncated:
+            raise InputError(_too_long(text if text_pair is None else f"{text} | {text_pair}", enc))
         positions = np.flatnonzero(~enc.special_tokens_mask & (enc.input_ids != mask_id))  # (R,)
         masked = np.repeat(enc.input_ids[None], len(positions), axis=0)  # (S,) -> (R, S)
         masked[np.arange(len(positions)), positions] = mask_id
@@ -226,16 +251,18 @@ class AnalysisPasses:
         be one negative term fewer, a free pass up the ranking. So is a text longer than the model reads, whose
         cut-off end would be terms left out."""
         _check_scoring(scoring)
+        if isinstance(texts, str):  # its characters would be ranked, each a "sentence"
+            raise InputError(
+                "texts must be a list of sentences, not one string: use pseudo_log_likelihood for one"
+            )
+        texts = list(texts)  # read twice: checked, then scored (a generator would be empty the second time)
         mask_id = self._mask_id()
         for text in texts:
             enc = self.encode(self._with_model_mask(text))
             if mask_id in enc.input_ids:
                 raise InputError(f"{text[:60]!r} has a mask token: rank whole sentences, without a hole")
             if enc.truncated:
-                raise InputError(
-                    f"{text[:60]!r} is longer than the {len(enc.input_ids)} pieces the model reads: its score "
-                    "would leave out the rest, so it cannot be ranked against whole sentences"
-                )
+                raise InputError(_too_long(text, enc))
         scored = [(text, self.pseudo_log_likelihood(text, scoring=scoring)) for text in texts]
         return sorted(scored, key=lambda item: -item[1].total)
 
@@ -271,9 +298,23 @@ class AnalysisPasses:
         )
 
 
+def check_batch_tokens(max_batch_tokens) -> None:
+    """InputError unless `max_batch_tokens` (the most B x S tokens one batch of a pass holds) is a whole number
+    of at least 1."""
+    if isinstance(max_batch_tokens, bool) or not isinstance(max_batch_tokens, int) or max_batch_tokens < 1:
+        raise InputError(f"max_batch_tokens must be a positive integer, got {max_batch_tokens!r}")
+
+
 def _check_scoring(scoring: str) -> None:
     if scoring not in PLL_SCORINGS:
         raise InputError(f"scoring must be one of {', '.join(PLL_SCORINGS)}, got {scoring!r}")
+
+
+def _too_long(text: str, enc: Encoding) -> str:
+    return (
+        f"{text[:60]!r} is longer than the {len(enc.input_ids)} pieces the model reads: a pseudo-log-likelihood "
+        "would leave out the rest and read as the whole text's; score a shorter text"
+    )
 
 
 def _same_word(enc: Encoding, a: int, b: int) -> bool:

@@ -224,7 +224,13 @@ class TaskPasses:
     def choose(self, prompt: str, choices: Sequence[str]) -> list[tuple[str, float]]:
         """[(choice, probability), ...] best first: each choice scored after the prompt as a sentence pair,
         softmax over the choices."""
-        if isinstance(choices, str) or len(choices) < 2:
+        if isinstance(choices, str):
+            raise InputError("give at least two choices to choose between, as a list")
+        try:
+            choices = list(choices)  # a generator too
+        except TypeError as exc:
+            raise InputError(f"choices must be a list of texts, got {type(choices).__name__}") from exc
+        if len(choices) < 2:
             raise InputError("give at least two choices to choose between")
         logits = self._task_logits("choice", [self.encode(prompt, c) for c in choices])[:, 0]  # (C,)
         probs = torch.softmax(logits, -1).tolist()
@@ -258,9 +264,10 @@ class TaskPasses:
             raise InputError(f"method must be one of {', '.join(ATTRIBUTION_METHODS)}, got {method!r}")
         if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 1000:
             raise InputError(f"steps must be an integer from 1 to 1000, got {steps!r}")
-        enc, name, pick, described = self._attribution_target(
-            self.encode(text, text_pair), text, text_pair, target
-        )
+        read = (text, text_pair)
+        if self.task is None:  # the MLM head's explanation: a typed [MASK] or <mask> is this model's mask
+            read = (self._with_model_mask(text), self._with_model_mask(text_pair))
+        enc, name, pick, described = self._attribution_target(self.encode(*read), text, text_pair, target)
         ids = torch.from_numpy(np.array(enc.input_ids))[None].to(self.device)  # (1, S)
         types = torch.from_numpy(np.array(enc.token_type_ids))[None].to(self.device)
         positions = torch.from_numpy(np.array(enc.position_ids))[None].to(self.device)
@@ -323,7 +330,9 @@ class TaskPasses:
             labels = self._label_names(self.config.num_labels)
             if target is None:
                 target = int(self._task_logits("classify", [enc])[0].argmax())
-            index = labels.index(target) if isinstance(target, str) and target in labels else target
+            if isinstance(target, str) and target not in labels:
+                raise InputError(f"{target!r} is not one of this classifier's labels: {', '.join(labels)}")
+            index = labels.index(target) if isinstance(target, str) else target
             index = self._check_index(index, len(labels), "the target class")
             what = "output" if self.config.task_kind == "regression" else "class"
             return enc, "classify", lambda logits: logits[:, index], f"{what} {labels[index]}"
@@ -338,6 +347,11 @@ class TaskPasses:
                     with torch.inference_mode():
                         label = int(self.network.logits("mlm", out.last_hidden_state[0, position]).argmax())
                 target = (position, label)
+            if isinstance(target, (str, bytes)) or not (
+                isinstance(target, (tuple, list)) and len(target) == 2
+            ):
+                what = "(position, label)" if task == "tag" else "(position, token)"
+                raise InputError(f"the target of this model's explanation is a {what} pair, got {target!r}")
             position, label = target
             position = self._check_index(position, len(enc), "the target position")
             names = self._label_names(self.config.num_labels) if task == "tag" else None

@@ -34,6 +34,10 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def layer_trajectory(analysis: Analysis | Vectors) -> LayerTrajectory:
     """Norm, cosine to the previous layer and cosine to the last layer, for every token at every layer."""
+    if not isinstance(analysis, (Analysis, Vectors)):
+        raise InputError(
+            f"layer_trajectory takes an Analysis or Vectors (model.analyze(text)), got {type(analysis).__name__}"
+        )
     h = np.asarray(analysis.hidden_states, dtype=np.float64)  # (L + 1, S, H)
     previous = np.full(h.shape[:2], np.nan)
     previous[1:] = _cosine(h[1:], h[:-1])

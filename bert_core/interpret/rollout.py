@@ -16,7 +16,12 @@ from ..errors import InputError
 
 
 def _check_attentions(attentions: np.ndarray) -> np.ndarray:
-    a = np.asarray(attentions, dtype=np.float64)
+    if hasattr(attentions, "attentions"):  # an Analysis, which head_roles and layer_trajectory do take
+        raise InputError("pass the analysis's attentions (and its head_mask), not the Analysis itself")
+    try:
+        a = np.asarray(attentions, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"attentions must be a (layers, heads, S, S) array of numbers: {exc}") from exc
     if a.ndim != 4 or a.shape[-1] != a.shape[-2] or 0 in a.shape:
         raise InputError(f"attentions must be (layers, heads, S, S) with S >= 1, got shape {a.shape}")
     return a

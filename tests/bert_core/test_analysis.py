@@ -284,3 +284,30 @@ def test_a_head_mask_or_batch_budget_that_makes_no_sense_is_refused(tiny_model):
     for budget in (0, -1, 2.5):
         with pytest.raises(InputError, match="max_batch_tokens must be a positive integer"):
             tiny_model.vectors_batch(["the cat", "the dog"], max_batch_tokens=budget)
+
+
+def test_pair_heads_need_sentence_b(tiny_model):
+    """next_sentence(a, None) read A alone and still answered a probability."""
+    with pytest.raises(InputError, match="sentence B"):
+        tiny_model.next_sentence("I went to the bank.", None)
+    with pytest.raises(InputError, match="text_b"):
+        tiny_model.next_sentence("I went to the bank.", 3)
+    assert 0.0 <= tiny_model.next_sentence("I went to the bank.", "the river was cold") <= 1.0
+
+
+@pytest.mark.parametrize(
+    "positions, labels, said",
+    [(2, None, "positions"), (["a"], None, "positions"), ([2.5], None, "positions"), ([2], 66, "labels")],
+)
+def test_predict_at_names_bad_positions_and_labels(tiny_model, positions, labels, said):
+    ids = tiny_model.encode("the cat sat").input_ids
+    with pytest.raises(InputError, match=said):
+        tiny_model.predict_at(ids, positions, labels=labels)
+
+
+def test_batch_calls_name_the_text_they_cannot_read(tiny_model):
+    with pytest.raises(InputError, match="text 2: text is empty"):
+        tiny_model.analyze_batch(["the cat", ""])
+    for call in (tiny_model.analyze_batch, tiny_model.vectors_batch):
+        with pytest.raises(InputError, match="list of texts"):
+            call(None)

@@ -318,3 +318,15 @@ def test_interpret_modules_do_not_import_torch():
             if isinstance(node, ast.ImportFrom) and node.level == 0:
                 names = [node.module or ""]
             assert not any(n.split(".")[0] == "torch" for n in names), f"{path.name} imports torch"
+
+
+def test_the_maps_say_which_input_they_take(tiny_model):
+    """Rollout takes the attentions; head roles and trajectories the Analysis: handed the other, each says so."""
+    r = tiny_model.analyze("the cat sat on the bank")
+    for rolled in (bert_core.attention_rollout, bert_core.attention_flow):
+        with pytest.raises(InputError, match="not the Analysis"):
+            rolled(r)
+    with pytest.raises(InputError, match="takes an Analysis"):
+        bert_core.head_roles(r.attentions)
+    with pytest.raises(InputError, match="takes an Analysis"):
+        bert_core.layer_trajectory(r.hidden_states)

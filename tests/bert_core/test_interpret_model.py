@@ -390,3 +390,48 @@ def test_logit_lens_rejects_bad_positions(mlm, position):
     ours, _, _ = mlm
     with pytest.raises(InputError, match="position"):
         ours.logit_lens("the cat sat on the bank", position)
+
+
+def test_minimal_pairs_take_any_iterable_of_sentences_but_not_one_string(mlm):
+    ours, _, _ = mlm
+    texts = ["the cat sat on the bank", "the cat sat on the river"]
+    ranked = ours.rank_minimal_pairs(t for t in texts)  # read twice inside: checked, then scored
+    assert sorted(t for t, _ in ranked) == sorted(texts)
+    with pytest.raises(InputError, match="not one string"):  # its characters would be the "sentences"
+        ours.rank_minimal_pairs("the cat sat")
+
+
+def test_pseudo_log_likelihood_refuses_a_text_longer_than_the_model_reads(mlm):
+    """Its total would be of the first pieces alone, and read as the whole text's."""
+    ours, _, _ = mlm
+    too_long = " ".join(["the cat sat on the bank"] * ours.config.max_position_embeddings)
+    with pytest.raises(InputError, match="longer than"):
+        ours.pseudo_log_likelihood(too_long)
+    with pytest.raises(InputError, match="longer than"):
+        ours.pseudo_log_likelihood("the cat sat", too_long)  # the pair is what is cut
+
+
+@pytest.mark.parametrize("bad", [0, -5, "a", 100.5, True])
+def test_batched_passes_check_their_batch_size(mlm, bad):
+    ours, _, _ = mlm
+    with pytest.raises(InputError, match="max_batch_tokens"):
+        ours.pseudo_log_likelihood("the cat sat", max_batch_tokens=bad)
+    with pytest.raises(InputError, match="max_batch_tokens"):
+        ours.head_importance("the [MASK] sat", max_batch_tokens=bad)
+
+
+def test_value_weighted_attention_refuses_another_models_analysis(mlm, tiny_model, tmp_path):
+    """Of the same shape, another model's hidden states through these weights gave maps of neither model."""
+    ours, _, _ = mlm
+    twin = bert_core.load_pretrained(make_checkpoint(tmp_path / "twin", "mlm", seed=12, **SIZE))
+    text = "the cat sat on the bank"
+    other = twin.analyze(text)
+    assert other.hidden_states.shape == ours.analyze(text).hidden_states.shape  # only the weights differ
+    with pytest.raises(InputError, match="another model"):
+        ours.value_weighted_attention(other)
+    with pytest.raises(InputError, match="another"):
+        ours.value_weighted_attention(tiny_model.analyze(text))  # and one of another shape
+    # Its own analysis, alone or from a padded batch, is taken as before.
+    alone = ours.value_weighted_attention(ours.analyze(text))
+    batched = ours.value_weighted_attention(ours.analyze_batch([text, text + " of the river today"])[0])
+    np.testing.assert_allclose(batched.summed, alone.summed, atol=1e-5)

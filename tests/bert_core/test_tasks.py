@@ -400,3 +400,34 @@ def test_a_words_opening_bracket_or_quote_does_not_decide_its_entity():
         assert tags["tom"] == "B-PERSON"
         found = [(e.label, e.text, text[e.start : e.end]) for e in m.entities(text)]
         assert ("PERSON", "Tom", "Tom") in found, (text, found)
+
+
+def test_attribution_targets_of_the_wrong_shape_are_named(task_dirs, tiny_model):
+    tagger = bert_core.load_pretrained(task_dirs["bert", "tag"])
+    classifier = bert_core.load_pretrained(task_dirs["bert", "classify"])
+    for model, target in ((tiny_model, 3), (tagger, 3), (tagger, "B-PER"), (tagger, (1, 2, 3))):
+        with pytest.raises(InputError, match="pair"):
+            model.attribute("the [MASK] sat on the bank", target=target, steps=2)
+    with pytest.raises(InputError, match="NEG, NEU, POS"):  # a label it lacks: the ones it has are named
+        classifier.attribute("the bank", target="MAYBE", steps=2)
+    assert classifier.attribute("the bank", target="POS", steps=2).target.endswith("POS")
+
+
+@pytest.mark.parametrize("typed", ["[MASK]", "<mask>"])
+def test_an_mlm_explanation_reads_either_mask_spelling_in_every_family(tmp_path, typed):
+    from tests.variants import make_variant
+
+    roberta = bert_core.load_pretrained(make_variant(tmp_path / "roberta", "roberta", "mlm"))
+    r = roberta.attribute(f"the {typed} river", steps=2)
+    assert r.text == f"the {typed} river"  # the text as typed
+    assert f"at token {r.tokens.index('<mask>')}" in r.target  # its own mask, explained
+
+
+def test_choices_may_come_from_a_generator(task_dirs):
+    m = bert_core.load_pretrained(task_dirs["bert", "choice"])
+    choices = ["to deposit cash", "to fish in the river"]
+    assert dict(m.choose("we went to the bank", (c for c in choices))) == dict(
+        m.choose("we went to the bank", choices)
+    )
+    with pytest.raises(InputError, match="list of texts"):
+        m.choose("we went to the bank", 3)
