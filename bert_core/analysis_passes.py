@@ -40,6 +40,21 @@ class AnalysisPasses:
             raise InputError(f"{what} must be an integer from 0 to {size - 1}, got {value!r}")
         return int(value)
 
+    def _vocab_piece(self, token: str) -> int:
+        """The id of the vocabulary piece `token`; InputError otherwise, naming the piece meant where it is
+        near: RoBERTa's "bank" starts a word only as "Ġbank", and an uncased model's "The" is "the"."""
+        found = self.tokenizer.token_to_id(token) if isinstance(token, str) else None
+        if found is not None:
+            return found
+        if not isinstance(token, str):
+            raise InputError(f"the token must be a piece of the vocabulary, as a string, got {token!r}")
+        marker = self.architecture.piece_style.word_start_marker or ""
+        lowered = self.tokenizer.normalize(token)
+        near = [g for g in dict.fromkeys((marker + token, lowered, marker + lowered)) if g and g != token]
+        near = [g for g in near if self.tokenizer.token_to_id(g) is not None]
+        hint = f" (the piece {near[0]!r} is)" if near else ""
+        raise InputError(f"{token!r} is not a piece of this model's vocabulary{hint}")
+
     def _target_position(self, enc: Encoding, position: int | None) -> int:
         """`position` checked against the text, or the first [MASK] when it is None."""
         if position is None:
@@ -154,11 +169,7 @@ class AnalysisPasses:
         check_batch_tokens(max_batch_tokens)
         enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
         position = self._target_position(enc, position)
-        token_id = None
-        if token is not None:
-            token_id = self.tokenizer.token_to_id(token)
-            if token_id is None:
-                raise InputError(f"{token!r} is not a piece of this model's vocabulary")
+        token_id = None if token is None else self._vocab_piece(token)
         base = self._head_mask_tensor(head_mask)
         layers, heads = self.config.num_hidden_layers, self.config.num_attention_heads
         if base is None:

@@ -360,10 +360,7 @@ class TaskPasses:
                     raise InputError(f"{label!r} is not one of this tagger's labels: {', '.join(names)}")
                 label = names.index(label)
             elif isinstance(label, str):
-                piece = self.tokenizer.token_to_id(label)
-                if piece is None:
-                    raise InputError(f"{label!r} is not a piece of this model's vocabulary")
-                label = piece
+                label = self._vocab_piece(label)
             size = self.config.num_labels if task == "tag" else self.config.vocab_size
             label = self._check_index(label, size, "the target label")
             shown = names[label] if names else self.tokenizer.id_to_token(label)

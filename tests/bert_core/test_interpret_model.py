@@ -435,3 +435,10 @@ def test_value_weighted_attention_refuses_another_models_analysis(mlm, tiny_mode
     alone = ours.value_weighted_attention(ours.analyze(text))
     batched = ours.value_weighted_attention(ours.analyze_batch([text, text + " of the river today"])[0])
     np.testing.assert_allclose(batched.summed, alone.summed, atol=1e-5)
+
+
+def test_a_token_not_in_the_vocabulary_names_the_piece_meant(tiny_model):
+    with pytest.raises(InputError, match="'The' is not a piece.*the piece 'the' is"):  # an uncased vocabulary
+        tiny_model.head_importance("the [MASK] sat", token="The")
+    with pytest.raises(InputError, match="not a piece of this model's vocabulary$"):
+        tiny_model.head_importance("the [MASK] sat", token="zzqqx")

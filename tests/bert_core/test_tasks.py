@@ -421,6 +421,9 @@ def test_an_mlm_explanation_reads_either_mask_spelling_in_every_family(tmp_path,
     r = roberta.attribute(f"the {typed} river", steps=2)
     assert r.text == f"the {typed} river"  # the text as typed
     assert f"at token {r.tokens.index('<mask>')}" in r.target  # its own mask, explained
+    # A word typed as the target names the piece meant: RoBERTa's "the" starts a word only as "Ġthe".
+    with pytest.raises(InputError, match="the piece 'Ġthe' is"):
+        roberta.attribute(f"the {typed} river", target=(2, "the"), steps=2)
 
 
 def test_choices_may_come_from_a_generator(task_dirs):
