@@ -163,6 +163,16 @@ def current_inputs() -> Inputs:
 # or .get instead; tests/app/test_session_memory.py).
 
 
+def strip_typed_name(key: str = KEY_MODEL) -> None:
+    """Call before a model box: a name typed with the leading space that gets it past Streamlit's box
+    (ui.TYPED_NAME_HELP) is kept without it, so the link and the box's list hold the name, not " @demo-qa"
+    beside "@demo-qa", from the next run on (a link's first run takes the link's value, and the run that
+    receives a typed name leaves the browser's address as it was typed)."""
+    typed = st.session_state.get(key)
+    if isinstance(typed, str) and typed != typed.strip():
+        st.session_state[key] = typed.strip()
+
+
 def use_model(source: str) -> None:
     """The "Use …" buttons under a model that can't be loaded."""
     st.session_state[KEY_MODEL] = source

@@ -29,6 +29,7 @@ def _count(n: int) -> str:
 
 def model_picker(hold: models.Hold) -> models.ActiveModel | None:
     """The model selectbox (pick a listed model or type a hub id / directory), loading, and the model card."""
+    inputs.strip_typed_name(inputs.KEY_MODEL)
     current = st.session_state.get(inputs.KEY_MODEL) or st.query_params.get(inputs.KEY_MODEL)
     options = models.model_options(current)
     source = st.selectbox(

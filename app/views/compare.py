@@ -30,6 +30,7 @@ st.caption(
     "loaded once and shared by every page and session."
 )
 left, _ = ui.page_model()
+inputs.strip_typed_name(KEY_SECOND)
 current = st.session_state.get(KEY_SECOND) or st.query_params.get(KEY_SECOND)
 # Models that load here (on disk or cached, the bundled ones included) first, so the page opens on a pair
 # that works offline: the default hub model, when it can't be had, would fall back to the sidebar's demo model.

@@ -938,3 +938,21 @@ def test_the_home_directory_is_hidden_only_where_it_is_the_home_directory(monkey
     monkeypatch.setenv("HOME", "/home/lecturer")
     assert models._without_home("no config.json in /home/lecturer") == "no config.json in ~"
     assert models._without_home("in /srv/home/lecturer/models/x") == "in /srv/home/lecturer/models/x"
+
+
+def test_a_model_name_typed_or_linked_with_spaces_is_kept_without_them(make_app):
+    """The picker's help says to type a name with a leading space past Streamlit's box: the link then held
+    "model=+%40demo-qa", and the box listed " @demo-qa" beside "@demo-qa". Both boxes keep the bare name
+    from the run after the one that received it (a typed name's, or a link's first)."""
+    from app import inputs
+
+    second = "model2"  # Compare's box (app/views/compare.py, a page script: importing it would run it)
+    at = make_app("views/compare.py", model=" @demo-qa ", **{second: " @demo "})
+    assert at.session_state[models.KEY_HOLD].active.source.strip() == "@demo-qa"
+    at.run()  # the next run, whatever the user did
+    assert not at.exception
+    assert at.session_state[inputs.KEY_MODEL] == "@demo-qa" and at.session_state[second] == "@demo"
+    assert at.session_state[models.KEY_HOLD].active.source == "@demo-qa"
+    for key in (inputs.KEY_MODEL, second):
+        options = at.selectbox(key=key).options
+        assert not [o for o in options if o != o.strip()], options
