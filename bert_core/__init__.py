@@ -16,6 +16,7 @@ from .interpret import (
     TokenMap,
     attention_flow,
     attention_rollout,
+    cosine_matrix,
     head_roles,
     layer_trajectory,
     role_stability,
@@ -37,6 +38,7 @@ from .results import (
     PseudoLogLikelihood,
     ValueWeightedAttention,
     Vectors,
+    WordVectors,
 )
 from .tokenizer import Encoding, WordPieceTokenizer
 
@@ -92,8 +94,10 @@ __all__ = [
     "ValueWeightedAttention",
     "Vectors",
     "WordPieceTokenizer",
+    "WordVectors",
     "attention_flow",
     "attention_rollout",
+    "cosine_matrix",
     "head_roles",
     "layer_trajectory",
     "load_pretrained",

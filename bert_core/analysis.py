@@ -20,12 +20,23 @@ from .checkpoints.architecture import Architecture
 from .checkpoints.bert import BERT
 from .config import BertConfig
 from .errors import InputError, MissingHeadError
+from .interpret.hidden import cosine_matrix
 from .modeling.encoder import EncoderOutput
 from .modeling.heads import Network
 from .pieces import with_own_mask
-from .results import Analysis, EmbeddingComponents, MaskPrediction, MlmScores, ModelInfo, Vectors
+from .results import (
+    WORD_OCCURRENCES,
+    Analysis,
+    EmbeddingComponents,
+    MaskPrediction,
+    MlmScores,
+    ModelInfo,
+    Vectors,
+    WordVectors,
+)
 from .tasks import TaskPasses
 from .tokenizer import Encoding, WordPieceTokenizer
+from .words import target_occurrences, word_text_spans
 
 TextInput = str | tuple[str, str | None]
 
@@ -368,6 +379,55 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         return results  # type: ignore[return-value]
 
     # -- heads ----------------------------------------------------------------------------------------
+
+    def word_vectors(
+        self, texts: Sequence[str], word: str, *, occurrence: str = "first", max_batch_tokens: int = 2048
+    ) -> WordVectors:
+        """`word`'s vector in each of `texts` after every layer, and their cosines (`WordVectors`): how one
+        word's meaning drifts apart from layer to layer ("bank" by a river and "bank" with money). A word in
+        a text more than once gives its `occurrence` ("first", "last", or "each", a row each). The texts go
+        through the model as `vectors_batch` sends them (no attention maps kept)."""
+        if isinstance(texts, str):
+            raise InputError(
+                "texts must be a list of texts, not one string: the word is compared across them"
+            )
+        texts = list(texts) if isinstance(texts, Iterable) else texts
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise InputError("texts must be a list of strings (sentence A of each; pairs are not searched)")
+        if occurrence not in WORD_OCCURRENCES:
+            raise InputError(f"occurrence must be one of {', '.join(WORD_OCCURRENCES)}, got {occurrence!r}")
+        if not isinstance(word, str) or not word.strip():
+            raise InputError("word must be a word to look for, as a string")
+        word = word.strip()
+        try:
+            alone = self.encode(word)
+        except InputError as exc:
+            raise InputError(f"the word {word!r} has nothing this model reads: {exc}") from exc
+        words = [word[s:e] for _, s, e in word_text_spans(alone, 0, word)]
+        if len(words) != 1:
+            raise InputError(
+                f"{word!r} is {len(words)} words to this tokenizer ({', '.join(words)}): give one"
+            )
+        found, rows, missing = [], [], []
+        for index, vectors in enumerate(self.vectors_batch(texts, max_batch_tokens=max_batch_tokens)):
+            occurrences = target_occurrences(vectors, word, self.tokenizer.normalize)
+            if not occurrences:
+                missing.append(index)
+            elif occurrence != "each":
+                occurrences = [occurrences[0 if occurrence == "first" else -1]]
+            for pieces in occurrences:
+                found.append((index, tuple(pieces)))
+                rows.append(vectors.hidden_states[:, pieces].mean(axis=1))  # (L + 1, n, H) -> (L + 1, H)
+        layers, hidden = self.config.num_hidden_layers + 1, self.config.hidden_size
+        stacked = np.stack(rows).astype(np.float32) if rows else np.zeros((0, layers, hidden), np.float32)
+        return WordVectors(
+            word=word,
+            texts=tuple(texts),
+            found=tuple(found),
+            vectors=stacked,
+            cosines=np.stack([cosine_matrix(stacked[:, layer]) for layer in range(layers)]),  # (L + 1, K, K)
+            missing=tuple(missing),
+        )
 
     def _check_top_k(self, top_k: int) -> int:
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:

@@ -78,6 +78,30 @@ class Vectors(_ReadsEncoding):
     pooled: np.ndarray | None  # (H,) float32, or None without a pooler
 
 
+WORD_OCCURRENCES = ("first", "last", "each")  # which occurrences of a word in a text `word_vectors` keeps
+
+
+@dataclass(frozen=True)
+class WordVectors:
+    """One word's vector in each text that has it, after every layer: the mean of the hidden states of the
+    pieces the word was read as, there (Ethayarajh, 2019, compares such vectors of one word across contexts;
+    the app's Word senses page draws them). K = the occurrences kept, one row each.
+
+    Whole words only, as the app counts them (`bert_core.words`): "banks" is not "bank"; case and accents count
+    as the tokenizer's normaliser says (an uncased model's "Bank" is "bank")."""
+
+    word: str
+    texts: tuple[str, ...]
+    found: tuple[
+        tuple[int, tuple[int, ...]], ...
+    ]  # per row: (the text's index, the word's token indices there)
+    vectors: np.ndarray  # (K, L + 1, H) float32; [:, 0] is what the first layer receives
+    cosines: np.ndarray  # (L + 1, K, K) float32: the rows' cosine similarities at each layer
+    missing: tuple[
+        int, ...
+    ]  # the texts without the word in the pieces the model read (a cut text's tail too)
+
+
 @dataclass(frozen=True)
 class MaskPrediction:
     """Top-k predictions for one [MASK] position."""

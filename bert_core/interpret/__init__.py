@@ -3,7 +3,7 @@ value-weighted attention's arithmetic. The ones that need the model (ablation, p
 a layer's q/k/v) are `BertScopeModel` methods."""
 
 from .flow import MAX_FLOW_TOKENS, attention_flow, max_flow_through_layers
-from .hidden import LayerTrajectory, TokenMap, layer_trajectory, token_pca
+from .hidden import LayerTrajectory, TokenMap, cosine_matrix, layer_trajectory, token_pca
 from .roles import (
     BROAD_THRESHOLD,
     ROLE_THRESHOLD,
@@ -28,6 +28,7 @@ __all__ = [
     "TokenMap",
     "attention_flow",
     "attention_rollout",
+    "cosine_matrix",
     "head_roles",
     "is_punctuation",
     "layer_trajectory",

@@ -25,6 +25,15 @@ class LayerTrajectory:
     cosine_to_last: np.ndarray  # cosine to the same token after the last layer (1 at layer L)
 
 
+def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
+    """(P, H) -> (P, P) float32 cosine similarities of every pair of rows (computed in float64); a zero vector's
+    cosines are 0."""
+    v = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(v, axis=-1, keepdims=True)
+    unit = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
+    return (unit @ unit.T).astype(np.float32)
+
+
 def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cosine of (..., H) arrays; 0 where either vector is zero."""
     norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)

@@ -1,0 +1,85 @@
+"""Words as a reader counts them, over a tokenizer's pieces: which pieces make up each word of a sentence, the
+characters each word spans in the typed text, and where a given word occurs. Pure Python over an `Encoding`'s
+(or an `Analysis`'s) word ids and offsets, without torch, so the app's pages and `BertScopeModel.word_vectors`
+count the same words.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable
+
+
+def _is_punctuation(text: str) -> bool:
+    """Only punctuation, as BERT's tokenizer counts it: ASCII non-alphanumerics and Unicode P* categories."""
+    return bool(text) and all(
+        (33 <= ord(c) <= 47 or 58 <= ord(c) <= 64 or 91 <= ord(c) <= 96 or 123 <= ord(c) <= 126)
+        or unicodedata.category(c).startswith("P")
+        for c in text
+    )
+
+
+def word_keys(analysis, texts: tuple[str, str | None] | None = None) -> list[tuple[int, int] | None]:
+    """Per token, the word it belongs to as the pages count words: (sentence, n), n from 0 in each sentence;
+    None for an added special token.
+
+    The tokenizer's word ids, with a piece of punctuation split off as a word of its own, as BERT's tokenizer
+    and RoBERTa's already do: SentencePiece (ALBERT) splits at spaces only, so its 'bank.' would otherwise be
+    one word, never found as 'bank' and masked with its full stop. Pieces made from the same typed characters
+    are one word whatever their word ids: a "…" that a tokenizer reads as "..." is three words to it, and one
+    to a reader. `texts`: sentences A and B as typed (default: the analysis's own), for the pieces'
+    characters."""
+    texts = (analysis.text, analysis.text_pair) if texts is None else texts
+    keys: list[tuple[int, int] | None] = []
+    count = {0: -1, 1: -1}
+    previous = None  # (sentence, word id, punctuation, (start, end)) of the token before
+    for seq, word, (start, end) in zip(
+        analysis.sequence_ids, analysis.word_ids, analysis.offsets.tolist(), strict=True
+    ):
+        if seq is None or word is None:
+            keys.append(None)
+            previous = None
+            continue
+        punctuation = _is_punctuation((texts[seq] or "")[start:end])
+        same_characters = (
+            previous is not None and previous[0] == seq and previous[3] == (start, end) and end > start
+        )
+        if not same_characters and (
+            previous is None or previous[:2] != (seq, word) or punctuation or previous[2]
+        ):
+            count[seq] += 1
+        keys.append((seq, count[seq]))
+        previous = (seq, word, punctuation, (start, end))
+    return keys
+
+
+def word_text_spans(analysis, sentence: int = 0, text: str | None = None) -> list[tuple[int, int, int]]:
+    """(word number, start, end) character spans of each word (`word_keys`) of one sentence, in the typed
+    text. `text`: that sentence as typed, for an Encoding (an Analysis knows its own)."""
+    texts = None if text is None else ((text, None) if sentence == 0 else ("", text))
+    spans: dict[int, list[int]] = {}
+    for key, (start, end) in zip(word_keys(analysis, texts), analysis.offsets.tolist(), strict=True):
+        if key is None or key[0] != sentence:
+            continue
+        span = spans.setdefault(key[1], [start, end])
+        span[0] = min(span[0], start)
+        span[1] = max(span[1], end)
+    return [(w, s, e) for w, (s, e) in sorted(spans.items())]
+
+
+def target_occurrences(
+    analysis, target: str, normalize: Callable[[str], str], text: str | None = None
+) -> list[list[int]]:
+    """Token indices of every word of sentence A whose normalised text equals `normalize(target)`, in order.
+
+    `analysis` is anything with `sequence_ids`, `word_ids` and `offsets` (an Analysis or an Encoding); `text`
+    is sentence A as typed (default `analysis.text`). Whole words only: 'banks' is not 'bank'.
+    """
+    text = analysis.text if text is None else text
+    keys = word_keys(analysis, (text, None))
+    want = normalize(target).strip()
+    return [
+        [i for i, key in enumerate(keys) if key == (0, word)]
+        for word, start, end in word_text_spans(analysis, 0, text)
+        if normalize(text[start:end]).strip() == want
+    ]
