@@ -241,9 +241,10 @@ def run_app(argv: list[str]) -> int:
         # ui.start and ui.bound set a widget's value through session state beside its default, on purpose.
         "--global.disableWidgetStateDuplicationWarning",
         "true",
-        # Streamlit guesses it runs from its own source tree when its package's path holds no "site-packages"
-        # (`pip install --target DIR`, a vendored copy on PYTHONPATH): its development mode then refuses
-        # --server.port and lets any site's pages talk to the server (CORS off). Seen on the GPU machine.
+        # Streamlit guesses it runs from its own source tree when its package's path holds none of
+        # "site-packages", "dist-packages" or "__pypackages__" (`pip install --target DIR`, a vendored copy on
+        # PYTHONPATH): its development mode then refuses --server.port and answers HTTP requests from any
+        # site's pages (Access-Control-Allow-Origin: *). Seen on the GPU machine.
         "--global.developmentMode",
         "false",
     ]

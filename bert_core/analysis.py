@@ -9,15 +9,16 @@ can serve many threads (Streamlit sessions) at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .analysis_passes import AnalysisPasses, check_batch_tokens
+from .analysis_passes import AnalysisPasses
 from .checkpoints.architecture import Architecture
 from .checkpoints.bert import BERT
+from .checks import check_batch_tokens, listed
 from .config import BertConfig
 from .errors import InputError, MissingHeadError
 from .interpret.hidden import cosine_matrix
@@ -44,12 +45,8 @@ TextInput = str | tuple[str, str | None]
 def _batch_items(texts: Sequence[TextInput]) -> list[tuple[str, str | None]]:
     """The (text, pair) of each item of a batch call; InputError for one string (iterating it would analyse
     each of its characters as a text) and for an item that is neither a text nor a (text, pair)."""
-    if isinstance(texts, str):
-        raise InputError("texts must be a list of texts, not one string: use analyze for a single text")
-    if not isinstance(texts, Iterable):
-        raise InputError(f"texts must be a list of texts, got {type(texts).__name__}")
     items = []
-    for index, item in enumerate(texts):
+    for index, item in enumerate(listed(texts, "texts", "use analyze for a single text")):
         if isinstance(item, (tuple, list)) and len(item) == 2:
             items.append((item[0], item[1]))
         elif isinstance(item, str):
@@ -59,6 +56,18 @@ def _batch_items(texts: Sequence[TextInput]) -> list[tuple[str, str | None]]:
                 f"text {index + 1} must be a string or a (text, pair) tuple, got {type(item).__name__}"
             )
     return items
+
+
+def _whole_numbers(values, name: str, what: str) -> list[int]:
+    """`values` (a list, array or generator of whole numbers) as ints; InputError for one number, a string, or
+    a value that is not a whole number (2.7 is not read as 2)."""
+    try:
+        asked = np.asarray(listed(values, name, f"give a list of {what}"))
+    except ValueError as exc:  # ragged
+        raise InputError(f"{name} must be a list of {what}: {exc}") from exc
+    if asked.ndim != 1 or (asked.size and asked.dtype.kind not in "iu"):  # [[2]], ["5"], [2.7]
+        raise InputError(f"{name} must be a list of {what}, got {values!r}")
+    return [int(v) for v in asked]
 
 
 def _sentence_b(text_b, asked: str) -> str:
@@ -349,7 +358,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         float rounding from the padding (~1e-6, as in `analyze_batch`).
         Raises InputError naming the first text that cannot be encoded.
         """
-        check_batch_tokens(max_batch_tokens)
+        max_batch_tokens = check_batch_tokens(max_batch_tokens)
         items = _batch_items(texts)
         encodings = self._encode_items(items)
         order = sorted(range(len(items)), key=lambda i: len(encodings[i].tokens))
@@ -387,12 +396,8 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         word's meaning drifts apart from layer to layer ("bank" by a river and "bank" with money). A word in
         a text more than once gives its `occurrence` ("first", "last", or "each", a row each). The texts go
         through the model as `vectors_batch` sends them (no attention maps kept)."""
-        if isinstance(texts, str):
-            raise InputError(
-                "texts must be a list of texts, not one string: the word is compared across them"
-            )
-        texts = list(texts) if isinstance(texts, Iterable) else texts
-        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        texts = listed(texts, "texts", "the word is compared across several")
+        if not all(isinstance(t, str) for t in texts):
             raise InputError("texts must be a list of strings (sentence A of each; pairs are not searched)")
         if occurrence not in WORD_OCCURRENCES:
             raise InputError(f"occurrence must be one of {', '.join(WORD_OCCURRENCES)}, got {occurrence!r}")
@@ -544,26 +549,14 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             )
         if ids.min() < 0 or ids.max() >= self.config.vocab_size:
             raise InputError("input_ids contain ids outside the vocabulary")
-        try:
-            asked = np.asarray(positions)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"positions must be a list of integers: {exc}") from exc
-        if asked.ndim != 1 or (asked.size and asked.dtype.kind not in "iu"):  # 2 (not [2]), "a", 2.7
-            raise InputError(f"positions must be a list of integers, got {positions!r}")
-        positions = [int(p) for p in asked]
+        positions = _whole_numbers(positions, "positions", "integer positions")
         if any(not 0 <= p < len(ids) for p in positions):
             raise InputError("a position is outside the sequence")
         if labels is not None:
-            if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
-                raise InputError(f"labels must be a list of token ids, one per position, got {labels!r}")
-            labels = list(labels)
+            labels = _whole_numbers(labels, "labels", "token ids, one per position")
             if len(labels) != len(positions):
                 raise InputError("labels and positions must have the same length")
-            try:
-                out_of_range = any(not 0 <= int(x) < self.config.vocab_size for x in labels)
-            except (TypeError, ValueError) as exc:
-                raise InputError(f"labels must be token ids: {exc}") from exc
-            if out_of_range:
+            if any(not 0 <= x < self.config.vocab_size for x in labels):
                 raise InputError(f"labels must be token ids from 0 to {self.config.vocab_size - 1}")
         try:
             types = np.zeros_like(ids) if token_type_ids is None else np.array(token_type_ids, dtype=np.int64)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from .checks import check_batch_tokens, listed
 from .errors import InputError
 from .interpret.value_weighted import value_weighted_norms
 from .modeling.packed import linear
@@ -166,7 +167,7 @@ class AnalysisPasses:
         most `max_batch_tokens` (B x S) tokens, each row with its own head mask.
         """
         self.network.head("mlm")
-        check_batch_tokens(max_batch_tokens)
+        max_batch_tokens = check_batch_tokens(max_batch_tokens)
         enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
         position = self._target_position(enc, position)
         token_id = None if token is None else self._vocab_piece(token)
@@ -223,7 +224,7 @@ class AnalysisPasses:
         longer than the model reads is refused (InputError): its total would leave out the cut-off end, and
         read as the whole text's."""
         _check_scoring(scoring)
-        check_batch_tokens(max_batch_tokens)
+        max_batch_tokens = check_batch_tokens(max_batch_tokens)
         self.network.head("mlm")
         mask_id = self._mask_id()
         enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
@@ -262,11 +263,8 @@ class AnalysisPasses:
         be one negative term fewer, a free pass up the ranking. So is a text longer than the model reads, whose
         cut-off end would be terms left out."""
         _check_scoring(scoring)
-        if isinstance(texts, str):  # its characters would be ranked, each a "sentence"
-            raise InputError(
-                "texts must be a list of sentences, not one string: use pseudo_log_likelihood for one"
-            )
-        texts = list(texts)  # read twice: checked, then scored (a generator would be empty the second time)
+        # read twice: checked, then scored (a generator would be empty the second time)
+        texts = listed(texts, "texts", "use pseudo_log_likelihood for one sentence")
         mask_id = self._mask_id()
         for text in texts:
             enc = self.encode(self._with_model_mask(text))
@@ -307,13 +305,6 @@ class AnalysisPasses:
             final_token_rank=rank.cpu().numpy().astype(np.int64),
             final_token_probability=self._numpy(final_p),
         )
-
-
-def check_batch_tokens(max_batch_tokens) -> None:
-    """InputError unless `max_batch_tokens` (the most B x S tokens one batch of a pass holds) is a whole number
-    of at least 1."""
-    if isinstance(max_batch_tokens, bool) or not isinstance(max_batch_tokens, int) or max_batch_tokens < 1:
-        raise InputError(f"max_batch_tokens must be a positive integer, got {max_batch_tokens!r}")
 
 
 def _check_scoring(scoring: str) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .checks import listed
 from .errors import InputError
 from .modeling.encoder import EncoderOutput
 from .results import Attribution, Entity
@@ -224,12 +225,7 @@ class TaskPasses:
     def choose(self, prompt: str, choices: Sequence[str]) -> list[tuple[str, float]]:
         """[(choice, probability), ...] best first: each choice scored after the prompt as a sentence pair,
         softmax over the choices."""
-        if isinstance(choices, str):
-            raise InputError("give at least two choices to choose between, as a list")
-        try:
-            choices = list(choices)  # a generator too
-        except TypeError as exc:
-            raise InputError(f"choices must be a list of texts, got {type(choices).__name__}") from exc
+        choices = listed(choices, "choices", "give at least two to choose between")
         if len(choices) < 2:
             raise InputError("give at least two choices to choose between")
         logits = self._task_logits("choice", [self.encode(prompt, c) for c in choices])[:, 0]  # (C,)

@@ -560,8 +560,8 @@ sys.exit(cli.main(["--port", "8611"]))
 
 def test_a_streamlit_installed_outside_site_packages_still_serves_on_the_chosen_port(tmp_path):
     """Streamlit takes a package path without "site-packages" for its own source tree and turns on its
-    development mode, which refuses --server.port (and lets any site's pages in): `pip install --target DIR`
-    does that, as on the GPU machine of docs/deploy.md. bertscope turns the mode off."""
+    development mode, which refuses --server.port (and relaxes its HTTP CORS header): `pip install --target
+    DIR` does that, as on the GPU machine of docs/deploy.md. bertscope turns the mode off."""
     import subprocess
 
     import streamlit

@@ -566,56 +566,64 @@ elif view == "pll":
     if not info.has_mlm_head:
         st.info("Pseudo-likelihood needs an MLM head: load a masked-language-model checkpoint.")
         st.stop()
-    try:
-        total, pieces = cache.pseudo_log_likelihood(active, inputs.text_a, scoring)
-    except bert_core.BertScopeError as exc:
-        st.error(ui.user_message(exc))
-        st.stop()
-    # With no piece scored (a sentence of masks) the sum is empty: no score, not a perfect one of 0.
-    st.metric("PLL of sentence A (nats)", f"{total:.2f}" if pieces else "—")
 
     def holed(text: str) -> bool:
         """A typed mask (any family's spelling, which the scores read as this model's) is a hole, not a word."""
         return mask in with_own_mask(text, mask)
 
-    if holed(inputs.text_a):
-        st.caption(
-            ui.md_escape(
-                f"Sentence A has a typed {mask}: it stands for no word, so it is left masked and out of the score, "
-                "and this total can't be compared with a whole sentence's."
+    def score_sentence_a() -> None:
+        """Sentence A's score and its pieces; a message where it has none (too long to score whole), the
+        minimal pairs below still ranked."""
+        try:
+            total, pieces = cache.pseudo_log_likelihood(active, inputs.text_a, scoring)
+        except bert_core.BertScopeError as exc:
+            st.error(ui.user_message(exc))
+            return
+        # With no piece scored (a sentence of masks) the sum is empty: no score, not a perfect one of 0.
+        st.metric("PLL of sentence A (nats)", f"{total:.2f}" if pieces else "—")
+
+        if holed(inputs.text_a):
+            st.caption(
+                ui.md_escape(
+                    f"Sentence A has a typed {mask}: it stands for no word, so it is left masked and out of the score, "
+                    "and this total can't be compared with a whole sentence's."
+                )
             )
-        )
-    # Numbered by position in the token sequence, as on every other view ("5: bank"): sentence A's pieces sit
-    # where the analysis above has them, a typed mask left out as the score leaves it out.
-    scored = [
-        i
-        for i, (seq, special, token) in enumerate(
-            zip(result.sequence_ids, result.special_tokens_mask, result.tokens, strict=True)
-        )
-        if seq == 0 and not special and token != mask
-    ]
-    if [result.tokens[i] for i in scored] == [p for p, _ in pieces]:
-        names = [labels[i] for i in scored]
-    else:  # a tokenizer that splits A differently beside B: plain order
-        names = [f"{n + 1}. {style.display(p)}" for n, (p, _) in enumerate(pieces)]
-    logps = [lp for _, lp in pieces]
-    if pieces:
-        ui.show_figure(
-            charts.bars(
-                names,
-                logps,
-                title="log P(piece | the rest)"
-                if scoring == "piece"
-                else "log P(piece | the rest, its word's later pieces masked)",
-                value_name="log-probability",
-                font_size=fs,
-            ),
-            key="pll_strip",
-            data=pd.DataFrame({"shown as": names, "piece": [p for p, _ in pieces], "log_probability": logps}),
-            filename="pseudo_log_likelihood",
-        )
-    else:
-        st.info(ui.md_escape(f"Nothing in sentence A to score but {mask}: type a whole sentence."))
+        # Numbered by position in the token sequence, as on every other view ("5: bank"): sentence A's pieces sit
+        # where the analysis above has them, a typed mask left out as the score leaves it out.
+        scored = [
+            i
+            for i, (seq, special, token) in enumerate(
+                zip(result.sequence_ids, result.special_tokens_mask, result.tokens, strict=True)
+            )
+            if seq == 0 and not special and token != mask
+        ]
+        if [result.tokens[i] for i in scored] == [p for p, _ in pieces]:
+            names = [labels[i] for i in scored]
+        else:  # a tokenizer that splits A differently beside B: plain order
+            names = [f"{n + 1}. {style.display(p)}" for n, (p, _) in enumerate(pieces)]
+        logps = [lp for _, lp in pieces]
+        if pieces:
+            ui.show_figure(
+                charts.bars(
+                    names,
+                    logps,
+                    title="log P(piece | the rest)"
+                    if scoring == "piece"
+                    else "log P(piece | the rest, its word's later pieces masked)",
+                    value_name="log-probability",
+                    font_size=fs,
+                ),
+                key="pll_strip",
+                data=pd.DataFrame(
+                    {"shown as": names, "piece": [p for p, _ in pieces], "log_probability": logps}
+                ),
+                filename="pseudo_log_likelihood",
+            )
+        else:
+            st.info(ui.md_escape(f"Nothing in sentence A to score but {mask}: type a whole sentence."))
+
+    score_sentence_a()
     st.subheader("Minimal pairs")
     presets = list(MINIMAL_PAIRS)
     start = ui.start("pll_preset", presets[0], lambda v: v in MINIMAL_PAIRS)

@@ -70,9 +70,10 @@ for i, tok in enumerate(result.tokens):
         }
     )
 table = pd.DataFrame(rows)
-if (table["shown as"] == table["piece"]).all():
-    # WordPiece's pieces (BERT's, DistilBERT's) are shown as written: a second column of the same strings only
-    # took width, and pushed the Large-text table past a 1024 px projector's page.
+if not style.word_start_marker and not style.byte_level:
+    # WordPiece's pieces (BERT's, DistilBERT's, ELECTRA's) are shown as written: a second column of the same
+    # strings only took width, and pushed the Large-text table past a 1024 px projector's page. Decided by the
+    # tokenizer, not the text, so a table's columns (and its CSV's) stay put as the user types.
     table = table.drop(columns="shown as")
 hovers = [
     f"#{r['index']} {r['shown as']}  id {r['id']}"

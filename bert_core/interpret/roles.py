@@ -77,7 +77,7 @@ def head_roles(analysis: Analysis, *, style: PieceStyle = WORDPIECE) -> HeadRole
 
     style: how the tokenizer marks pieces (`ModelInfo.piece_style`), used to recognise punctuation.
     """
-    if not isinstance(analysis, Analysis):  # its attentions alone lack the tokens the roles are named by
+    if not hasattr(analysis, "tokens"):  # its attentions alone lack the tokens the roles are named by
         raise InputError(f"head_roles takes an Analysis (model.analyze(text)), got {type(analysis).__name__}")
     att = np.asarray(analysis.attentions, dtype=np.float64)  # (L, N, S, S)
     s = att.shape[-1]

@@ -395,3 +395,13 @@ def test_query_key_rows_carry_one_number_each_when_thinned(make_app):
     at = open_view(make_app, "qk", long)
     rows = figure(at, "qk_vectors")["layout"]["yaxis"]["ticktext"]
     assert len(rows) < 1 + 2 * 52 and all(r.startswith(("query ", "key ", "q×k ")) for r in rows)
+
+
+def test_a_sentence_too_long_to_score_whole_still_leaves_the_minimal_pairs(make_app):
+    """Its score would be of the pieces the model reads only: said, and the ranking below, which does not read
+    sentence A, is still there."""
+    at = open_view(make_app, "pll", " ".join(["the cat sat on the bank"] * 200))
+    assert "longer than" in " ".join(e.value for e in at.error)
+    assert "Minimal pairs" in [h.value for h in at.subheader]
+    assert not [m for m in at.metric if "PLL of sentence A" in m.label]  # no partial total shown as its score
+    assert at.table or at.dataframe  # the preset's lines ranked

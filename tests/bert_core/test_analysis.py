@@ -309,5 +309,16 @@ def test_batch_calls_name_the_text_they_cannot_read(tiny_model):
     with pytest.raises(InputError, match="text 2: text is empty"):
         tiny_model.analyze_batch(["the cat", ""])
     for call in (tiny_model.analyze_batch, tiny_model.vectors_batch):
-        with pytest.raises(InputError, match="list of texts"):
+        with pytest.raises(InputError, match="texts must be a list"):
             call(None)
+
+
+def test_predict_at_reads_positions_and_labels_of_any_integer_kind(tiny_model):
+    ids = tiny_model.encode("the cat sat").input_ids
+    plain = tiny_model.predict_at(ids, [2], labels=[int(ids[2])])
+    for positions, labels in (((p for p in [2]), np.array([ids[2]])), (np.array([2]), [np.int64(ids[2])])):
+        got = tiny_model.predict_at(ids, positions, labels=labels)
+        np.testing.assert_array_equal(got.losses, plain.losses)
+    for labels in ([2.7], ["5"], [[2]]):  # 2.7 was read as id 2; "5" leaked numpy's ValueError
+        with pytest.raises(InputError, match="labels"):
+            tiny_model.predict_at(ids, [2], labels=labels)

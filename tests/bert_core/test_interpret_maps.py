@@ -330,3 +330,12 @@ def test_the_maps_say_which_input_they_take(tiny_model):
         bert_core.head_roles(r.attentions)
     with pytest.raises(InputError, match="takes an Analysis"):
         bert_core.layer_trajectory(r.hidden_states)
+
+
+def test_trajectories_take_anything_with_hidden_states(tiny_model):
+    """As the module says: an Analysis, Vectors, or another holder of (L + 1, S, H) hidden states."""
+    import types
+
+    r = tiny_model.analyze("the cat sat on the bank")
+    held = types.SimpleNamespace(hidden_states=r.hidden_states)
+    np.testing.assert_array_equal(bert_core.layer_trajectory(held).norms, bert_core.layer_trajectory(r).norms)

@@ -442,3 +442,14 @@ def test_a_token_not_in_the_vocabulary_names_the_piece_meant(tiny_model):
         tiny_model.head_importance("the [MASK] sat", token="The")
     with pytest.raises(InputError, match="not a piece of this model's vocabulary$"):
         tiny_model.head_importance("the [MASK] sat", token="zzqqx")
+
+
+def test_batched_passes_take_numpy_integers_and_minimal_pairs_name_a_non_list(mlm):
+    ours, _, _ = mlm
+    assert ours.pseudo_log_likelihood("the cat sat", max_batch_tokens=np.int64(4096)).total == (
+        ours.pseudo_log_likelihood("the cat sat").total
+    )
+    assert ours.head_importance("the [MASK] sat", max_batch_tokens=np.int32(64)).drop.shape == (3, 4)
+    for bad in (None, 3):
+        with pytest.raises(InputError, match="texts must be a list"):
+            ours.rank_minimal_pairs(bad)

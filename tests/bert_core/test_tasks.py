@@ -432,5 +432,5 @@ def test_choices_may_come_from_a_generator(task_dirs):
     assert dict(m.choose("we went to the bank", (c for c in choices))) == dict(
         m.choose("we went to the bank", choices)
     )
-    with pytest.raises(InputError, match="list of texts"):
+    with pytest.raises(InputError, match="choices must be a list"):
         m.choose("we went to the bank", 3)

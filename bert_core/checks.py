@@ -1,0 +1,29 @@
+"""Checks of arguments several passes share, each an InputError that names the argument and what it takes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from .errors import InputError
+
+
+def check_batch_tokens(max_batch_tokens) -> int:
+    """`max_batch_tokens` (the most B x S tokens one batch of a pass holds) as an int; InputError unless it is a
+    whole number (numpy's too) of at least 1."""
+    if isinstance(max_batch_tokens, bool) or not isinstance(max_batch_tokens, (int, np.integer)):
+        raise InputError(f"max_batch_tokens must be a positive integer, got {max_batch_tokens!r}")
+    if max_batch_tokens < 1:
+        raise InputError(f"max_batch_tokens must be a positive integer, got {max_batch_tokens!r}")
+    return int(max_batch_tokens)
+
+
+def listed(values, name: str, instead: str) -> list:
+    """`values` (a list, tuple, generator, ...) as a list, read once; InputError for one string, whose characters
+    would each be taken for a text (`instead` says what to call for one), and for a value that is no sequence."""
+    if isinstance(values, (str, bytes)):
+        raise InputError(f"{name} must be a list, not one string: {instead}")
+    if not isinstance(values, Iterable):
+        raise InputError(f"{name} must be a list, got {type(values).__name__}")
+    return list(values)
