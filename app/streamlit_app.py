@@ -180,12 +180,13 @@ def sidebar() -> None:
                     help="Fills sentence A (and B) with a ready-made example: senses of 'bank', hidden words, "
                     "a pronoun, sub-word pieces, next-sentence pairs.",
                 )
-            # The starting sentence goes through session state, not value=: examples write this key too, and a
-            # widget given both makes Streamlit warn. A link's ?a= wins over it.
-            if inputs.KEY_TEXT_A not in st.session_state and inputs.KEY_TEXT_A not in st.query_params:
-                st.session_state[inputs.KEY_TEXT_A] = inputs.DEFAULT_TEXT_A
+            # The starting sentence is the box's default, so a link leaves it out and an emptied box is in the
+            # link as "a=": with "" as the default, an emptied box left no trace, and its link opened on the
+            # starting sentence. (Examples write this key too; Streamlit's warning about a widget given both
+            # is off, see app/cli.py.) A link's ?a= wins over both.
             st.text_area(
                 "Sentence A",
+                value=inputs.DEFAULT_TEXT_A,
                 key=inputs.KEY_TEXT_A,
                 bind="query-params",
                 height=ui.box_height(100),

@@ -423,6 +423,24 @@ def test_every_page_renders_with_no_network(app_url, page, path):
     assert page.locator("text=Page not found").count() == 0
 
 
+def test_an_emptied_sentence_a_is_in_the_link_and_the_starting_sentence_is_not(app_url, page, chromium):
+    """An emptied box left no trace in the link, which then opened on the starting sentence and its charts;
+    the starting sentence itself, the box's default, need not be written out."""
+    page.goto(f"{app_url}/attention")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    assert "a=" not in page.url
+    type_sentence(page, "")
+    page.wait_for_function("() => location.search.includes('a=')", timeout=10_000)
+    assert urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query, keep_blank_values=True)["a"] == [""]
+    fresh = chromium.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    fresh.goto(page.url)
+    fresh.wait_for_selector("text=Type a sentence in the sidebar", timeout=60_000)
+    assert fresh.locator('[data-testid="stSidebar"] textarea').first.input_value() == ""
+    assert fresh.locator(CHART).count() == 0
+    fresh.context.close()
+
+
 def test_the_first_pages_own_path_hands_over_to_the_root_with_its_parameters(app_url, page):
     """/tokens once answered "Page not found" (Streamlit serves the default page at the root only)."""
     page.goto(f"{app_url}/tokens?a=the+cat+sat&b=the+river")
