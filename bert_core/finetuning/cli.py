@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             info=info,
         )
     except BertScopeError as exc:  # the data, the labels or the checkpoint: the user's to fix
-        message = str(exc)
+        message = in_flags(str(exc), _FLAGS)  # "max_length 600 is more than ..." names --max-length
         # A row the model cannot take is found after reading, by its line: named with its file, as a row
         # the reader refused is.
         message = f"{args.data}, {message}" if message.startswith("line ") else message
@@ -257,6 +257,7 @@ def _what_was_kept(out: Path, earlier: tuple[float, int] | None, epochs: int) ->
 _FLAGS = {
     "epochs": "--epochs",
     "batch_size": "--batch-size",
+    "learning_rate": "--lr",
     "weight_decay": "--weight-decay",
     "warmup": "--warmup",
     "eval_fraction": "--eval-fraction",

@@ -67,6 +67,8 @@ def read_examples(path: str | Path, task: str) -> list[Example]:
         raise InputError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
     path = Path(path)
     suffix = path.suffix.lower()
+    if path.is_dir():  # "." has no name to put in the message below ("error: : name the data file ...")
+        raise InputError(f"{path} is a directory: name the data file (.csv or .jsonl) in it")
     if suffix not in CSV_SUFFIXES + JSONL_SUFFIXES:
         raise InputError(
             f"{path.name}: name the data file .csv (with a header row) or .jsonl (one JSON object a line)"

@@ -122,7 +122,7 @@ class FinetuneConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if not 0 < self.learning_rate < math.inf:  # inf trained to a NaN loss
-            raise ValueError(f"the learning rate must be a positive number, got {self.learning_rate}")
+            raise ValueError(f"learning_rate must be a positive number, got {self.learning_rate}")
         if not self.weight_decay >= 0:  # a negative decay grows the weights
             raise ValueError(f"weight_decay must not be negative, got {self.weight_decay}")
         if not 0 <= self.warmup or (self.warmup >= 1 and self.warmup != int(self.warmup)):

@@ -140,7 +140,10 @@ def pair_starts(documents: Sequence[Sequence[object]]) -> np.ndarray:
     """(M, 2) every (document, sentence) at which a pair can start: any sentence that has a successor."""
     starts = [(d, s) for d, doc in enumerate(documents) for s in range(len(doc) - 1)]
     if not starts:
-        raise ValueError("no document has two sentences: pair objectives need documents of 2+ sentences")
+        raise ValueError(
+            "no document has two sentences: pair objectives need documents of 2+ sentences; or train the MLM "
+            "alone with 'pair_task' = 'none'"
+        )
     return np.asarray(starts, dtype=np.int64)
 
 

@@ -247,7 +247,10 @@ class PretrainingData:
                 self.documents.append(sentences)
         if config.pair_task != "none":
             if len(self.documents) < 2:
-                raise ValueError("next sentence / sentence order prediction needs at least two documents")
+                raise ValueError(
+                    "next sentence / sentence order prediction needs at least two documents (documents are "
+                    "separated by blank lines); or train the MLM alone with 'pair_task' = 'none'"
+                )
             self.starts = pair_starts(self.documents)
         else:
             self.starts = np.asarray(
@@ -384,6 +387,42 @@ def build_network(bert_config: BertConfig, config: TrainingConfig) -> Network:
     network = Network(bert_config, ("mlm", "nsp") if with_pair else ("mlm",), pooler=with_pair)
     init_bert_weights(network, config.initializer_range)
     return network
+
+
+def step_memory(bert_config: BertConfig, config: TrainingConfig) -> int:
+    """About how many bytes one training step holds at its peak, at the longest sequences: each layer's
+    activations kept for the backward pass (Korthikanti et al., 2022, count s*b*h*(34 + 5*a*s/h) bytes at 16
+    bits; twice that in float32) and the MLM head's logits at the masked positions (the logits, their softmax
+    and its gradient). An estimate for refusing a step that cannot fit, not a measurement."""
+    b, s = config.batch_size, bert_config.max_position_embeddings
+    h, a = bert_config.hidden_size, bert_config.num_attention_heads
+    layers = bert_config.num_hidden_layers * b * s * h * (34 + 5 * a * s / h) * 2
+    logits = 3 * 4 * b * s * config.mlm_probability * bert_config.vocab_size
+    return int(layers + logits)
+
+
+def available_memory() -> int | None:
+    """Bytes this machine can still give a process without swapping (Linux's MemAvailable), or None."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def memory_problem(bert_config: BertConfig, config: TrainingConfig) -> str | None:
+    """Why a step of this size cannot fit in this machine's memory, or None: a --batch-size of 100,000 was
+    killed by the kernel for want of memory (23 GB taken), with no word, once the vocabulary was trained."""
+    needed, free = step_memory(bert_config, config), available_memory()
+    if free is None or needed <= free:
+        return None
+    return (
+        f"batch_size {config.batch_size} needs about {needed / 2**30:.1f} GB for one step of "
+        f"{bert_config.max_position_embeddings}-piece sequences, more than the {free / 2**30:.1f} GB free here: "
+        "lower it"
+    )
 
 
 def compute_losses(network: Network, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None, float | None]:
@@ -748,6 +787,8 @@ def _train(
         )
     data = PretrainingData(documents, tokenizer, config)
     bert_config = config.bert_config(tokenizer.vocab_size, pad_token_id=data.pad_id)
+    if problem := memory_problem(bert_config, config):
+        raise ValueError(problem)
     network = build_network(bert_config, config)
     log.info(
         "pre-training %s parameters on %d documents / %d sentences, vocabulary %d",

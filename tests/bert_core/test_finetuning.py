@@ -298,7 +298,7 @@ def test_an_answer_beyond_the_models_reach_is_an_error_or_skipped(tmp_path, tiny
 def test_a_learning_rate_must_be_a_positive_number(lr):
     from bert_core.finetuning.train import FinetuneConfig
 
-    with pytest.raises(ValueError, match="the learning rate must be a positive number"):
+    with pytest.raises(ValueError, match="learning_rate must be a positive number"):
         FinetuneConfig("classify", learning_rate=lr)
 
 
@@ -535,3 +535,25 @@ def test_a_label_only_the_held_out_examples_have_is_said(tiny_checkpoint, tmp_pa
     with caplog.at_level("WARNING"):
         finetune(examples * 4, str(tiny_checkpoint), quarter, out_dir=None)
     assert "no training example" not in " ".join(r.getMessage() for r in caplog.records)
+
+
+def test_the_cli_names_its_options_and_a_directory_given_as_data(tmp_path, tiny_checkpoint, capsys):
+    data = tmp_path / "c.csv"
+    data.write_text("text,label\nthe bank,a\nthe river,b\n")
+    args = [
+        "--task",
+        "classify",
+        "--data",
+        str(data),
+        "--from",
+        str(tiny_checkpoint),
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    with pytest.raises(SystemExit):
+        finetune_cli([*args, "--lr", "0"])
+    assert "--lr must be a positive number" in capsys.readouterr().err
+    assert finetune_cli([*args, "--max-length", "100000", "--quiet"]) == 2
+    assert "--max-length 100000 is more than the model's" in capsys.readouterr().err
+    assert finetune_cli([*args[:3], str(tmp_path), *args[4:]]) == 2
+    assert f"{tmp_path} is a directory" in capsys.readouterr().err

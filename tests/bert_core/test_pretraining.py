@@ -1105,3 +1105,43 @@ def test_what_a_stopped_run_says_it_left(tmp_path):
     # a resume stopped before its own first checkpoint: the one it started from is still there
     said = _saved(args, time.time() + 600)
     assert said.startswith("the checkpoint it resumed from (step 40 of 90) is still in") and "resume" in said
+
+
+def test_cli_refuses_a_batch_that_cannot_fit_in_memory_before_it_is_drawn(tmp_path, capsys, monkeypatch):
+    """--batch-size 100000 was killed by the kernel for want of memory (23 GB), with no word."""
+    from bert_core.pretraining import train as training
+    from bert_core.pretraining.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    write_corpus(corpus, 20, seed=3)
+    small = ["--hidden-size", "32", "--layers", "1", "--heads", "2", "--vocab-size", "200", "--max-positions", "64",
+             "--threads", "1", "--quiet", "--steps", "2", "--warmup", "0"]  # fmt: skip
+    monkeypatch.setattr(training, "available_memory", lambda: 2 * 2**30)  # as on a machine with 2 GB free
+    code = main(["--corpus", str(corpus), "--out", str(tmp_path / "m"), *small, "--batch-size", "100000"])
+    said = capsys.readouterr().err
+    assert code == 1 and "--batch-size 100000 needs about" in said and "2.0 GB free here" in said
+    assert not (tmp_path / "m").exists()
+    assert main(["--corpus", str(corpus), "--out", str(tmp_path / "m"), *small, "--batch-size", "4"]) == 0
+
+
+def test_step_memory_grows_with_the_batch_and_the_sequences():
+    from bert_core.pretraining.train import TrainingConfig, step_memory
+
+    config = TrainingConfig(batch_size=64)
+    bert = config.bert_config(30522, pad_token_id=0)
+    one = step_memory(bert, config)
+    assert step_memory(bert, TrainingConfig(batch_size=128)) == pytest.approx(2 * one, rel=1e-6)
+    # bert-base at 512 positions: the layers' activations alone are tens of GB for 64 sequences
+    base = TrainingConfig(batch_size=64, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                          intermediate_size=3072, max_position_embeddings=512)  # fmt: skip
+    assert 20 * 2**30 < step_memory(base.bert_config(30522, pad_token_id=0), base) < 200 * 2**30
+
+
+def test_a_corpus_of_one_document_points_to_the_mlm_alone(tmp_path, capsys):
+    from bert_core.pretraining.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat.\nthe dog ran by the river.\n")
+    code = main(["--corpus", str(corpus), "--out", str(tmp_path / "m"), "--quiet", "--steps", "1", "--warmup", "0",
+                 "--vocab-size", "120", "--hidden-size", "32", "--layers", "1", "--heads", "2", "--threads", "1"])  # fmt: skip
+    assert code == 1 and "--pair-task 'none'" in capsys.readouterr().err
