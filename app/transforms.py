@@ -7,7 +7,6 @@ Dimensions: S = tokens, W = words (groups of pieces), L = layers, N = heads, P =
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,7 +15,7 @@ import pandas as pd
 import bert_core
 from bert_core.interpret import cosine_matrix  # noqa: F401 - the pages read it here
 from bert_core.pieces import PieceStyle
-from bert_core.words import target_occurrences, word_keys, word_text_spans  # noqa: F401 - and these
+from bert_core.words import clean_target, target_occurrences, word_keys, word_text_spans  # noqa: F401 - and these
 
 
 def word_groups(analysis: bert_core.Analysis) -> list[list[int]]:
@@ -50,19 +49,6 @@ def merge_words(attention: np.ndarray, groups: Sequence[Sequence[int]]) -> np.nd
 
 def sentence_text(analysis: bert_core.Analysis, sentence: int) -> str:
     return analysis.text if sentence == 0 else (analysis.text_pair or "")
-
-
-def clean_target(raw: str) -> str:
-    """A typed target word without the spaces and punctuation around it: ' bank. ' -> 'bank'.
-
-    Punctuation inside the word stays ("can't"); the tokenizer decides whether that is still one word.
-    """
-    chars = list(raw.strip())
-    while chars and (chars[0].isspace() or unicodedata.category(chars[0]).startswith("P")):
-        chars.pop(0)
-    while chars and (chars[-1].isspace() or unicodedata.category(chars[-1]).startswith("P")):
-        chars.pop()
-    return "".join(chars)
 
 
 def fill_mask_text(

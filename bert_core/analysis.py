@@ -37,7 +37,7 @@ from .results import (
 )
 from .tasks import TaskPasses
 from .tokenizer import Encoding, WordPieceTokenizer
-from .words import target_occurrences, word_text_spans
+from .words import clean_target, target_occurrences, word_text_spans
 
 TextInput = str | tuple[str, str | None]
 
@@ -401,8 +401,8 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             raise InputError("texts must be a list of strings (sentence A of each; pairs are not searched)")
         if occurrence not in WORD_OCCURRENCES:
             raise InputError(f"occurrence must be one of {', '.join(WORD_OCCURRENCES)}, got {occurrence!r}")
-        if not isinstance(word, str) or not word.strip():
-            raise InputError("word must be a word to look for, as a string")
+        if not isinstance(word, str) or not clean_target(word):  # "..." would match every full stop
+            raise InputError("word must be a word to look for (letters or digits), as a string")
         word = word.strip()
         try:
             alone = self.encode(word)

@@ -67,19 +67,33 @@ def word_text_spans(analysis, sentence: int = 0, text: str | None = None) -> lis
     return [(w, s, e) for w, (s, e) in sorted(spans.items())]
 
 
+def clean_target(raw: str) -> str:
+    """A typed target word without the spaces and punctuation around it: ' bank. ' -> 'bank'.
+
+    Punctuation inside the word stays ("can't"); the tokenizer decides whether that is still one word.
+    """
+    chars = list(raw.strip())
+    while chars and (chars[0].isspace() or unicodedata.category(chars[0]).startswith("P")):
+        chars.pop(0)
+    while chars and (chars[-1].isspace() or unicodedata.category(chars[-1]).startswith("P")):
+        chars.pop()
+    return "".join(chars)
+
+
 def target_occurrences(
     analysis, target: str, normalize: Callable[[str], str], text: str | None = None
 ) -> list[list[int]]:
     """Token indices of every word of sentence A whose normalised text equals `normalize(target)`, in order.
 
     `analysis` is anything with `sequence_ids`, `word_ids` and `offsets` (an Analysis or an Encoding); `text`
-    is sentence A as typed (default `analysis.text`). Whole words only: 'banks' is not 'bank'.
+    is sentence A as typed (default `analysis.text`). Whole words only: 'banks' is not 'bank'. Punctuation
+    that a piece holds with the word (SentencePiece's "▁bank." where its vocabulary has one) is not the word's.
     """
     text = analysis.text if text is None else text
     keys = word_keys(analysis, (text, None))
-    want = normalize(target).strip()
+    want = clean_target(normalize(target))
     return [
         [i for i, key in enumerate(keys) if key == (0, word)]
         for word, start, end in word_text_spans(analysis, 0, text)
-        if normalize(text[start:end]).strip() == want
+        if clean_target(normalize(text[start:end])) == want
     ]

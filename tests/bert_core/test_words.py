@@ -95,3 +95,26 @@ def test_the_app_and_the_core_share_one_word_count():
 
     assert transforms.target_occurrences is bert_core.words.target_occurrences
     assert transforms.cosine_matrix is bert_core.cosine_matrix
+
+
+def test_punctuation_a_piece_holds_with_the_word_is_not_the_words():
+    """SentencePiece keeps "▁bank." as one piece where its vocabulary has it: the word is still 'bank'."""
+    import types
+
+    from bert_core.words import target_occurrences
+
+    text = "to the bank. the banks"
+    read = types.SimpleNamespace(  # "▁to", "▁the", "▁bank.", "▁the", "▁banks" between [CLS] and [SEP]
+        text=text,
+        text_pair=None,
+        sequence_ids=[None, 0, 0, 0, 0, 0, None],
+        word_ids=[None, 0, 1, 2, 3, 4, None],
+        offsets=np.array([(0, 0), (0, 2), (3, 6), (7, 12), (13, 16), (17, 22), (0, 0)]),
+    )
+    assert target_occurrences(read, "bank", str.lower) == [[3]]
+    assert target_occurrences(read, "Bank.", str.lower) == [[3]]
+
+
+def test_a_word_of_punctuation_alone_is_refused(tiny_model):
+    with pytest.raises(InputError, match="letters or digits"):
+        tiny_model.word_vectors(TEXTS, "...")
