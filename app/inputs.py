@@ -96,11 +96,12 @@ class Example:
     label: str
     text_a: str
     text_b: str  # "" when the example is a single sentence
+    model: str = ""  # the model the example is for (a QA passage needs a QA head), or "" for any
 
 
 def parse_examples(text: str) -> list[Example]:
-    """Lines 'label | sentence A | sentence B (optional)'; '#' lines and blank lines are skipped, and so is a
-    line without a label and a sentence A."""
+    """Lines 'label | sentence A | sentence B (optional) | model (optional)'; '#' lines and blank lines are
+    skipped, and so is a line without a label and a sentence A."""
     out = []
     for line in text.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
@@ -108,7 +109,7 @@ def parse_examples(text: str) -> list[Example]:
         parts = [p.strip() for p in line.split("|")]
         if len(parts) < 2 or not parts[0] or not parts[1]:
             continue
-        out.append(Example(parts[0], parts[1], parts[2] if len(parts) > 2 else ""))
+        out.append(Example(parts[0], parts[1], *(parts[2:4] + ["", ""])[:2]))
     return out
 
 
@@ -184,6 +185,9 @@ def load_example(examples: list[Example]) -> None:
     if chosen is not None:
         st.session_state[KEY_TEXT_A] = chosen.text_a
         st.session_state[KEY_TEXT_B] = chosen.text_b
+        if chosen.model:  # "Ask a passage a question (Task page, @demo-qa)" left the demo model's page saying
+            st.session_state[KEY_MODEL] = chosen.model  # it has no task head
+
     st.session_state[KEY_EXAMPLE] = None  # back to the placeholder, ready for the next one
 
 

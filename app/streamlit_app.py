@@ -118,7 +118,7 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
     lacks = f"  \nno {ui.md_escape(', no '.join(info.lacks))}" if info.lacks else ""
     st.caption(
         f"{ui.md_escape(info.architecture_name)} · {ui.layers_text(info)} · hidden {info.hidden_size}{embedding} · "
-        f"{info.num_heads} heads · {_count(info.num_parameters)} parameters  \nprediction heads: {heads}{lacks}  \n"
+        f"{ui.heads_text(info)} · {_count(info.num_parameters)} parameters  \nprediction heads: {heads}{lacks}  \n"
         f"arithmetic: {arithmetic}",
         help="On the CPU, set BERTSCOPE_EXACT=1 (or start with `bertscope --exact`) for the reference's own "
         "arithmetic.",

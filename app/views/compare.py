@@ -74,7 +74,7 @@ def card(active: models.ActiveModel) -> str:
     # The heads tell apart checkpoints of one family: ELECTRA's discriminator and generator read alike without.
     heads = " · prediction heads: " + (", ".join(name.upper() for name in info.heads) or "none")
     return ui.md_escape(
-        f"{info.architecture_name} · {ui.layers_text(info)} · {info.num_heads} heads · hidden {info.hidden_size}"
+        f"{info.architecture_name} · {ui.layers_text(info)} · {ui.heads_text(info)} · hidden {info.hidden_size}"
         f"{heads}{lacks} — {models.describe_source(active.source)}"
     )
 

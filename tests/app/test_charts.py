@@ -336,6 +336,10 @@ def test_bars_leave_room_for_the_values_past_both_ends():
     assert tuple(charts.bars(["a"], [0.3], range_max=1.0).layout.xaxis.range) == (0, 1.18)
     vertical = charts.bars(["a", "b"], [-1.0, 1.0], horizontal=False)
     assert vertical.layout.yaxis.range[0] < -1.0
+    # all negative (log-probabilities): room on the left, and the axis ends at zero, which none passes
+    for font in (charts.BASE_FONT, 22):
+        low, high = charts.bars(["a", "b"], [-3.0, -0.5], font_size=font).layout.xaxis.range
+        assert low < -3.0 and high == 0.0
 
 
 def test_a_long_passage_wraps_into_rows_of_chips_and_the_answer_keeps_its_colour():

@@ -11,6 +11,10 @@ def test_parse_examples_skips_comments_and_incomplete_lines():
         inputs.Example("River", "the bank of the river", ""),
         inputs.Example("Pair", "a", "b"),
     ]
+    assert inputs.parse_examples("QA | q | p | @demo-qa\nOne | a | | @demo") == [
+        inputs.Example("QA", "q", "p", "@demo-qa"),
+        inputs.Example("One", "a", "", "@demo"),
+    ]
 
 
 def test_the_shipped_examples_parse():
@@ -32,6 +36,19 @@ def test_choosing_an_example_fills_both_sentences_and_keeps_them(make_app):
     assert at.text_area(key="a").value == single.text_a and at.text_area(key="b").value == ""
     at.switch_page("views/tokens.py").run()
     assert at.text_area(key="a").value == single.text_a
+
+
+def test_an_example_for_a_model_loads_it(make_app):
+    """'Ask a passage a question (Task page, @demo-qa)' filled the sentences and left the demo model, whose
+    Task page said it had no task head."""
+    from app import models
+
+    at = make_app("views/task.py")
+    qa = next(e for e in inputs.examples() if e.model)
+    assert qa.model == "@demo-qa" and qa.model in qa.label
+    at.selectbox(key="example").set_value(qa.label).run()
+    assert not at.exception and at.session_state[models.KEY_HOLD].active.source == "@demo-qa"
+    assert "Monday" in " ".join(str(t.value) for t in at.get("metric"))  # the page answers the question
 
 
 def test_prepare_lines_keeps_the_first_lines_and_cuts_long_ones():

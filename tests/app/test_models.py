@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import types
 
 import pytest
 import torch
@@ -956,3 +957,16 @@ def test_a_model_name_typed_or_linked_with_spaces_is_kept_without_them(make_app)
     for key in (inputs.KEY_MODEL, second):
         options = at.selectbox(key=key).options
         assert not [o for o in options if o != o.strip()], options
+
+
+def test_the_model_card_counts_one_layer_and_one_head_in_the_singular(make_app, tmp_path, monkeypatch):
+    """A lab's 1-layer model read "1 layers"."""
+    from app import ui
+
+    one = make_checkpoint(tmp_path / "one", "mlm", num_hidden_layers=1, num_attention_heads=1)
+    card = " ".join(c.value for c in make_app(model=str(one)).sidebar.caption)
+    assert "1 layer ·" in card and "1 head ·" in card
+    many = types.SimpleNamespace(num_layers=12, num_heads=12, layer_weight_sets=1)
+    assert (
+        ui.layers_text(many) == "12 layers sharing one set of weights" and ui.heads_text(many) == "12 heads"
+    )
