@@ -269,7 +269,11 @@ if explained is not None:
     if info.task == "qa":
         # The one logit explained, not the answer's score: "the logit (the answer's score adds ...), 4.481"
         # read as the answer's score beside a table saying 9.790.
-        score_name = f"the {target} logit (the answer's score, {best[3]:.3f}, adds the start's and the end's)"
+        piece = "first" if target == "start" else "last"
+        score_name = (
+            f"the {target} logit at the answer's {piece} piece (the answer's score, {best[3]:.3f}, is its start "
+            "logit plus its end logit)"
+        )
     ui.attribution_note(explained, score_name)
 
 if info.task == "classify":

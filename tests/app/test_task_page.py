@@ -210,7 +210,8 @@ def test_the_why_panel_explains_any_pieces_label_and_either_end_of_an_answer(hea
     # The one logit explained, told apart from the answer's score (their sum), which the table shows.
     best = bert_core.load_pretrained(heads["qa"]).answer(question, passage)[0]
     assert said[0].startswith(
-        f"Explained: the end logit (the answer's score, {best[3]:.3f}, adds the start's"
+        f"Explained: the end logit at the answer's last piece (the answer's score, {best[3]:.3f}, is its start "
+        "logit plus its end logit)"
     )
     from streamlit.proto.Metric_pb2 import Metric
 
