@@ -155,8 +155,6 @@ _LARGE_TEXT_CSS = """<style>
 [data-testid="stSidebar"] textarea,
 [data-testid="stSidebar"] [data-testid="stTextInput"] input { font-size: 1.35rem !important; }
 [data-testid="stMain"] [data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p { font-size: 3rem !important; }
-[data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
-[data-testid="stMain"] [data-testid="stWidgetLabel"] p,
 [data-testid="stMain"] [data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"],
 [data-testid="stMain"] [data-testid="stMetricLabel"] p { white-space: normal !important; overflow: visible !important; }
 [data-testid="stMain"] [data-testid="stSliderThumbValue"] { top: auto !important; bottom: 100% !important; }
@@ -195,12 +193,18 @@ def large_text_style() -> None:
 # screen, and when a room opens the page at once that is most of the wait: with 30 browsers on 2 cores the
 # Attention page's first chart came 5-12 % sooner with the pulse stopped (docs/benchmarks.md, section 10). The
 # placeholders themselves stay, and Streamlit's running indicator still says the page is working.
-_STILL_PLACEHOLDERS_CSS = "<style>[data-testid='stSkeleton'] { animation: none !important; }</style>"
+# And in every size, a widget label too long for its column wraps instead of ending in "…": at 1024 px the
+# Attention page's third of a row showed "Merge sub-words int…" (Large text has had the rule since 1280 px).
+_STILL_PLACEHOLDERS_CSS = """<style>
+[data-testid='stSkeleton'] { animation: none !important; }
+[data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
+[data-testid="stMain"] [data-testid="stWidgetLabel"] p { white-space: normal !important; overflow: visible !important; }
+</style>"""
 
 
 def still_placeholders() -> None:
-    """Stop the loading placeholders' pulse (a style-only st.html goes to Streamlit's event container, so it
-    takes no room on the page)."""
+    """Stop the loading placeholders' pulse, and let widget labels wrap (a style-only st.html goes to
+    Streamlit's event container, so it takes no room on the page)."""
     st.html(_STILL_PLACEHOLDERS_CSS)
 
 
