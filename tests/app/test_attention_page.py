@@ -199,7 +199,7 @@ def test_every_page_works_with_one_layer_and_one_head(make_app, tmp_path):
         tmp_path / "one", "pretraining", num_hidden_layers=1, num_attention_heads=1, hidden_size=32
     )
     at = make_app(model=str(ckpt), a="the bank by the river", b="the cat")
-    assert "1 layers" in " ".join(c.value for c in at.sidebar.caption)
+    assert "1 layer ·" in " ".join(c.value for c in at.sidebar.caption)  # not "1 layers"
     for spec in PAGES:
         at.switch_page(spec.file).run()
         assert not at.exception, (spec.file, [e.value for e in at.exception])

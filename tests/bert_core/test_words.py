@@ -65,7 +65,7 @@ def test_which_occurrence_of_a_repeated_word(tiny_model):
 
 
 def test_a_word_in_no_text_gives_no_rows(tiny_model):
-    w = tiny_model.word_vectors(TEXTS[:3], "money ")  # spaces around the word are not part of it
+    w = tiny_model.word_vectors(TEXTS[:3], " money. ")  # nor are spaces and punctuation around it
     assert w.word == "money" and w.missing == (0, 2) and len(w.found) == 1
     none = tiny_model.word_vectors(["the river ran on"], "bank")
     assert none.vectors.shape[0] == 0 and none.cosines.shape[1:] == (0, 0) and none.missing == (0,)
