@@ -347,18 +347,24 @@ def test_a_choice_the_new_text_lacks_starts_over_in_the_box_as_on_the_page(app_u
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
-def test_on_a_projectors_1024_px_no_widget_label_ends_in_an_ellipsis(app_url, page):
-    """In normal text at 1024 px the Attention page's options showed "Merge sub-words int…"."""
-    page.set_viewport_size({"width": 1024, "height": 768})
-    page.goto(f"{app_url}/attention?a=the+bank+of+the+river&b=we+sat+there")
+def clipped_labels(page, url: str, width: int, height: int) -> list[str]:
+    """Open `url` at width x height; the main area's widget labels cut off at their column's edge."""
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(url)
     page.wait_for_selector(CHART, timeout=60_000)
     wait_for_app(page)
-    clipped = page.evaluate(
+    return page.evaluate(
         """() => [...document.querySelectorAll(
                 '[data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"]')]
               .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
     )
-    assert clipped == []
+
+
+def test_on_a_projectors_1024_px_no_widget_label_ends_in_an_ellipsis(app_url, page):
+    """In normal text at 1024 px the Attention page's options showed "Merge sub-words int…"."""
+    assert (
+        clipped_labels(page, f"{app_url}/attention?a=the+bank+of+the+river&b=we+sat+there", 1024, 768) == []
+    )
     assert page.get_by_text("Merge sub-words into words").is_visible()
 
 
@@ -366,16 +372,7 @@ def test_large_text_on_a_laptop_screen_wraps_labels_enlarges_choices_and_keeps_m
     """At 1280 px with Large text on, "Merge sub-words into words" ended in "…", the Head box's "mean" kept its
     small size, the Layer slider's value covered its knob, metric values shrank to their labels' size, and tables and
     the sidebar's sentence kept theirs."""
-    page.set_viewport_size({"width": 1280, "height": 800})
-    page.goto(f"{app_url}/attention?a=the+bank+of+the+river&large=true")
-    page.wait_for_selector(CHART, timeout=60_000)
-    wait_for_app(page)
-    clipped = page.evaluate(
-        """() => [...document.querySelectorAll(
-                '[data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"]')]
-              .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
-    )
-    assert clipped == []
+    assert clipped_labels(page, f"{app_url}/attention?a=the+bank+of+the+river&large=true", 1280, 800) == []
     assert page.get_by_text("Merge sub-words into words").is_visible()
     head = page.locator('input[aria-label="Head"]').evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
     assert head >= 20
