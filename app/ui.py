@@ -558,7 +558,7 @@ def layers_text(info) -> str:
     """'12 layers' for a model card, and for ALBERT that they run one set of weights, which its architecture
     name alone did not say (the charts show 12 layers' maps either way)."""
     sets = info.layer_weight_sets
-    layers = f"{info.num_layers} layer{'' if info.num_layers == 1 else 's'}"  # a lab's 1-layer model: not "1 layers"
+    layers = _counted(info.num_layers, "layer")  # a lab's 1-layer model read "1 layers"
     if sets is None or sets >= info.num_layers:
         return layers
     shared = "one set of weights" if sets == 1 else f"{sets} sets of weights"
@@ -566,7 +566,11 @@ def layers_text(info) -> str:
 
 
 def heads_text(info) -> str:
-    return f"{info.num_heads} head{'' if info.num_heads == 1 else 's'}"
+    return _counted(info.num_heads, "head")
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def token_labels(tokens: list[str], style: PieceStyle | None = None) -> list[str]:

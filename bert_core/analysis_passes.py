@@ -44,11 +44,11 @@ class AnalysisPasses:
     def _vocab_piece(self, token: str) -> int:
         """The id of the vocabulary piece `token`; InputError otherwise, naming the piece meant where it is
         near: RoBERTa's "bank" starts a word only as "Ġbank", and an uncased model's "The" is "the"."""
-        found = self.tokenizer.token_to_id(token) if isinstance(token, str) else None
-        if found is not None:
-            return found
         if not isinstance(token, str):
             raise InputError(f"the token must be a piece of the vocabulary, as a string, got {token!r}")
+        found = self.tokenizer.token_to_id(token)
+        if found is not None:
+            return found
         marker = self.architecture.piece_style.word_start_marker or ""
         lowered = self.tokenizer.normalize(token)
         near = [g for g in dict.fromkeys((marker + token, lowered, marker + lowered)) if g and g != token]
@@ -120,7 +120,7 @@ class AnalysisPasses:
             raise InputError(
                 "this analysis comes from a model of another shape: analyse the text with this one"
             )
-        if not self._embeds_as(analysis):
+        if isinstance(text, Analysis) and not self._embeds_as(analysis):  # one made here is this model's
             raise InputError("this analysis comes from another model: analyse the text with this one")
         n, d = c.num_attention_heads, c.hidden_size // c.num_attention_heads
         grams = []

@@ -12,9 +12,8 @@ from .errors import InputError
 def check_batch_tokens(max_batch_tokens) -> int:
     """`max_batch_tokens` (the most B x S tokens one batch of a pass holds) as an int; InputError unless it is a
     whole number (numpy's too) of at least 1."""
-    if isinstance(max_batch_tokens, bool) or not isinstance(max_batch_tokens, (int, np.integer)):
-        raise InputError(f"max_batch_tokens must be a positive integer, got {max_batch_tokens!r}")
-    if max_batch_tokens < 1:
+    whole = not isinstance(max_batch_tokens, bool) and isinstance(max_batch_tokens, (int, np.integer))
+    if not whole or max_batch_tokens < 1:
         raise InputError(f"max_batch_tokens must be a positive integer, got {max_batch_tokens!r}")
     return int(max_batch_tokens)
 

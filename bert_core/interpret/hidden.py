@@ -43,9 +43,8 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def layer_trajectory(analysis: Analysis | Vectors) -> LayerTrajectory:
     """Norm, cosine to the previous layer and cosine to the last layer, for every token at every layer."""
-    if not hasattr(
-        analysis, "hidden_states"
-    ):  # its hidden states alone, an array, say nothing of which is which
+    # Its hidden states alone, an array, have no `hidden_states` to read.
+    if not hasattr(analysis, "hidden_states"):
         raise InputError(
             f"layer_trajectory takes an Analysis or Vectors (model.analyze(text)), got {type(analysis).__name__}"
         )
