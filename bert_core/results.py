@@ -92,14 +92,12 @@ class WordVectors:
 
     word: str
     texts: tuple[str, ...]
-    found: tuple[
-        tuple[int, tuple[int, ...]], ...
-    ]  # per row: (the text's index, the word's token indices there)
+    # per row of `vectors`: (the text's index in `texts`, the word's token indices there)
+    found: tuple[tuple[int, tuple[int, ...]], ...]
     vectors: np.ndarray  # (K, L + 1, H) float32; [:, 0] is what the first layer receives
     cosines: np.ndarray  # (L + 1, K, K) float32: the rows' cosine similarities at each layer
-    missing: tuple[
-        int, ...
-    ]  # the texts without the word in the pieces the model read (a cut text's tail too)
+    # the indices of the texts without the word in the pieces the model read (a cut text's tail too)
+    missing: tuple[int, ...]
 
 
 @dataclass(frozen=True)
