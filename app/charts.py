@@ -684,12 +684,14 @@ def bars(
     text_px = _text_px(text, font_size) + 8
     names_px = _text_px(labels(names), font_size) if horizontal else 0.0
     # Room for values past each end a bar reaches: the left only if one is negative, the right only if one is
-    # positive (log-probabilities, all negative, had an axis running on to +10, which none can reach).
-    ends = max(1, (low < 0) + (high > 0))
+    # positive (log-probabilities, all negative, had an axis running on to +10, which none can reach) or zero
+    # (plotly writes a bar of none's value on its right).
+    right = high > 0 or low >= 0 or bool(np.any(np.asarray(values, dtype=np.float64) == 0))
+    ends = max(1, (low < 0) + right)
     plot_px = max(60.0, (width_px if horizontal else 360) - names_px - 40 - ends * text_px)
     share = max(0.18, text_px / plot_px)
     pad = share * (high - low)
-    padded = [low - pad if low < 0 else 0.0, high + pad if high > 0 or low >= 0 else 0.0] if pad > 0 else None
+    padded = [low - pad if low < 0 else 0.0, high + pad if right else 0.0] if pad > 0 else None
     if horizontal:
         trace = go.Bar(x=list(values), y=idx, orientation="h", text=text, marker_color=color, **outside)
         fig = go.Figure(trace)

@@ -179,15 +179,27 @@ def use_model(source: str) -> None:
     st.session_state[KEY_MODEL] = source
 
 
+_BEFORE_EXAMPLE = "_model_before_example"  # (the model before an example loaded its own, the example's model)
+
+
 def load_example(examples: list[Example]) -> None:
     """The Examples box: fill the sentences with the chosen one, and show the placeholder again."""
     chosen = next((e for e in examples if e.label == st.session_state.get(KEY_EXAMPLE)), None)
     if chosen is not None:
         st.session_state[KEY_TEXT_A] = chosen.text_a
         st.session_state[KEY_TEXT_B] = chosen.text_b
-        if chosen.model:  # "Ask a passage a question (Task page, @demo-qa)" left the demo model's page saying
-            st.session_state[KEY_MODEL] = chosen.model  # it has no task head
-
+        # "Ask a passage a question (Task page, @demo-qa)" left the demo model's page saying it has no task
+        # head. An example for any model after it goes back to the model before it: "Guess a hidden word"
+        # stayed on @demo-qa, which has no masked-word head.
+        current = st.session_state.get(KEY_MODEL)
+        if chosen.model:
+            if current != chosen.model:
+                st.session_state[_BEFORE_EXAMPLE] = (current, chosen.model)
+            st.session_state[KEY_MODEL] = chosen.model
+        elif _BEFORE_EXAMPLE in st.session_state:
+            before, switched_to = st.session_state.pop(_BEFORE_EXAMPLE)
+            if current == switched_to:  # still the example's model: the user picked none since
+                st.session_state[KEY_MODEL] = before
     st.session_state[KEY_EXAMPLE] = None  # back to the placeholder, ready for the next one
 
 

@@ -402,7 +402,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         if occurrence not in WORD_OCCURRENCES:
             raise InputError(f"occurrence must be one of {', '.join(WORD_OCCURRENCES)}, got {occurrence!r}")
         if not isinstance(word, str) or not clean_target(word):  # "..." would match every full stop
-            raise InputError("word must be a word to look for (letters or digits), as a string")
+            raise InputError("word must be a word to look for, not punctuation alone, as a string")
         word = clean_target(word)  # " bank. " is "bank", as the Word senses page reads a typed target
         try:
             alone = self.encode(word)

@@ -92,6 +92,8 @@ def target_occurrences(
     text = analysis.text if text is None else text
     keys = word_keys(analysis, (text, None))
     want = clean_target(normalize(target))
+    if not want:  # punctuation alone: cleaned, every mark of the text would equal it
+        return []
     return [
         [i for i, key in enumerate(keys) if key == (0, word)]
         for word, start, end in word_text_spans(analysis, 0, text)

@@ -413,15 +413,17 @@ def available_memory() -> int | None:
 
 
 def memory_problem(bert_config: BertConfig, config: TrainingConfig) -> str | None:
-    """Why a step of this size cannot fit in this machine's memory, or None: a --batch-size of 100,000 was
-    killed by the kernel for want of memory (23 GB taken), with no word, once the vocabulary was trained."""
+    """Why a step of this size may not fit in this machine's memory, or None: a --batch-size of 100,000 was
+    killed by the kernel for want of memory (23 GB taken), with no word, once the vocabulary was trained. The
+    worst case (every sequence as long as the model reads; batches are padded to their longest), activations
+    only; where /proc/meminfo shows a host's memory and not a container's limit, it can miss."""
     needed, free = step_memory(bert_config, config), available_memory()
     if free is None or needed <= free:
         return None
     return (
-        f"batch_size {config.batch_size} needs about {needed / 2**30:.1f} GB for one step of "
-        f"{bert_config.max_position_embeddings}-piece sequences, more than the {free / 2**30:.1f} GB free here: "
-        "lower it"
+        f"batch_size {config.batch_size} could need about {needed / 2**30:.1f} GB for one step, once a batch's "
+        f"sequences reach {bert_config.max_position_embeddings} pieces, more than the {free / 2**30:.1f} GB free "
+        "here: lower it, or the model's maximum positions"
     )
 
 

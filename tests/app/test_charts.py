@@ -340,6 +340,8 @@ def test_bars_leave_room_for_the_values_past_both_ends():
     for font in (charts.BASE_FONT, 22):
         low, high = charts.bars(["a", "b"], [-3.0, -0.5], font_size=font).layout.xaxis.range
         assert low < -3.0 and high == 0.0
+    # a value of exactly zero is written right of its bar of none: room there
+    assert charts.bars(["a", "b"], [-3.0, 0.0]).layout.xaxis.range[1] > 0.0
 
 
 def test_a_long_passage_wraps_into_rows_of_chips_and_the_answer_keeps_its_colour():

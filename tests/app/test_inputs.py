@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app import inputs
 
 
@@ -104,3 +106,24 @@ def test_the_question_preset_is_answered_by_the_bundled_qa_head():
     preset = next(e for e in inputs.examples() if "@demo-qa" in e.label)
     answer = bert_core.load_pretrained(models.DEMO_TASKS_DIR / "qa").answer(preset.text_a, preset.text_b)[0]
     assert answer[0].lower() == "on monday" and answer[4] > 0.5
+
+
+@pytest.mark.parametrize("link", [{}, {"model": "@demo"}])
+def test_an_example_for_any_model_after_one_for_its_own_goes_back_to_the_model_before(make_app, link):
+    """'Guess a hidden word' after the QA example stayed on @demo-qa, which has no masked-word head."""
+    from app import models
+
+    at = make_app("views/masked_words.py", **link)
+    before = at.session_state[models.KEY_HOLD].active.source
+    qa = next(e for e in inputs.examples() if e.model)
+    hidden = next(e for e in inputs.examples() if "[MASK]" in e.text_a and not e.model)
+    at.selectbox(key="example").set_value(qa.label).run()
+    assert at.session_state[models.KEY_HOLD].active.source == "@demo-qa"
+    at.selectbox(key="example").set_value(hidden.label).run()
+    assert not at.exception and at.session_state[models.KEY_HOLD].active.source == before
+    assert not at.get("error") and not [i for i in at.info if "head" in i.value]
+    # a model picked after the example's is the user's: kept
+    at.selectbox(key="example").set_value(qa.label).run()
+    at.selectbox(key="model").set_value("@demo-senses").run()
+    at.selectbox(key="example").set_value(hidden.label).run()
+    assert at.session_state[models.KEY_HOLD].active.source == "@demo-senses"

@@ -113,8 +113,9 @@ def test_punctuation_a_piece_holds_with_the_word_is_not_the_words():
     )
     assert target_occurrences(read, "bank", str.lower) == [[3]]
     assert target_occurrences(read, "Bank.", str.lower) == [[3]]
+    assert target_occurrences(read, ".", str.lower) == []  # not every word that cleans to nothing
 
 
 def test_a_word_of_punctuation_alone_is_refused(tiny_model):
-    with pytest.raises(InputError, match="letters or digits"):
+    with pytest.raises(InputError, match="not punctuation alone"):
         tiny_model.word_vectors(TEXTS, "...")
