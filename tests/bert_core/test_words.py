@@ -103,13 +103,13 @@ def test_punctuation_a_piece_holds_with_the_word_is_not_the_words():
 
     from bert_core.words import target_occurrences
 
-    text = "to the bank. the banks"
-    read = types.SimpleNamespace(  # "▁to", "▁the", "▁bank.", "▁the", "▁banks" between [CLS] and [SEP]
+    text = "to the bank. the banks !"
+    read = types.SimpleNamespace(  # "▁to", "▁the", "▁bank.", "▁the", "▁banks", "▁!" between [CLS] and [SEP]
         text=text,
         text_pair=None,
-        sequence_ids=[None, 0, 0, 0, 0, 0, None],
-        word_ids=[None, 0, 1, 2, 3, 4, None],
-        offsets=np.array([(0, 0), (0, 2), (3, 6), (7, 12), (13, 16), (17, 22), (0, 0)]),
+        sequence_ids=[None, 0, 0, 0, 0, 0, 0, None],
+        word_ids=[None, 0, 1, 2, 3, 4, 5, None],
+        offsets=np.array([(0, 0), (0, 2), (3, 6), (7, 12), (13, 16), (17, 22), (23, 24), (0, 0)]),
     )
     assert target_occurrences(read, "bank", str.lower) == [[3]]
     assert target_occurrences(read, "Bank.", str.lower) == [[3]]
