@@ -780,6 +780,11 @@ def _train(
 ) -> TrainingResult:
     start_time = time.monotonic() - (state["elapsed_s"] if state else 0.0)
     rng = np.random.default_rng(config.seed)
+    # Before the vocabulary is trained and the corpus read, not after: the vocabulary asked for stands in for
+    # the one to be trained (its MLM logits are a small share of the estimate).
+    vocab = tokenizer.vocab_size if tokenizer is not None else config.vocab_size
+    if problem := memory_problem(config.bert_config(vocab, pad_token_id=0), config):
+        raise ValueError(problem)
     if tokenizer is None:
         tokenizer = train_tokenizer(
             (s for doc in documents for s in doc),
@@ -789,8 +794,6 @@ def _train(
         )
     data = PretrainingData(documents, tokenizer, config)
     bert_config = config.bert_config(tokenizer.vocab_size, pad_token_id=data.pad_id)
-    if problem := memory_problem(bert_config, config):
-        raise ValueError(problem)
     network = build_network(bert_config, config)
     log.info(
         "pre-training %s parameters on %d documents / %d sentences, vocabulary %d",

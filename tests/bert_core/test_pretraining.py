@@ -1117,7 +1117,9 @@ def test_cli_refuses_a_batch_that_cannot_fit_in_memory_before_it_is_drawn(tmp_pa
     small = ["--hidden-size", "32", "--layers", "1", "--heads", "2", "--vocab-size", "200", "--max-positions", "64",
              "--threads", "1", "--quiet", "--steps", "2", "--warmup", "0"]  # fmt: skip
     monkeypatch.setattr(training, "available_memory", lambda: 2 * 2**30)  # as on a machine with 2 GB free
-    code = main(["--corpus", str(corpus), "--out", str(tmp_path / "m"), *small, "--batch-size", "100000"])
+    with monkeypatch.context() as first:  # refused before the vocabulary is trained, not after
+        first.setattr(training, "train_tokenizer", lambda *a, **k: pytest.fail("the vocabulary was trained"))
+        code = main(["--corpus", str(corpus), "--out", str(tmp_path / "m"), *small, "--batch-size", "100000"])
     said = capsys.readouterr().err
     assert code == 1 and "--batch-size 100000 could need about" in said and "2.0 GB free here" in said
     assert not (tmp_path / "m").exists()
