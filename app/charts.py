@@ -245,6 +245,7 @@ def heatmap(
     numbered: bool = False,
     separator: str = " · ",
     positions: tuple[Sequence[int], Sequence[int]] | None = None,
+    unit: str | None = None,
 ) -> go.Figure:
     """A labelled (R, C) heatmap. Its axes are categories named by each row's and column's numbered label
     ("3: the"), so repeated tokens stay separate rows and the hover reads a cell's names off the axes.
@@ -259,7 +260,8 @@ def heatmap(
     direction ("layer 3 → head 2" read as something flowing). `positions`: the rows' and columns' own numbers,
     written before their names in the hover and on a thinned axis, where a view shows some of a text's tokens
     (0, 1, ... by default: a view without [CLS] then called the first word 0, which the CSV and every other page
-    call 1).
+    call 1). `unit`: written over the colour bar, where its numbers are not a probability or a cosine the title
+    already names (a drop in nats read as a bare "0.8" off the bar).
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     r, c = matrix.shape
@@ -288,12 +290,12 @@ def heatmap(
         zmax=zmax,
         zmid=zmid,
         colorscale=colorscale,
-        colorbar={"thickness": 12},
+        colorbar={"thickness": 12} | ({"title": {"text": unit, "side": "top"}} if unit else {}),
         hovertemplate=f"%{{y}}{separator}%{{x}}<br>{value_name} %{{z:.4f}}<extra></extra>",
     )
     fig = go.Figure(trace)
     few_short = all(len(html.unescape(t)) <= 3 for t in cl)
-    colour_bar_px = 12 + _text_px(["0.5"], font_size)
+    colour_bar_px = 12 + _text_px(["0.5", unit or ""], font_size)
     label_px = _text_px(cl, font_size) + 6  # an upright label's width and its gap
 
     def ticks(names: list[str], categories: list[str], every: int) -> list[str]:

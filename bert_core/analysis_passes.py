@@ -60,6 +60,13 @@ class AnalysisPasses:
         """`position` checked against the text, or the first [MASK] when it is None."""
         if position is None:
             return self._mask_positions(enc)[0]
+        if isinstance(position, str):
+            # logit_lens and head_importance take the position second, where the other calls take a second
+            # sentence: logit_lens("text", "pair") is a likely slip.
+            raise InputError(
+                f"position must be an integer from 0 to {len(enc.tokens) - 1}, got {position!r}: a second "
+                "sentence goes in text_pair="
+            )
         return self._check_index(position, len(enc.tokens), "position")
 
     def attention_details(self, text: str, text_pair: str | None = None, *, layer: int) -> AttentionDetails:

@@ -440,7 +440,7 @@ elif view == "ablation":
             fig = charts.heatmap(
                 imp.drop, [f"layer {i + 1}" for i in range(n_layers)], [f"head {h + 1}" for h in range(n_heads)],
                 title=f"Drop in log P({style.display(imp.token)}) at piece {imp.position} with that head off",
-                zmid=0.0, colorscale="RdBu", value_name="drop (nats)", font_size=fs, numbered=True,
+                zmid=0.0, colorscale="RdBu", value_name="drop (nats)", unit="nats", font_size=fs, numbered=True,
             )  # fmt: skip
             frame = pd.DataFrame(imp.drop, columns=[f"head {h + 1}" for h in range(n_heads)])
             ui.show_figure(fig, key="ablation_importance_map", data=frame.assign(layer=range(1, n_layers + 1)),
@@ -520,9 +520,12 @@ elif view == "hidden":
     )
     values = {"norm": traj.norms, "cosine to previous layer": traj.cosine_to_previous,
               "cosine to last layer": traj.cosine_to_last}[pick]  # fmt: skip
-    # Left undefined where it is (layer 0 has no previous layer): a blank cell, not a cosine of 0.
+    # Left undefined where it is (layer 0 has no previous layer): a blank cell, not a cosine of 0. The scale
+    # starts at 0 (or a negative cosine): stretched to the data's range, norms of 13.3 to 14.2 drew the
+    # shortest vector white, which reads as a vector of no length.
+    lowest = 0.0 if pick == "norm" else min(0.0, float(np.nanmin(values)))
     matrix_figure(values, f"{pick} per token and layer", "hidden_trajectory", pick,
-                  rows=layer_names, zmin=None, separator=" · ")  # fmt: skip
+                  rows=layer_names, zmin=lowest, separator=" · ")  # fmt: skip
     start = ui.start("hidden_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
     layer = st.slider("PCA at layer", 0, n_layers, start, **ui.bound("hidden_layer"), persist_state="session")
     tokens_map = bert_core.token_pca(result, layer)

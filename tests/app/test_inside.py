@@ -291,6 +291,7 @@ def test_head_importance_map_is_white_at_no_change(make_app, tiny_model):
     assert not at.exception
     trace = figure(at, "ablation_importance_map")["data"][0]
     assert trace["zmid"] == 0  # a drop of 0 is white; help is blue, harm red
+    assert trace["colorbar"]["title"]["text"] == "nats"  # the bar's "0.8" read bare: 0.8 of what?
     np.testing.assert_allclose(decode(trace["z"]), tiny_model.head_importance(text).drop, atol=1e-5)
 
 
@@ -303,6 +304,14 @@ def test_hidden_states_leave_layer_0s_cosine_to_the_previous_layer_blank(make_ap
     expected = bert_core.layer_trajectory(tiny_model.analyze(TEXT)).cosine_to_previous
     assert np.isnan(z[0]).all() and np.isnan(expected[0]).all()
     np.testing.assert_allclose(z[1:], expected[1:], atol=1e-5)
+
+
+def test_hidden_states_norm_scale_starts_at_zero(make_app):
+    """Stretched to the data's range (13.3 to 14.2), the shortest vector was drawn white: a vector of no length."""
+    at = open_view(make_app, "hidden", TEXT)
+    trace = figure(at, "hidden_trajectory")["data"][0]
+    z = np.asarray(decode(trace["z"]), dtype=np.float64)
+    assert z.min() > 0.5 and trace["zmin"] == 0
 
 
 def test_hidden_states_pca_writes_a_repeated_piece_with_its_position(make_app):

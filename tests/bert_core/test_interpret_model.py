@@ -392,6 +392,14 @@ def test_logit_lens_rejects_bad_positions(mlm, position):
         ours.logit_lens("the cat sat on the bank", position)
 
 
+@pytest.mark.parametrize("call", ["logit_lens", "head_importance"])
+def test_a_second_sentence_given_as_the_position_points_to_text_pair(mlm, call):
+    """These two take the position second, where every other call takes a second sentence."""
+    ours, _, _ = mlm
+    with pytest.raises(InputError, match="text_pair="):
+        getattr(ours, call)("the cat sat on the [MASK]", "the dog ran")
+
+
 def test_minimal_pairs_take_any_iterable_of_sentences_but_not_one_string(mlm):
     ours, _, _ = mlm
     texts = ["the cat sat on the bank", "the cat sat on the river"]
