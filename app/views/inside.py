@@ -584,6 +584,17 @@ elif view == "pll":
             return
         # With no piece scored (a sentence of masks) the sum is empty: no score, not a perfect one of 0.
         st.metric("PLL of sentence A (nats)", f"{total:.2f}" if pieces else "—")
+        unk = tokenizer.unk_token
+        if ui.unknown_typed(active, inputs.text_a):
+            # The page's note says these characters are read as the unknown piece; the total also counts the
+            # model's guess of that piece there, which is easy, so a line of emoji scores like a fluent one.
+            guessed = [lp for piece, lp in pieces if piece == unk]
+            st.caption(
+                ui.md_escape(
+                    f"The total includes {len(guessed)} {unk} piece{'s' if len(guessed) != 1 else ''} "
+                    f"({sum(guessed):.2f} nats): those are scores of the unknown piece, not of what was typed."
+                )
+            )
 
         if holed(inputs.text_a):
             st.caption(

@@ -335,6 +335,19 @@ def test_minimal_pairs_name_the_lines_scored_with_unknown_pieces(make_app):
     assert len(said) == 1 and said[0].endswith(": \u2603 \u2603 .")
 
 
+def test_sentence_a_score_says_what_its_unknown_pieces_add(make_app, tiny_model):
+    """The page's note said the snowmen are read as [UNK]; the total counted the model's guesses of [UNK]."""
+    text = "the cat sat on the \u2603 \u2603 ."
+    at = open_view(make_app, "pll", text)
+    _, pieces = tiny_model.pseudo_log_likelihood(text)
+    unk = sum(lp for piece, lp in pieces if piece == "[UNK]")
+    captions = [c.value.replace("\\", "") for c in at.caption]
+    said = [c for c in captions if "unknown piece, not of what" in c]
+    assert len(said) == 1 and f"2 [UNK] pieces ({unk:.2f} nats)" in said[0], said
+    at = open_view(make_app, "pll", "the cat sat on the [UNK] .")  # typed on purpose: nothing to say
+    assert not [c for c in at.caption if "unknown piece, not of what" in c.value.replace("\\", "")]
+
+
 def test_sentence_scores_say_a_typed_mask_is_left_out_and_rank_only_whole_sentences(make_app):
     at = open_view(make_app, "pll", "the cat sat on the [MASK] .")
     said = " ".join(str(c.value) for c in at.caption).replace("\\", "")
