@@ -301,6 +301,13 @@ def _main(argv: list[str]) -> int:
         documents = read_documents(corpus)
     except ValueError as exc:
         parser.error(str(exc))
+    if config.pair_task != "none" and len(documents) < 2:
+        # Said here, before the vocabulary is trained, as the other input errors are: training itself says it
+        # too, but only after that wait, and with exit status 1.
+        parser.error(
+            f"--pair-task {config.pair_task} needs at least two documents in --corpus (documents are separated "
+            f"by blank lines; {corpus} holds {len(documents)}); or train the MLM alone with --pair-task none"
+        )
     info = {"corpus": corpus.name, "command": "bertscope pretrain " + shlex.join(argv)}
     return _run(
         lambda **kw: train(documents, config, out_dir=args.out, tokenizer=tokenizer, info=info, **kw),

@@ -1139,11 +1139,18 @@ def test_step_memory_grows_with_the_batch_and_the_sequences():
     assert 20 * 2**30 < step_memory(base.bert_config(30522, pad_token_id=0), base) < 200 * 2**30
 
 
-def test_a_corpus_of_one_document_points_to_the_mlm_alone(tmp_path, capsys):
+def test_a_corpus_of_one_document_points_to_the_mlm_alone_before_any_work(tmp_path, capsys, monkeypatch):
+    """Said after the vocabulary was trained, with exit status 1; the other input errors are usage errors (2)."""
+    from bert_core.pretraining import train as training
     from bert_core.pretraining.cli import main
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat sat on the mat.\nthe dog ran by the river.\n")
-    code = main(["--corpus", str(corpus), "--out", str(tmp_path / "m"), "--quiet", "--steps", "1", "--warmup", "0",
-                 "--vocab-size", "120", "--hidden-size", "32", "--layers", "1", "--heads", "2", "--threads", "1"])  # fmt: skip
-    assert code == 1 and "--pair-task 'none'" in capsys.readouterr().err
+    monkeypatch.setattr(
+        training, "train_tokenizer", lambda *a, **k: pytest.fail("the vocabulary was trained")
+    )
+    with pytest.raises(SystemExit) as stopped:
+        main(["--corpus", str(corpus), "--out", str(tmp_path / "m"), "--quiet", "--steps", "1", "--warmup", "0",
+              "--vocab-size", "120", "--hidden-size", "32", "--layers", "1", "--heads", "2", "--threads", "1"])  # fmt: skip
+    said = capsys.readouterr().err
+    assert stopped.value.code == 2 and "holds 1)" in said and "--pair-task none" in said
