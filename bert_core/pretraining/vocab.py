@@ -73,7 +73,15 @@ def train_vocabulary(
     # pieces past `vocab_size`.
     known = set(vocab)
     vocab += [p for p in (CONTINUING_SUBWORD_PREFIX + c for c in alphabet if c.isalnum()) if p not in known]
-    log.info("trained a WordPiece vocabulary of %d pieces", len(vocab))
+    if len(vocab) > vocab_size:  # a vocab_size of 10 gave 109 pieces, unsaid
+        log.info(
+            "trained a WordPiece vocabulary of %d pieces, more than the %d asked: every character of the corpus "
+            "and of printable ASCII has a piece, and each ASCII letter and digit its '##' form too",
+            len(vocab),
+            vocab_size,
+        )
+    else:
+        log.info("trained a WordPiece vocabulary of %d pieces", len(vocab))
     return vocab
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import logging
 import os
 import re
 import subprocess
@@ -396,6 +397,16 @@ def trained(small_corpus, tmp_path_factory):
         out = tmp_path_factory.mktemp("pretrain") / "model"
         result = train(small_corpus, config, out_dir=out, info={"note": "test"})
     return result, out
+
+
+def test_a_vocabulary_larger_than_asked_says_why(caplog):
+    """A vocab_size of 10 gave 109 pieces, with no word of why."""
+    from bert_core.pretraining.vocab import train_vocabulary
+
+    with caplog.at_level(logging.INFO, logger="bert_core.pretraining.vocab"):
+        vocab = train_vocabulary(["the cat sat on the mat", "the dog ran"], vocab_size=10)
+    assert len(vocab) > 10
+    assert f"vocabulary of {len(vocab)} pieces, more than the 10 asked: every character" in caplog.text
 
 
 def test_the_same_seed_and_vocabulary_give_the_same_checkpoint_byte_for_byte(trained, small_corpus, tmp_path):
