@@ -53,7 +53,7 @@ def _batch_items(texts: Sequence[TextInput]) -> list[tuple[str, str | None]]:
             items.append((item, None))
         else:
             raise InputError(
-                f"text {index + 1} must be a string or a (text, pair) tuple, got {type(item).__name__}"
+                f"texts[{index}] must be a string or a (text, pair) tuple, got {type(item).__name__}"
             )
     return items
 
@@ -330,7 +330,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             try:
                 encodings.append(self.encode(a, b))
             except InputError as exc:
-                raise InputError(f"text {index + 1}: {exc}") from exc
+                raise InputError(f"texts[{index}]: {exc}") from exc
         return encodings
 
     def analyze_batch(self, texts: Sequence[TextInput], *, head_mask=None) -> list[Analysis]:

@@ -81,7 +81,7 @@ def test_a_word_in_no_text_gives_no_rows(tiny_model):
         (TEXTS, None, {}, "word must be"),
         (TEXTS, "bank", {"occurrence": "second"}, "occurrence"),
         (TEXTS, "bank", {"max_batch_tokens": 0}, "max_batch_tokens"),
-        (["the bank", ""], "bank", {}, "text 2"),
+        (["the bank", ""], "bank", {}, r"texts\[1\]: "),  # indexed as `found` and `missing` are
     ],
 )
 def test_bad_input_is_named(tiny_model, texts, word, kwargs, said):
