@@ -227,14 +227,21 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
     def _head_mask_tensor(self, head_mask) -> torch.Tensor | None:
         if head_mask is None:
             return None
-        mask = np.array(
-            head_mask, dtype=np.float32
-        )  # a copy: the result must not change with the caller's array
         expected = (self.config.num_hidden_layers, self.config.num_attention_heads)
+        try:
+            mask = np.array(
+                head_mask, dtype=np.float32
+            )  # a copy: the result must not change with the caller's
+        except (TypeError, ValueError) as exc:  # ragged, or not numbers: numpy's own ValueError leaked
+            raise InputError(
+                f"head_mask must be a {expected} (layers, heads) array of numbers: {exc}"
+            ) from exc
         if mask.shape != expected:
             raise InputError(f"head_mask must have shape {expected} (layers, heads), got {mask.shape}")
-        if not np.isfinite(mask).all():  # NaN or inf scaled every later hidden state to NaN without a word
-            raise InputError("head_mask must hold finite numbers (1 keeps a head, 0 switches it off)")
+        # NaN or inf scaled every later hidden state to NaN without a word; 2 or -1 scaled (or flipped) a head's
+        # output, which rollout then weighted so too: a mask keeps or switches off, with fractions between.
+        if not np.isfinite(mask).all() or mask.min() < 0 or mask.max() > 1:
+            raise InputError("head_mask must hold numbers from 0 to 1 (1 keeps a head, 0 switches it off)")
         return torch.from_numpy(mask).to(self.device)
 
     def _run(
@@ -296,7 +303,10 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         )
 
     def encode(self, text: str, text_pair: str | None = None) -> Encoding:
-        enc = self.tokenizer.encode(text, text_pair)
+        """The text (and pair) as this model reads it, in every call of this class: `[MASK]` or `<mask>`
+        typed is this model's own mask token (`_with_model_mask`). The tokenizer alone (`self.tokenizer`) reads
+        what was typed literally, as transformers' does: RoBERTa's for "[MASK]" is six pieces."""
+        enc = self.tokenizer.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
         rows = self.config.type_vocab_size
         if rows and int(enc.token_type_ids.max()) >= rows:
             # BERT's tokenizer gives sentence B segment id 1, a row this model's segment table does not have.
@@ -307,24 +317,26 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         return enc
 
     def _with_model_mask(self, text: str | None) -> str | None:
-        """[MASK] or <mask> as typed by the user, written as this model's own mask token. The passes that look
-        for a mask (predictions, head importance, pseudo-log-likelihood, minimal pairs, logit lens) read the
-        text through this, so one text means the same hole in every family; `encode` and `analyze` keep the
-        tokenizer's own reading of what was typed."""
+        """[MASK] or <mask> as typed by the user, written as this model's own mask token, so one text means the
+        same hole in every family, and the same token sequence in every call: `analyze` read RoBERTa's
+        "[MASK]" as six pieces while the logit lens of the same text read one, so a position from one indexed
+        another token in the other. Both spellings are six characters: offsets into the text stay right."""
         return with_own_mask(text, self.tokenizer.mask_token)
 
     def analyze(self, text: str, text_pair: str | None = None, *, head_mask=None) -> Analysis:
         """One forward pass over `text` (and `text_pair`): everything the views need.
 
+        A text longer than the model reads is cut to its positions without an error (the longer sentence of a
+        pair first): `result.encoding.truncated` says so, and `num_tokens_before_truncation` how long it was.
         head_mask: optional (L, N) array, 1 = keep a head, 0 = switch it off (its output is zeroed; its
-        attention probabilities are still returned).
+        attention probabilities are still returned); a fraction between scales the head's output.
         """
         enc = self.encode(text, text_pair)
         mask = self._head_mask_tensor(head_mask)
         return self._analysis(enc, self._run([enc], mask), 0, text, text_pair, mask)
 
     def _encode_items(self, items: list[tuple[str, str | None]]) -> list[Encoding]:
-        """Each (text, pair) encoded; InputError naming the first that cannot be ("text 2: text is empty")."""
+        """Each (text, pair) encoded; InputError naming the first that cannot be ("texts[1]: text is empty")."""
         encodings = []
         for index, (a, b) in enumerate(items):
             try:
@@ -488,7 +500,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         `analyze` (the predictions with those heads switched off)."""
         self.network.head("mlm")  # MissingHeadError before any work
         self._mask_id()
-        enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
+        enc = self.encode(text, text_pair)
         positions = self._mask_positions(enc)
         top_k = self._check_top_k(top_k)
         out = self._run([enc], self._head_mask_tensor(head_mask), keep_attentions=False)

@@ -175,7 +175,7 @@ class AnalysisPasses:
         """
         self.network.head("mlm")
         max_batch_tokens = check_batch_tokens(max_batch_tokens)
-        enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
+        enc = self.encode(text, text_pair)
         position = self._target_position(enc, position)
         token_id = None if token is None else self._vocab_piece(token)
         base = self._head_mask_tensor(head_mask)
@@ -234,7 +234,7 @@ class AnalysisPasses:
         max_batch_tokens = check_batch_tokens(max_batch_tokens)
         self.network.head("mlm")
         mask_id = self._mask_id()
-        enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
+        enc = self.encode(text, text_pair)
         if enc.truncated:
             raise InputError(_too_long(text if text_pair is None else f"{text} | {text_pair}", enc))
         positions = np.flatnonzero(~enc.special_tokens_mask & (enc.input_ids != mask_id))  # (R,)
@@ -274,7 +274,7 @@ class AnalysisPasses:
         texts = listed(texts, "texts", "use pseudo_log_likelihood for one sentence")
         mask_id = self._mask_id()
         for text in texts:
-            enc = self.encode(self._with_model_mask(text))
+            enc = self.encode(text)
             if mask_id in enc.input_ids:
                 raise InputError(f"{text[:60]!r} has a mask token: rank whole sentences, without a hole")
             if enc.truncated:
@@ -288,7 +288,7 @@ class AnalysisPasses:
         """The MLM head applied to `position`'s vector after every layer (default: the first [MASK])."""
         self.network.head("mlm")
         top_k = self._check_top_k(top_k)
-        enc = self.encode(self._with_model_mask(text), self._with_model_mask(text_pair))
+        enc = self.encode(text, text_pair)
         position = self._target_position(enc, position)
         out = self._run([enc], None, keep_attentions=False)
         with torch.inference_mode():

@@ -278,7 +278,8 @@ class Attribution(_ReadsEncoding):
     """How much each token moved one logit (`target`): `scores` (S,) float32, one per token of the encoding.
 
     For integrated gradients the scores add up to score - baseline_score, up to `completeness_gap` (the
-    integral's discretisation error: small at 50 steps)."""
+    integral's discretisation error: small at 50 steps). Gradient x input has no baseline, so no gap either:
+    both are None for it (a gap against the pad baseline of 1.65 read as a fault of that method)."""
 
     text: str
     text_pair: str | None
@@ -287,5 +288,8 @@ class Attribution(_ReadsEncoding):
     target: str  # the logit explained, in words ("class POS", "answer start (token 7)", ...)
     method: str  # "integrated_gradients" or "gradient_x_input"
     score: float  # the logit for the input as typed
-    baseline_score: float  # the logit with every non-special token replaced by the pad token
-    completeness_gap: float  # |sum(scores) - (score - baseline_score)|
+    # integrated gradients: the logit with every non-special token replaced by the pad token; else None
+    baseline_score: float | None
+    completeness_gap: (
+        float | None
+    )  # integrated gradients: |sum(scores) - (score - baseline_score)|; else None

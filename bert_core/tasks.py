@@ -260,10 +260,9 @@ class TaskPasses:
             raise InputError(f"method must be one of {', '.join(ATTRIBUTION_METHODS)}, got {method!r}")
         if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 1000:
             raise InputError(f"steps must be an integer from 1 to 1000, got {steps!r}")
-        read = (text, text_pair)
-        if self.task is None:  # the MLM head's explanation: a typed [MASK] or <mask> is this model's mask
-            read = (self._with_model_mask(text), self._with_model_mask(text_pair))
-        enc, name, pick, described = self._attribution_target(self.encode(*read), text, text_pair, target)
+        enc, name, pick, described = self._attribution_target(
+            self.encode(text, text_pair), text, text_pair, target
+        )
         ids = torch.from_numpy(np.array(enc.input_ids))[None].to(self.device)  # (1, S)
         types = torch.from_numpy(np.array(enc.token_type_ids))[None].to(self.device)
         positions = torch.from_numpy(np.array(enc.position_ids))[None].to(self.device)
@@ -284,12 +283,14 @@ class TaskPasses:
             )
             return pick(self.network.logits(name, self._head_input(name, out)))
 
+        integrated = method == "integrated_gradients"
         with torch.no_grad():
             x = table(ids).float()  # (1, S, E)
             x0 = table(baseline_ids).float()
-            f_x, f_x0 = float(score(x)[0]), float(score(x0)[0])
+            f_x = float(score(x)[0])
+            f_x0 = float(score(x0)[0]) if integrated else None  # gradient x input has no baseline
         with torch.enable_grad():
-            if method == "gradient_x_input":
+            if not integrated:
                 point = x.clone().requires_grad_(True)
                 grads = torch.autograd.grad(score(point).sum(), point)[0]  # (1, S, E)
                 scores = (grads * x).sum(-1)[0]
@@ -303,7 +304,7 @@ class TaskPasses:
                     total += torch.autograd.grad(score(point).sum(), point)[0].sum(0, keepdim=True)
                 scores = ((x - x0) * total / steps).sum(-1)[0]  # (S,)
         attributions = scores.detach().cpu().numpy().astype(np.float32)
-        gap = abs(float(attributions.sum()) - (f_x - f_x0))
+        gap = abs(float(attributions.sum()) - (f_x - f_x0)) if integrated else None
         return Attribution(
             text=text,
             text_pair=text_pair,

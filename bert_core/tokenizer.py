@@ -829,11 +829,14 @@ def _check_max_length(value: Any) -> int:
 
 
 def _longest_first(len_a: int, len_b: int, budget: int) -> tuple[int, int]:
-    """Tokens of A and B to keep: transformers' "longest_first" (the Python tokenizers' arithmetic).
+    """Tokens of A and B to keep: "longest_first" as google-research/bert's `_truncate_seq_pair` and
+    transformers' Python tokenizers (`BertTokenizerLegacy` in transformers 5) count it.
 
     Tokens come off the longer sentence until both are equal, then off both in turn, B giving the odd one.
-    (`tokenizers`' Rust truncation gives the odd token to the longer sentence instead; we follow the
-    reference.)
+    `tokenizers`' Rust truncation, which transformers 5's default (fast) tokenizers use, gives the odd token to
+    the longer sentence instead: for an over-long pair whose lengths differ by one (A 200 pieces, B 201, 64
+    positions) BERTScope keeps 31 + 30 pieces where `AutoTokenizer` keeps 30 + 31, so their hidden states
+    differ there. Every pair that fits, and every single text, is cut the same by both.
     """
     remove = len_a + len_b - budget
     if remove <= 0:

@@ -30,13 +30,14 @@ MAX_FLOW_TOKENS = 16
 
 
 def attention_flow(
-    attentions: np.ndarray,
+    attentions,
     head_mask: np.ndarray | None = None,
     *,
     max_tokens: int = MAX_FLOW_TOKENS,
     normalize: bool = True,
 ) -> np.ndarray:
-    """Attention flow of every layer: (L, N, S, S) attention probabilities -> (L, S, S) float64.
+    """Attention flow of every layer: (L, N, S, S) attention probabilities (or an `Analysis`, read with its own
+    head_mask) -> (L, S, S) float64.
 
     [l, i, j] is the maximum flow from position i after layer l to input token j, with the residual-aware maps
     (`residual_attention`, as in rollout, with the run's head_mask) as capacities. With normalize (the paper's choice) each row is divided

@@ -15,38 +15,58 @@ import numpy as np
 from ..errors import InputError
 
 
-def _check_attentions(attentions: np.ndarray) -> np.ndarray:
-    if hasattr(attentions, "attentions"):  # an Analysis, which head_roles and layer_trajectory do take
-        raise InputError("pass the analysis's attentions (and its head_mask), not the Analysis itself")
+def _check_attentions(attentions, head_mask=None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(attentions as float64, the head mask to apply). An Analysis is read with its own head_mask: its
+    attentions alone, passed without it, counted the heads the run had switched off. A head_mask given beside
+    one must be that run's."""
+    if hasattr(attentions, "attentions") and hasattr(attentions, "head_mask"):
+        run_mask = attentions.head_mask
+        if head_mask is None:
+            head_mask = run_mask
+        elif run_mask is None or not np.array_equal(np.asarray(head_mask, dtype=np.float64), run_mask):
+            raise InputError(
+                "head_mask differs from the one the analysis was run with: pass the analysis alone"
+            )
+        attentions = attentions.attentions
     try:
         a = np.asarray(attentions, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InputError(f"attentions must be a (layers, heads, S, S) array of numbers: {exc}") from exc
     if a.ndim != 4 or a.shape[-1] != a.shape[-2] or 0 in a.shape:
         raise InputError(f"attentions must be (layers, heads, S, S) with S >= 1, got shape {a.shape}")
-    return a
+    # NaN maps rolled out to NaN, and negative ones to rows that looked like distributions ([-0, 1])
+    if not np.isfinite(a).all() or a.min() < 0:
+        raise InputError("attentions must be finite and non-negative (attention probabilities)")
+    return a, head_mask
 
 
-def residual_attention(attentions: np.ndarray, head_mask: np.ndarray | None = None) -> np.ndarray:
+def residual_attention(attentions, head_mask: np.ndarray | None = None) -> np.ndarray:
     """(L, N, S, S) -> (L, S, S) float64: 0.5 * mean over heads + 0.5 * I, each row renormalised to sum to 1.
+    `attentions`: the maps, or an `Analysis`, read with the head_mask it was run with.
 
     head_mask: (L, N), 0 for a head switched off (`Analysis.head_mask`). Its probabilities are still in
     `Analysis.attentions`, but its output was zeroed, so here its map counts as zeros in the mean: a layer
     whose heads are all off passes each position on as itself. Rows of softmax maps already sum to 1, so the
     renormalisation matters only for such layers (or hand-edited maps), which then still give distributions.
     """
-    a = _check_attentions(attentions)
+    a, head_mask = _check_attentions(attentions, head_mask)
     if head_mask is not None:
-        keep = np.asarray(head_mask, dtype=np.float64)
+        try:
+            keep = np.asarray(head_mask, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"head_mask must be a (layers, heads) array of numbers: {exc}") from exc
         if keep.shape != a.shape[:2]:
             raise InputError(f"head_mask must be (layers, heads) = {a.shape[:2]}, got shape {keep.shape}")
+        if not np.isfinite(keep).all() or keep.min() < 0 or keep.max() > 1:
+            raise InputError("head_mask must hold numbers from 0 to 1 (1 keeps a head, 0 switches it off)")
         a = a * keep[:, :, None, None]
     mixed = 0.5 * a.mean(axis=1) + 0.5 * np.eye(a.shape[-1])  # (L, S, S)
     return mixed / mixed.sum(axis=-1, keepdims=True)
 
 
-def attention_rollout(attentions: np.ndarray, head_mask: np.ndarray | None = None) -> np.ndarray:
-    """Rollout of every layer: (L, N, S, S) attention probabilities -> (L, S, S) float64.
+def attention_rollout(attentions, head_mask: np.ndarray | None = None) -> np.ndarray:
+    """Rollout of every layer: (L, N, S, S) attention probabilities -> (L, S, S) float64. `attentions` may be
+    an `Analysis`, read with its own head_mask (`attention_rollout(m.analyze(text))`).
 
     Row l is A_l @ ... @ A_0 with A the residual-aware maps (`residual_attention`, which takes the run's
     head_mask): entry [l, i, j] is how much input token j contributes to position i after layer l (0-based).

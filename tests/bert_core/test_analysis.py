@@ -279,8 +279,15 @@ def test_a_head_mask_or_batch_budget_that_makes_no_sense_is_refused(tiny_model):
     """A NaN head mask made every later hidden state NaN, and a batch budget of 0 or less acted as 1."""
     mask = np.ones((2, 4), dtype=np.float32)
     mask[0, 1] = np.nan
-    with pytest.raises(InputError, match="head_mask must hold finite numbers"):
+    with pytest.raises(InputError, match="head_mask must hold numbers from 0 to 1"):
         tiny_model.analyze("the cat", head_mask=mask)
+    # 2 doubled a head's output and -1 flipped it (and rollout weighted them so), without a word; strings and
+    # ragged lists leaked numpy's own ValueError
+    for bad in (np.full((2, 4), 2.0), np.full((2, 4), -1.0), [["a"] * 4] * 2, [[1, 1, 1, 1], [1]]):
+        with pytest.raises(InputError, match="head_mask must"):
+            tiny_model.analyze("the cat", head_mask=bad)
+    halved = np.full((2, 4), 0.5)  # a fraction scales a head: allowed
+    assert tiny_model.analyze("the cat", head_mask=halved).head_mask.tolist() == halved.tolist()
     for budget in (0, -1, 2.5):
         with pytest.raises(InputError, match="max_batch_tokens must be a positive integer"):
             tiny_model.vectors_batch(["the cat", "the dog"], max_batch_tokens=budget)

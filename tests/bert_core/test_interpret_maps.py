@@ -83,6 +83,24 @@ def test_rollout_and_flow_count_a_run_s_switched_off_heads_as_off(tiny_model):
     )
     with pytest.raises(InputError, match="head_mask"):
         bert_core.attention_rollout(run.attentions, mask[:, :1])
+    # the analysis itself is read with its own mask (its maps alone, without it, counted the heads off)
+    np.testing.assert_array_equal(bert_core.attention_rollout(run), rolled)
+    np.testing.assert_array_equal(
+        bert_core.attention_flow(short), bert_core.attention_flow(short.attentions, mask)
+    )
+    with pytest.raises(InputError, match="differs from the one the analysis was run with"):
+        bert_core.attention_rollout(run, np.ones_like(mask))
+    with pytest.raises(InputError, match="differs"):  # a mask for a run that had none
+        bert_core.attention_rollout(tiny_model.analyze("the bank"), mask)
+
+
+@pytest.mark.parametrize("bad", [np.nan, -1.0])
+def test_rollout_refuses_maps_that_are_not_probabilities(bad):
+    """NaN maps rolled out to NaN, and -1s to rows that looked like distributions ([-0, 1]); flow refused both."""
+    with pytest.raises(InputError, match="finite and non-negative"):
+        bert_core.attention_rollout(np.full((1, 1, 2, 2), bad))
+    with pytest.raises(InputError, match="from 0 to 1"):
+        bert_core.attention_rollout(np.full((1, 1, 2, 2), 0.5), np.full((1, 1), 2.0))
 
 
 @pytest.mark.parametrize("shape", [(4, 4), (2, 3, 4, 5), (1, 1, 0, 0)])
@@ -321,11 +339,9 @@ def test_interpret_modules_do_not_import_torch():
 
 
 def test_the_maps_say_which_input_they_take(tiny_model):
-    """Rollout takes the attentions; head roles and trajectories the Analysis: handed the other, each says so."""
+    """Head roles and trajectories take the Analysis (rollout and flow take it or its maps): handed its arrays,
+    each says so."""
     r = tiny_model.analyze("the cat sat on the bank")
-    for rolled in (bert_core.attention_rollout, bert_core.attention_flow):
-        with pytest.raises(InputError, match="not the Analysis"):
-            rolled(r)
     with pytest.raises(InputError, match="takes an Analysis"):
         bert_core.head_roles(r.attentions)
     with pytest.raises(InputError, match="takes an Analysis"):

@@ -323,6 +323,8 @@ def test_integrated_gradients_add_up(task_dirs, arch):
     assert np.allclose(r.scores[r.special_tokens_mask], 0.0)
     gxi = m.attribute("we deposited cash at the bank", method="gradient_x_input")
     assert gxi.method == "gradient_x_input" and np.isfinite(gxi.scores).all()
+    # no baseline, so no gap to report (one against the pad baseline read as this method's error)
+    assert gxi.baseline_score is None and gxi.completeness_gap is None
     with pytest.raises(InputError):
         m.attribute("the bank", method="shap")
 

@@ -165,6 +165,15 @@ def test_mask_typed_as_bracket_works_for_every_mlm(checkpoints):
         lens = m.logit_lens(typed_text, top_k=2)
         assert lens.position == m.logit_lens(own_text, top_k=2).position
         assert m.head_importance(typed_text).position == lens.position
+        # and every other call reads the same token sequence, so the lens's position indexes analyze's tokens
+        # (RoBERTa's analyze read "[MASK]" as six pieces, its lens as one: position 4 was "[" there)
+        analysis = m.analyze(typed_text)
+        assert (
+            analysis.tokens == m.analyze(own_text).tokens
+            and analysis.tokens[lens.position] == m.tokenizer.mask_token
+        )
+        assert m.vectors_batch([typed_text])[0].tokens == analysis.tokens
+        assert m.attention_details(typed_text, layer=0).encoding.tokens == analysis.tokens
         pll = m.pseudo_log_likelihood(typed_text)
         assert pll.total == m.pseudo_log_likelihood(own_text).total
         enc = m.encode(own_text)
