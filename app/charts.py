@@ -777,7 +777,10 @@ def lines(
     x_name: str = "layer",
     value_name: str = "value",
     font_size: int = BASE_FONT,
+    colours: dict[str, str] | None = None,
 ) -> go.Figure:
+    """One line per series, coloured in order, or by name from `colours` where a series' colour is its meaning
+    (Word senses' "different sense" is orange whether or not the "same sense" line before it is drawn)."""
     fig = go.Figure()
     for i, (name, values) in enumerate(series.items()):
         fig.add_trace(
@@ -786,7 +789,7 @@ def lines(
                 y=list(values),
                 mode="lines+markers",
                 name=label(name),
-                line={"color": SEQUENCE_COLORS[i % 8], "width": 3},
+                line={"color": (colours or {}).get(name, SEQUENCE_COLORS[i % 8]), "width": 3},
                 marker={"size": 8},
             )
         )

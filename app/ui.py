@@ -199,12 +199,20 @@ _STILL_PLACEHOLDERS_CSS = """<style>
 [data-testid='stSkeleton'] { animation: none !important; }
 [data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
 [data-testid="stMain"] [data-testid="stWidgetLabel"] p { white-space: normal !important; overflow: visible !important; }
+[data-testid="stMainBlockContainer"] { container-type: inline-size; }
+@container (max-width: 700px) {
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stPlotlyChart"]) { flex-wrap: wrap !important; }
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stPlotlyChart"]) > [data-testid="stColumn"] { min-width: 100% !important; }
+}
 </style>"""
 
 
 def still_placeholders() -> None:
-    """Stop the loading placeholders' pulse, and let widget labels wrap (a style-only st.html goes to
-    Streamlit's event container, so it takes no room on the page)."""
+    """Stop the loading placeholders' pulse, let widget labels wrap, and put charts that sit side by side one
+    above the other where the page's column is under 700 px (a style-only st.html goes to Streamlit's event
+    container, so it takes no room on the page). At 1024 px with the sidebar open (564 px of page) two charts
+    had ~270 px each: Word senses' six columns of cosines ran together ("1.000.770.68") and its title was cut;
+    Compare's column labels piled up. Side by side from ~1160 px on (or with the sidebar closed), as before."""
     st.html(_STILL_PLACEHOLDERS_CSS)
 
 
@@ -248,7 +256,7 @@ def chart_width(half: bool = True) -> int:
     side-by-side charts stack, a 1024 px projector's page with the sidebar open. Too many labels for the real
     width run together; too few only leave gaps between them."""
     if half and not stacked():
-        return 400
+        return 400  # a half of 340 to 500 px: under 700 px of page the halves stack (still_placeholders)
     return charts.page_px(font_size())
 
 

@@ -166,7 +166,9 @@ class AnalysisPasses:
         head_mask=None,
         max_batch_tokens: int = 2048,
     ) -> HeadImportance:
-        """For every head, the drop in log P(token at position) when that head alone is switched off.
+        """For every head, the drop in log P(token at position) when that head alone is switched off: an
+        ablation, signed and not normalised, as Michel et al. (2019) first measure heads (not their
+        gradient-based importance score).
 
         position: default the first [MASK]; token: a vocabulary piece, default the intact model's top
         prediction there. head_mask (L, N): heads already off in every run, the intact one included. After one

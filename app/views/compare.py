@@ -23,8 +23,10 @@ WHERE = (
     {"left": "above", "right": "below"} if ui.stacked() else {"left": "on the left", "right": "on the right"}
 )
 st.header("Compare two models")
+# (A page under 700 px wide, a 1024 px screen with the sidebar open, stacks the sides too: ui.still_placeholders.)
+NARROW = "" if ui.stacked() else " (above, where the page is narrow)"
 st.caption(
-    f"The same sentence through two models: the sidebar's model {WHERE['left']}, the one picked here "
+    f"The same sentence through two models: the sidebar's model {WHERE['left']}{NARROW}, the one picked here "
     f"{WHERE['right']} "
     "(e.g. bert-base-uncased and distilbert-base-uncased, or the demo BERT and a variant). Each model is "
     "loaded once and shared by every page and session."
@@ -43,8 +45,14 @@ listed = [
 # out of the URL, and the link then opened another comparison than the one on screen. Picked, it comes last:
 # Streamlit also leaves the first option (the box's default) out of the URL, and a link without it opened on
 # another model, the sidebar's being left out again.
-options = [o for o in dict.fromkeys(listed) if o != left.source]
-options = [*options, left.source] if current == left.source or not options else options
+# Left out by the checkpoint, not the name: a server started with `--model assets/demo-model` opened this page
+# on @demo, the same model, compared with itself.
+same = models.model_key(left.source)
+options = [o for o in dict.fromkeys(listed) if models.model_key(o) != same]
+if current and models.model_key(str(current)) == same:  # picked here, under this name or another
+    options = [*options, str(current)]
+elif not options:
+    options = [left.source]
 second = st.selectbox(
     "Second model",
     options,
@@ -77,6 +85,16 @@ def card(active: models.ActiveModel) -> str:
         f"{info.architecture_name} · {ui.layers_text(info)} · {ui.heads_text(info)} · hidden {info.hidden_size}"
         f"{heads}{lacks} — {models.describe_source(active.source)}"
     )
+
+
+def short_name(active: models.ActiveModel) -> str:
+    """The side's model as its charts' titles name it: side by side on a wide screen, the two are told apart by
+    place, but narrower (a 1024 px projector) or in Large text they stand one above the other, and two maps
+    titled "Layer 4, mean of heads" said nothing of which model drew which. A directory by its own name."""
+    source = active.source
+    if source.startswith(("/", ".", "~")) or ("/" in source and models.model_key(source).startswith("/")):
+        source = source.rstrip("/").rsplit("/", 1)[-1] or source
+    return ui.clip(source, 24)
 
 
 st.subheader("Attention")
@@ -118,7 +136,8 @@ for column, name, matrix, labels, layer, head in drawn:
             matrix,
             labels,
             labels,
-            title=f"Layer {layer}, {'mean of heads' if head == 'mean' else f'head {head}'}",
+            title=f"{short_name(dict(sides)[name])}: layer {layer}, "
+            f"{'mean of heads' if head == 'mean' else f'head {head}'}",
             zmin=0.0,
             zmax=top,
             value_name="attention",
@@ -163,7 +182,7 @@ else:
             fig = charts.bars(
                 [style.display(t) for t in p.tokens],
                 p.probabilities,
-                title=f"First mask (piece {p.position})",
+                title=f"{short_name(active)}: first mask (piece {p.position})",
                 value_name="probability",
                 range_max=1.0,
                 font_size=fs,

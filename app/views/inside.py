@@ -323,8 +323,8 @@ elif view == "ablation":
     st.caption(
         "Switch heads off (their output zeroed) and see what changes against the intact model; or measure, at "
         "one mask, how much the log-probability of the intact model's top guess drops when each head alone is "
-        "off (Michel et al., 2019): blue, the head supported that guess; red, the guess got more likely without "
-        "it."
+        "off, as Michel et al. (2019) first ablate heads one at a time (not their gradient estimate): blue, the "
+        "head supported that guess; red, the guess got more likely without it."
     )
     choices = [f"{layer + 1}.{head + 1}" for layer in range(n_layers) for head in range(n_heads)]
     kept = st.session_state.get("ablation_heads")

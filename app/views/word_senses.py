@@ -415,6 +415,8 @@ if len(set(labelled)) >= 2:
         title="Mean cosine similarity by layer",
         value_name="mean cosine",
         font_size=fs,
+        # fixed by meaning: "different sense" alone was drawn in the blue that means "same sense" elsewhere
+        colours={"same sense": charts.SEQUENCE_COLORS[0], "different sense": charts.SEQUENCE_COLORS[1]},
     )
     # One line alone got no legend, and nothing said whether it was the same-sense or the different-sense one.
     line_fig.update_layout(showlegend=True)

@@ -246,6 +246,11 @@ def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
     r = model.analyze("we sat on the [MASK] of the river")
     assert decode(right["data"][0]["z"]).shape == r.attentions[-1, 0].shape
     assert left["layout"]["title"]["text"].endswith("mean of heads") and right["layout"]["title"]["text"]
+    # each names its model: one above the other (a narrow screen, Large text) they were two alike titles
+    assert right["layout"]["title"]["text"].startswith(f"{family_dirs['distilbert'].name[:23]}")
+    assert figure(at, "cmp_masks_right")["layout"]["title"]["text"].startswith(
+        family_dirs["distilbert"].name[:23]
+    )
     # one colour scale for both sides: the same colour is the same weight (each once ran to its own maximum)
     top = max(float(np.nanmax(decode(f["data"][0]["z"]))) for f in (left, right))
     assert left["data"][0]["zmax"] == right["data"][0]["zmax"] == pytest.approx(top, rel=1e-6)
@@ -544,6 +549,23 @@ def test_compare_keeps_the_second_model_when_the_sidebar_picks_it_too(
     at = _app(monkeypatch, "@demo", "views/compare.py", model2="@demo")
     assert not at.exception and at.selectbox(key="model2").value == "@demo"
     assert at.selectbox(key="model2").options[0] != "@demo"
+
+
+def test_compare_does_not_open_on_the_sidebars_model_under_another_name(monkeypatch):
+    """A server started with --model assets/demo-model opened Compare on @demo: the same model, compared with
+    itself. Picked on purpose under either name, it stays, and is not the box's first option."""
+    from app import models
+
+    directory = str(models.DEMO_MODEL_DIR)
+    at = _app(monkeypatch, directory, "views/compare.py")
+    assert not at.exception, [e.value for e in at.exception]
+    box = at.selectbox(key="model2")
+    assert box.value != "@demo" and "@demo" not in box.options and directory not in box.options
+    assert "Both sides run the same model" not in _texts(at)
+    at = _app(monkeypatch, directory, "views/compare.py", model2="@demo")
+    box = at.selectbox(key="model2")
+    assert not at.exception and box.value == "@demo" and box.options[0] != "@demo"
+    assert "Both sides run the same model" in _texts(at)
 
 
 def test_compare_names_the_side_without_an_mlm_head(family_dirs, monkeypatch, tiny_checkpoint):

@@ -275,10 +275,14 @@ def test_one_sentence_per_sense_draws_no_empty_same_sense_line(senses):
     at = senses(["the river bank | river", "my bank account | money"])
     names = [t["name"] for t in figure(at, "senses_lines")["data"]]
     assert names == ["different sense"]
+    alone = figure(at, "senses_lines")["data"][0]["line"]["color"]
     assert figure(at, "senses_lines")["layout"]["showlegend"] is True  # one line alone names itself too
     assert "no same-sense line" in text_of(at.caption) and "gap between the lines" not in text_of(at.caption)
     at = senses(["the river bank | river", "a grassy bank | river", "my bank account | money"])
-    assert [t["name"] for t in figure(at, "senses_lines")["data"]] == ["same sense", "different sense"]
+    both = {t["name"]: t["line"]["color"] for t in figure(at, "senses_lines")["data"]}
+    assert list(both) == ["same sense", "different sense"]
+    # alone, it keeps its colour: it was drawn in the blue that means "same sense" beside it
+    assert alone == both["different sense"] != both["same sense"]
     assert "no same-sense line" not in text_of(at.caption)
 
 
