@@ -88,11 +88,18 @@ def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> g
         # sidebar open, in either text size: the legend wraps where the browser draws it, which the server
         # cannot see, and reckoned for 900 px Embeddings' six entries ran into the title at 1024 px. On a
         # wider screen that leaves a gap of the rows it does not need. Each entry is its name plus a swatch and
-        # a gap (~40 px).
-        names = [t.name or "" for t in fig.data if t.showlegend is not False and t.name]
-        width = sum(len(n) * 0.6 * font_size + 40 for n in dict.fromkeys(names))
-        # (the legend is laid out in the plot's width: the page's less the value axis)
-        legend_px = round(font_size * 2) * max(1, math.ceil(width / (PROJECTOR_WIDTH - 100)))
+        # a gap (~40 px). Once a legend wraps, plotly sets its entries in columns as wide as the widest entry:
+        # Embeddings' five norms took three rows in Large text where their summed widths made two, and the
+        # third ran into the title.
+        names = list(dict.fromkeys(t.name or "" for t in fig.data if t.showlegend is not False and t.name))
+        entries = [len(html.unescape(n)) * 0.6 * font_size + 40 for n in names]
+        room = (
+            PROJECTOR_WIDTH - 100
+        )  # the legend is laid out in the plot's width: the page's less the value axis
+        rows = 1
+        if sum(entries) > room:
+            rows = math.ceil(len(entries) / max(1, int(room // max(entries))))
+        legend_px = round(font_size * 2) * rows
     top = 10 + title_px + legend_px
     fig.update_layout(
         title=None

@@ -135,6 +135,15 @@ def test_a_legend_gets_the_rows_it_wraps_into_on_a_1024_px_screen_in_normal_text
     assert fig.layout.title.pad.b >= 2 * 2 * charts.BASE_FONT  # two rows of legend under the title
 
 
+def test_a_wrapped_legend_gets_a_row_for_each_row_of_its_columns():
+    """Once wrapped, plotly sets a legend's entries in columns as wide as its widest: Embeddings' five norms took
+    three rows in Large text where their summed widths made two, and the third ran into the title."""
+    names = ["|word|", "|segment|", "|position|", "|summed|", "|normalized|"]
+    fig = charts.grouped_bars(["a", "b"], {n: [1.0, 2.0] for n in names}, title="Vector length per token",
+                              font_size=22)  # fmt: skip
+    assert fig.layout.title.pad.b >= 3 * 2 * 22  # three rows of legend under the title
+
+
 def test_a_long_title_wraps_in_large_text_only():
     long = "Cosine similarity of the target word, layer 4"
     small = charts.heatmap(np.eye(2), ["a", "b"], ["a", "b"], title=long)
