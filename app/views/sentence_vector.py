@@ -83,10 +83,16 @@ kind = st.radio(
 
 st.subheader("Sentence A on its own")
 if inputs.text_b is not None and inputs.text_a is not None:  # said of a vector that is drawn
-    st.caption(
-        "This is sentence A's vector with A analysed alone; sentence B is used only by the pair predictions "
-        "below (as the pair " + ui.md_escape(transforms.pair_template(tokenizer.encode("a", "b"))) + ")."
-    )
+    if {"nsp", "sop", "rtd"} & set(info.heads):
+        st.caption(
+            "This is sentence A's vector with A analysed alone; sentence B is used only by the pair predictions "
+            "below (as the pair " + ui.md_escape(transforms.pair_template(tokenizer.encode("a", "b"))) + ")."
+        )
+    else:  # "used only by the pair predictions below", over a note that there are none
+        st.caption(
+            "This is sentence A's vector with A analysed alone. Sentence B is not used on this page: this model "
+            "has no head that reads a pair."
+        )
 result = None
 if inputs.text_a is None:
     st.info("Type a sentence A in the sidebar to see its vector.")

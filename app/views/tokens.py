@@ -219,8 +219,11 @@ words = [w for w in dict.fromkeys(w for w in words if w.strip()) if splits_alone
 if not words:
     st.info("No words to split.")
 else:
-    default = max(range(len(words)), key=lambda i: len(words[i]))
-    ui.follow_default("tokens_word", words[default], lambda v: v in words)  # the new text's longest word
+    # The longest word that is split into pieces: the longest word, the default before, was often one whole
+    # piece ("drifted"), a table of one step, while "fa ##st" sat further down the list.
+    split = {w: len(tokenizer.wordpiece_steps(w)) > 1 for w in words}
+    default = max(range(len(words)), key=lambda i: (split[words[i]], len(words[i])))
+    ui.follow_default("tokens_word", words[default], lambda v: v in words)  # the new text's default
     ui.start("tokens_word", words[default], lambda v: v in words)
     word = st.selectbox("Word", words, index=default, **ui.bound("tokens_word"), persist_state="session")
     try:

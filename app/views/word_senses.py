@@ -119,6 +119,9 @@ if not target:
 if len(target.split()) > 1:
     st.info("Type a single word as the target (its pieces are averaged into one vector per sentence).")
     st.stop()
+if target != typed_target.strip():
+    # "Bank!" drew the charts of "bank" without a word of the "!" left behind
+    st.caption(ui.md_escape(f"Looking for '{target}': the punctuation typed around it is no part of a word."))
 style = active.model.info.piece_style
 try:
     target_enc = tokenizer.encode(target)

@@ -109,12 +109,16 @@ def test_wordpiece_steps_for_a_chosen_word(make_app):
     # offered (as the longest word it was the default, its table read as a greedy match of "[MASK]").
     at = make_app(a="the [MASK] ran [SEP] off")
     assert at.selectbox(key="tokens_word").options == ["the", "ran", "off"]
-    assert at.selectbox(key="tokens_word").value == "the"
+    assert at.selectbox(key="tokens_word").value == "ran"  # the longest word the tiny vocabulary splits
 
 
 def test_the_word_to_split_follows_a_new_text_unless_one_was_picked(make_app):
     at = make_app(a="the dogs ran")
     assert at.selectbox(key="tokens_word").value == "dogs"  # the longest
+    # a word split into pieces before a longer word that is one piece: its table shows a split
+    at = make_app(a="the river dogs")
+    assert at.selectbox(key="tokens_word").value == "dogs"
+    at = make_app(a="the dogs ran")
     at.text_area(key="a").set_value("the dogs ran to the riverbank").run()
     assert at.selectbox(key="tokens_word").value == "riverbank"  # not left on the old text's longest word
     at.selectbox(key="tokens_word").set_value("ran").run()

@@ -593,3 +593,14 @@ def test_the_tokens_table_keeps_its_shown_as_column_whatever_the_text(family_dir
     for text in ("bank", "the bank"):
         at = _app(monkeypatch, family_dirs[family], "views/tokens.py", a=text)
         assert "shown as" in table_with(at, "piece").columns, text
+
+
+def test_sentence_page_says_b_is_unused_where_no_head_reads_a_pair(family_dirs, monkeypatch, tiny_checkpoint):
+    """DistilBERT's page said B was "used only by the pair predictions below", over a note that it has none."""
+    at = _app(monkeypatch, family_dirs["distilbert"], "views/sentence_vector.py", b="we sat by the water .")
+    assert not at.exception, [e.value for e in at.exception]
+    said = _texts(at)
+    assert "Sentence B is not used on this page" in said and "used only by the pair predictions" not in said
+    at = _app(monkeypatch, tiny_checkpoint, "views/sentence_vector.py", b="we sat by the water .")  # NSP
+    said = _texts(at)
+    assert "used only by the pair predictions" in said and "not used on this page" not in said

@@ -344,3 +344,12 @@ def test_large_text_makes_the_sentence_boxes_taller(make_app, monkeypatch):
     heights.clear()
     make_app(None, large="true")
     assert heights["a"] == [heights["a"][-1]] and heights["a"][0] >= 135
+
+
+def test_punctuation_typed_with_the_target_is_said_to_be_left_out(senses):
+    """ "Bank!" drew the charts of "bank" without a word of the "!" left behind."""
+    lines = ["the river bank | river", "my bank account | money"]
+    at = senses(lines, target="Bank!")
+    assert "Looking for 'Bank': the punctuation typed around it" in text_of(at.caption)
+    assert figure(at, "senses_matrix")
+    assert "Looking for" not in text_of(senses(lines, target="bank").caption)
