@@ -359,11 +359,13 @@ def analysis_or_stop(
     stop: bool = True,
     notes: bool = True,
     unknown_note: bool = True,
+    who: str | None = None,
 ):
     """The cached analysis, or the core's reason shown inline (never a traceback) and the page stopped
     (stop=False: None returned instead, for a page whose other sections do not need this text). notes=False
     leaves the truncation and untrained-position notes to a page that runs a different text (Masked words),
-    unknown_note=False the unknown-piece note to a page that says it its own way (Tokens)."""
+    unknown_note=False the unknown-piece note to a page that says it its own way (Tokens). `who`: the model
+    the notes are about, where a page runs two (Compare's two "input cut" warnings named neither side)."""
     import bert_core
 
     try:
@@ -374,7 +376,7 @@ def analysis_or_stop(
             return None
         st.stop()
     if notes:
-        length_notes(active, result)
+        length_notes(active, result, who=who)
     if notes and unknown_note:
         unknown_pieces_note(active, text, pair)
     return result
@@ -420,14 +422,17 @@ def truncation_said(enc) -> str:
     return f"the end of sentence {lost} was cut off ({pieces(max(cut))}); sentence {whole} is whole"
 
 
-def length_notes(active: models.ActiveModel, enc) -> None:
-    """The truncation and untrained-position warnings for an Encoding or an Analysis."""
+def length_notes(active: models.ActiveModel, enc, *, who: str | None = None) -> None:
+    """The truncation and untrained-position warnings for an Encoding or an Analysis; `who` names the model."""
     if enc.truncated:
         st.warning(
-            f"The input has {enc.num_tokens_before_truncation} pieces; the model reads at most "
+            (f"{md_escape(who)}: the input" if who else "The input")
+            + f" has {enc.num_tokens_before_truncation} pieces; the model reads at most "
             f"{len(enc.tokens)}, so {truncation_said(enc)}."
         )
-    untrained_positions_note(active, len(enc.tokens))
+    untrained_positions_note(
+        active, len(enc.tokens), what=f"{md_escape(who)}: this input" if who else "This input"
+    )
 
 
 IG_GAP_WARNING = 0.05  # a completeness gap past this share of the change is said: the colours are approximate

@@ -110,7 +110,7 @@ for (name, active), heading, column in zip(sides, cards, columns, strict=True):
     with column:
         given = texts[name]
         # Each side says whether it cut the text: the two models may read different lengths.
-        result = ui.analysis_or_stop(active, given.text_a, given.text_b, stop=False)
+        result = ui.analysis_or_stop(active, given.text_a, given.text_b, stop=False, who=short_name(active))
         if result is None:
             continue
         n_layers, n_heads = result.num_layers, result.num_heads

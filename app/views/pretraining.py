@@ -140,10 +140,11 @@ else:
                 "position": p.position,
                 "original": style.display(enc.tokens[p.position]),
                 "model sees": style.display(seen[p.position]),
-                # " · " and brackets: a guessed comma read as a gap in "bank 0.04, , 0.04"
-                "top 5 guesses": " · ".join(f"{style.display(t)} ({q:.2f})" for t, q in p.as_pairs()),
+                # before the guesses, which run long: after them, at 1024 px the table's edge hid both
                 "P(original)": float(scores.label_probabilities[i]),
                 "loss": float(scores.losses[i]),
+                # " · " and brackets: a guessed comma read as a gap in "bank 0.04, , 0.04"
+                "top 5 guesses": " · ".join(f"{style.display(t)} ({q:.2f})" for t, q in p.as_pairs()),
             }
             for i, p in enumerate(scores.predictions)
         ]

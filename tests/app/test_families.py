@@ -334,8 +334,11 @@ def test_compare_says_when_each_side_cut_a_long_text(family_dirs, monkeypatch, t
     second = str(family_dirs["distilbert"])
     at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", a=long, model2=second)
     assert not at.exception
-    cut = [w.value for w in at.warning if "the end of sentence A was cut off" in w.value]
-    assert len(cut) == 2  # one per side
+    cut = [w.value.replace("\\", "") for w in at.warning if "the end of sentence A was cut off" in w.value]
+    assert len(cut) == 2  # one per side, each naming its model (two alike warnings named neither)
+    assert cut[0].startswith(f"{tiny_checkpoint.name[:23]}: the input") and cut[1].startswith(
+        f"{family_dirs['distilbert'].name[:23]}: the input"
+    )
     said = " ".join(i.value for i in at.info).replace("\\", "")
     assert "Type [MASK]" in said and "fell beyond" not in said  # none was typed: said once, for both sides
 

@@ -52,6 +52,9 @@ def test_page_shows_a_masking_draw_with_predictions_and_pairs(page, tiny_checkpo
     predictions = _table(at, "top 5 guesses")
     np.testing.assert_allclose(predictions["loss"].to_numpy(), expected.losses, rtol=1e-5)
     guesses = predictions["top 5 guesses"].iloc[0].split(" · ")
+    assert (
+        list(predictions.columns)[-1] == "top 5 guesses"
+    )  # the long one last: it hid P(original) at 1024 px
     assert len(guesses) == 5 and all(g.endswith(")") and " (" in g for g in guesses)
     assert int((m.actions == MaskAction.MASK).sum()) == (masking["model sees"] == "[MASK]").sum()
 
