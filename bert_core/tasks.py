@@ -198,7 +198,10 @@ class TaskPasses:
         specials around it repeat, the context's pieces advance by (window - stride)."""
         if isinstance(stride, bool) or not isinstance(stride, int) or stride < 0:
             raise InputError(f"stride must be a non-negative integer, got {stride!r}")
-        full = self.tokenizer.encode(question, context, max_length=10**9)
+        # read as `encode` reads every text: a typed [MASK] or <mask> is this model's own mask token
+        full = self.tokenizer.encode(
+            self._with_model_mask(question), self._with_model_mask(context), max_length=10**9
+        )
         context_at = [i for i, seq in enumerate(full.sequence_ids) if seq == 1]
         head = list(range(context_at[0]))  # [CLS] question [SEP] (and RoBERTa's second </s>)
         tail = list(range(context_at[-1] + 1, len(full)))

@@ -13,21 +13,37 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from ..results import Analysis
+
+
+def _mask_array(head_mask) -> np.ndarray:
+    try:
+        keep = np.asarray(head_mask, dtype=np.float64)
+    except (TypeError, ValueError) as exc:  # ragged, or not numbers
+        raise InputError(f"head_mask must be a (layers, heads) array of numbers: {exc}") from exc
+    if not np.isfinite(keep).all() or (keep.size and (keep.min() < 0 or keep.max() > 1)):
+        raise InputError("head_mask must hold numbers from 0 to 1 (1 keeps a head, 0 switches it off)")
+    return keep
 
 
 def _check_attentions(attentions, head_mask=None) -> tuple[np.ndarray, np.ndarray | None]:
     """(attentions as float64, the head mask to apply). An Analysis is read with its own head_mask: its
     attentions alone, passed without it, counted the heads the run had switched off. A head_mask given beside
-    one must be that run's."""
-    if hasattr(attentions, "attentions") and hasattr(attentions, "head_mask"):
-        run_mask = attentions.head_mask
-        if head_mask is None:
-            head_mask = run_mask
-        elif run_mask is None or not np.array_equal(np.asarray(head_mask, dtype=np.float64), run_mask):
-            raise InputError(
-                "head_mask differs from the one the analysis was run with: pass the analysis alone"
-            )
-        attentions = attentions.attentions
+    one must be that run's (as float32 holds it; a run with none is one of all ones)."""
+    if isinstance(attentions, Analysis):
+        run = attentions.head_mask
+        if head_mask is not None:
+            given = _mask_array(head_mask).astype(np.float32)
+            ran = np.ones(attentions.attentions.shape[:2], np.float32) if run is None else run
+            if given.shape != ran.shape or not np.array_equal(given, ran):
+                raise InputError(
+                    "head_mask differs from the one the analysis was run with: pass the analysis alone"
+                )
+        head_mask, attentions = run, attentions.attentions
+    elif hasattr(attentions, "attentions") or hasattr(attentions, "hidden_states"):
+        raise InputError(
+            f"attentions must be an Analysis or a (layers, heads, S, S) array, got a {type(attentions).__name__}"
+        )
     try:
         a = np.asarray(attentions, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -51,14 +67,9 @@ def residual_attention(attentions, head_mask: np.ndarray | None = None) -> np.nd
     """
     a, head_mask = _check_attentions(attentions, head_mask)
     if head_mask is not None:
-        try:
-            keep = np.asarray(head_mask, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"head_mask must be a (layers, heads) array of numbers: {exc}") from exc
+        keep = _mask_array(head_mask)
         if keep.shape != a.shape[:2]:
             raise InputError(f"head_mask must be (layers, heads) = {a.shape[:2]}, got shape {keep.shape}")
-        if not np.isfinite(keep).all() or keep.min() < 0 or keep.max() > 1:
-            raise InputError("head_mask must hold numbers from 0 to 1 (1 keeps a head, 0 switches it off)")
         a = a * keep[:, :, None, None]
     mixed = 0.5 * a.mean(axis=1) + 0.5 * np.eye(a.shape[-1])  # (L, S, S)
     return mixed / mixed.sum(axis=-1, keepdims=True)

@@ -92,6 +92,17 @@ def test_rollout_and_flow_count_a_run_s_switched_off_heads_as_off(tiny_model):
         bert_core.attention_rollout(run, np.ones_like(mask))
     with pytest.raises(InputError, match="differs"):  # a mask for a run that had none
         bert_core.attention_rollout(tiny_model.analyze("the bank"), mask)
+    plain = tiny_model.analyze("the bank")  # ... but all ones is what it ran with
+    np.testing.assert_array_equal(
+        bert_core.attention_rollout(plain, np.ones_like(mask)), bert_core.attention_rollout(plain)
+    )
+    tenth = np.full_like(mask, 0.1, dtype=np.float64)  # the float64 mask it was run with, held as float32
+    bert_core.attention_rollout(tiny_model.analyze("the bank", head_mask=tenth), tenth)
+    with pytest.raises(InputError, match="array of numbers"):  # ragged: numpy's own ValueError leaked
+        bert_core.attention_rollout(run, [[1, 1], [1]])
+    for other in (tiny_model.vectors_batch(["the bank"])[0], tiny_model.value_weighted_attention(plain)):
+        with pytest.raises(InputError, match="an Analysis or a"):
+            bert_core.attention_rollout(other)
 
 
 @pytest.mark.parametrize("bad", [np.nan, -1.0])

@@ -359,6 +359,17 @@ def test_answer_gives_top_k_distinct_spans_and_checks_its_length_limit(task_dirs
             m.answer(question, context, max_answer_tokens=bad)
 
 
+def test_question_answering_reads_a_typed_mask_as_every_call_does(task_dirs):
+    """encode reads a typed [MASK] as RoBERTa's <mask> for every call; answer's windows read it as six pieces."""
+    m = bert_core.load_pretrained(task_dirs["roberta", "qa"])
+    question, typed = "where was the [MASK]?", "we put the [MASK] in the bank by the river."
+    own = typed.replace("[MASK]", "<mask>")
+    spans = [a[1:4] for a in m.answer(question, typed, top_k=3)]  # (start, end, score): the text is as typed
+    assert spans == [a[1:4] for a in m.answer(question.replace("[MASK]", "<mask>"), own, top_k=3)]
+    start = m.attribute(question, typed, target="start", steps=2)
+    assert start.encoding.tokens == m.encode(question, typed).tokens  # one token sequence, as analyze's
+
+
 def test_an_answer_beyond_the_first_window_is_explained_in_the_window_it_scored_in(task_dirs):
     m = bert_core.load_pretrained(task_dirs["bert", "qa"])
     question = "where was the cash?"
