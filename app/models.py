@@ -1004,3 +1004,15 @@ def active_model() -> ActiveModel | None:
     """The model the sidebar loaded for this run (None when it couldn't be loaded)."""
     hold = st.session_state.get(KEY_HOLD)
     return hold.active if hold is not None else None
+
+
+def short_names(sources: list[str]) -> list[str]:
+    """Short names that tell `sources` apart, for chart titles: a path or hub id by as many of its last parts as
+    tell them apart ("checkpoint-500" twice is "runA/checkpoint-500"), cut in the middle past 28 characters,
+    where two hub ids of one base model differ ("distilbert-ba…-sst-2-english")."""
+    parts = [s.rstrip("/").split("/") for s in sources]
+    for k in range(1, max(len(p) for p in parts) + 1):
+        names = ["/".join(p[-k:]) for p in parts]
+        if len(set(names)) == len(set(sources)):
+            break
+    return [n if len(n) <= 28 else n[:13] + "…" + n[-14:] for n in names]

@@ -7,6 +7,7 @@ Dimensions: S = tokens, W = words (groups of pieces), L = layers, N = heads, P =
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -51,18 +52,47 @@ def sentence_text(analysis: bert_core.Analysis, sentence: int) -> str:
     return analysis.text if sentence == 0 else (analysis.text_pair or "")
 
 
+def glued_masks(text: str | None, mask: str) -> list[str]:
+    """Each `mask` typed against a letter or digit ("un[MASK]able"), with the word it is glued into: the
+    tokenizer splits the word at the mask, so the model reads "un" and "able" as words of their own."""
+    found = []
+    for m in re.finditer(re.escape(mask), text or ""):
+        start, end = m.start(), m.end()
+        if (start and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
+            while start and not text[start - 1].isspace():
+                start -= 1
+            while end < len(text) and not text[end].isspace():
+                end += 1
+            found.append(text[start:end])
+    return found
+
+
 def fill_mask_text(
-    texts: tuple[str, str | None], enc: bert_core.Encoding, position: int, token: str, style: PieceStyle
+    texts: tuple[str, str | None],
+    enc: bert_core.Encoding,
+    position: int,
+    token: str,
+    style: PieceStyle,
+    *,
+    limit: int = 400,
 ) -> str:
     """The typed sentence (A or B) holding the [MASK] at piece `position`, with that mask replaced by `token`
-    without `style`'s marker (a continuation piece joins the word before it); other masks stay as typed."""
+    without `style`'s marker (a continuation piece joins the word before it); other masks stay as typed.
+
+    Of a text the model cut, only what it read, then "…": a pasted paragraph's guess ran on past the cut to a
+    [MASK] the page had just said the model never sees. Past `limit` characters, the part around the guess
+    (`excerpt`), as the page's own "Masked:" line: 800 characters printed under a third-of-a-page chart."""
     seq = enc.sequence_ids[position]
     if seq is None:
         return ""
     text = texts[seq] or ""
     start, end = (int(x) for x in enc.offsets[position])
     before = text[:start].rstrip() if style.is_continuation(token) else text[:start]
-    return before + style.strip(token) + text[end:]
+    read = max(int(e) for (_, e), q in zip(enc.offsets, enc.sequence_ids, strict=True) if q == seq)
+    filled = before + style.strip(token)
+    rest = text[end:read] + (" …" if enc.truncated and text[read:].strip() else text[read:])
+    whole = filled + rest
+    return whole if len(whole) <= limit else excerpt(whole, [(len(before), len(filled))])
 
 
 # -- numbers for the charts -------------------------------------------------------------------------------

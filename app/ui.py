@@ -201,8 +201,10 @@ _STILL_PLACEHOLDERS_CSS = """<style>
 [data-testid="stMain"] [data-testid="stWidgetLabel"] p { white-space: normal !important; overflow: visible !important; }
 [data-testid="stMainBlockContainer"] { container-type: inline-size; }
 @container (max-width: 700px) {
-  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stPlotlyChart"]) { flex-wrap: wrap !important; }
-  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stPlotlyChart"]) > [data-testid="stColumn"] { min-width: 100% !important; }
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stPlotlyChart"]),
+  .st-key-compare-cards [data-testid="stHorizontalBlock"] { flex-wrap: wrap !important; }
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stPlotlyChart"]) > [data-testid="stColumn"],
+  .st-key-compare-cards [data-testid="stHorizontalBlock"] > [data-testid="stColumn"] { min-width: 100% !important; }
 }
 </style>"""
 

@@ -24,10 +24,10 @@ WHERE = (
 )
 st.header("Compare two models")
 # (A page under 700 px wide, a 1024 px screen with the sidebar open, stacks the sides too: ui.still_placeholders.)
-NARROW = "" if ui.stacked() else " (above, where the page is narrow)"
+NARROW = "" if ui.stacked() else " (one above the other where the page is narrow)"
 st.caption(
-    f"The same sentence through two models: the sidebar's model {WHERE['left']}{NARROW}, the one picked here "
-    f"{WHERE['right']} "
+    f"The same sentence through two models: the sidebar's model {WHERE['left']}, the one picked here "
+    f"{WHERE['right']}{NARROW} "
     "(e.g. bert-base-uncased and distilbert-base-uncased, or the demo BERT and a variant). Each model is "
     "loaded once and shared by every page and session."
 )
@@ -87,14 +87,10 @@ def card(active: models.ActiveModel) -> str:
     )
 
 
-def short_name(active: models.ActiveModel) -> str:
-    """The side's model as its charts' titles name it: side by side on a wide screen, the two are told apart by
-    place, but narrower (a 1024 px projector) or in Large text they stand one above the other, and two maps
-    titled "Layer 4, mean of heads" said nothing of which model drew which. A directory by its own name."""
-    source = active.source
-    if source.startswith(("/", ".", "~")) or ("/" in source and models.model_key(source).startswith("/")):
-        source = source.rstrip("/").rsplit("/", 1)[-1] or source
-    return ui.clip(source, 24)
+# Each side's model as its charts' titles and warnings name it: side by side on a wide screen, the two are told
+# apart by place, but narrower (a 1024 px projector) or in Large text they stand one above the other, and two
+# maps titled "Layer 4, mean of heads" said nothing of which model drew which.
+NAMES = dict(zip(("left", "right"), models.short_names([left.source, right.source]), strict=True))
 
 
 st.subheader("Attention")
@@ -102,7 +98,10 @@ st.caption("Both maps share one colour scale, so the same colour is the same wei
 # The model cards in a row of their own: where one card wrapped to more lines than the other (a 1024 px
 # screen), each side's controls and map began at another height. Stacked (Large text), each card heads its
 # side.
-cards = ui.side_by_side(2)  # stacked in Large text: a projector's half page left ~90 px of map
+# Keyed so that, where the page is too narrow for two maps and they stand one above the other, the cards do too
+# (side by side over the stacked maps, the second model's card stood over the first model's map).
+with st.container(key="compare-cards"):
+    cards = ui.side_by_side(2)  # stacked in Large text: a projector's half page left ~90 px of map
 columns = cards if ui.stacked() else ui.side_by_side(2)
 drawn = []  # (column, name, matrix, labels, layer, head, tokens): drawn once both sides' maxima are known
 for (name, active), heading, column in zip(sides, cards, columns, strict=True):
@@ -110,7 +109,7 @@ for (name, active), heading, column in zip(sides, cards, columns, strict=True):
     with column:
         given = texts[name]
         # Each side says whether it cut the text: the two models may read different lengths.
-        result = ui.analysis_or_stop(active, given.text_a, given.text_b, stop=False, who=short_name(active))
+        result = ui.analysis_or_stop(active, given.text_a, given.text_b, stop=False, who=NAMES[name])
         if result is None:
             continue
         n_layers, n_heads = result.num_layers, result.num_heads
@@ -136,8 +135,7 @@ for column, name, matrix, labels, layer, head in drawn:
             matrix,
             labels,
             labels,
-            title=f"{short_name(dict(sides)[name])}: layer {layer}, "
-            f"{'mean of heads' if head == 'mean' else f'head {head}'}",
+            title=f"{NAMES[name]}: layer {layer}, {'mean of heads' if head == 'mean' else f'head {head}'}",
             zmin=0.0,
             zmax=top,
             value_name="attention",
@@ -182,7 +180,7 @@ else:
             fig = charts.bars(
                 [style.display(t) for t in p.tokens],
                 p.probabilities,
-                title=f"{short_name(active)}: first mask (piece {p.position})",
+                title=f"{NAMES[name]}: first mask (piece {p.position})",
                 value_name="probability",
                 range_max=1.0,
                 font_size=fs,

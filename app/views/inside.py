@@ -40,8 +40,9 @@ assert tuple(PLL_SCORING_NAMES) == bert_core.PLL_SCORINGS, "name every scoring t
 
 
 def quoted_lines(lines: list[str]) -> str:
-    """The minimal-pair lines a note is about, each cut to 40 characters, escaped for Markdown."""
-    return "; ".join(ui.md_escape(line[:40]) for line in lines)
+    """The minimal-pair lines a note is about, each cut to 40 characters ("…" where cut: "on the tabl" read as
+    a typo), escaped for Markdown."""
+    return "; ".join(ui.md_escape(ui.clip(line, 40)) for line in lines)
 
 
 BANKS = (
@@ -63,6 +64,11 @@ style = info.piece_style
 tokenizer = active.model.tokenizer
 cls, sep, mask = tokenizer.cls_token, tokenizer.sep_token, tokenizer.mask_token
 fs = ui.font_size()
+# A link names the view by its label (Streamlit writes a bound radio's shown value); a hand-written link's short
+# key ("inside_view=lens") opened Query & key without a word, so it is taken as the start of a session that has
+# no view yet (never over one the user picked).
+if st.query_params.get("inside_view") in VIEWS and "inside_view" not in st.session_state:
+    st.session_state["inside_view"] = st.query_params["inside_view"]
 view = st.radio("View", list(VIEWS), format_func=VIEWS.get, **ui.bound("inside_view"), horizontal=True)
 result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
 labels = ui.token_labels(result.tokens, style)
@@ -426,7 +432,7 @@ elif view == "ablation":
             "moves, and what the heads' absence does to the masked-word guesses and to the two 'bank's."
         )
     if not info.has_mlm_head:
-        st.info("Head importance needs an MLM head: load a masked-language-model checkpoint.")
+        ui.no_mlm_head(info, "measure each head's importance for a masked word")
     elif st.toggle(
         f"Importance of every head for the first {mask}",
         **ui.bound("ablation_importance"),
@@ -452,7 +458,7 @@ elif view == "lens":
         "at which layer does the final answer appear? " + LAYER_0
     )
     if not info.has_mlm_head:
-        st.info("The logit lens needs an MLM head: load a masked-language-model checkpoint.")
+        ui.no_mlm_head(info, "show the logit lens")
         st.stop()
     mask_id = active.model.tokenizer.mask_token_id
     default = next(
@@ -567,7 +573,7 @@ elif view == "pll":
         "the other words. Which way a sentence's score moves depends on the model and the words.",
     )
     if not info.has_mlm_head:
-        st.info("Pseudo-likelihood needs an MLM head: load a masked-language-model checkpoint.")
+        ui.no_mlm_head(info, "score sentences by pseudo-likelihood")
         st.stop()
 
     def holed(text: str) -> bool:

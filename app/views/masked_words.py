@@ -149,6 +149,17 @@ top_k = st.number_input(
 enc = active.model.encode(masked, inputs.text_b)  # tokenising only
 ui.length_notes(active, enc)
 ui.unknown_pieces_note(active, masked, inputs.text_b)
+glued = [w for t in (masked, inputs.text_b) for w in transforms.glued_masks(t, mask)]
+if glued:
+    # "That is un[MASK]able." read "→ That is unsable.": a morphology probe the model was never given.
+    st.caption(
+        ui.md_escape(
+            f"A {mask} typed inside a word ({', '.join(dict.fromkeys(glued[:3]))}) splits the word there: the "
+            "model reads the letters on either side as words of their own and guesses a whole word for the "
+            "mask (written into the word below, as typed), not a piece inside one word. To hide part of a "
+            "word, mask the whole word."
+        )
+    )
 # Masks in the cut-off end of a sentence: the model predicts only the ones it reads. With a pair the longer
 # sentence is cut first, so a lost mask can lie before pieces the model does read (the end of A, B whole):
 # said by sentence, not as "past the first N pieces".

@@ -8,6 +8,7 @@ import streamlit as st
 
 import bert_core
 from app import charts, inputs, transforms, ui
+from bert_core.pieces import with_own_mask
 
 PRESET_FILE = inputs.EXAMPLES_DIR / "word_senses_bank.txt"
 FALLBACK_PRESET = """We sat on the bank of the river and watched the water. | river
@@ -170,7 +171,10 @@ for n, r in zip(batch.used, batch.results, strict=True):
     if r.truncated:
         # Count the occurrences in the whole sentence too: the ones past the model's limit must not vanish
         # silently (with 'last', the last one the model read is then not the sentence's last).
-        whole = tokenizer.encode(sentences[n], max_length=r.num_tokens_before_truncation + 2)
+        # read as the model's encode read it (a typed [MASK] as RoBERTa's one <mask>, not six pieces)
+        whole = tokenizer.encode(
+            with_own_mask(sentences[n], tokenizer.mask_token), max_length=r.num_tokens_before_truncation + 2
+        )
         total = len(transforms.target_occurrences(whole, target, normalize, text=sentences[n]))
     if not occurrences:
         (cut if total else missing).append(n)

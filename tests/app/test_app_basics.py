@@ -98,7 +98,7 @@ def test_sidebar_shows_model_size_and_heads(make_app):
     assert "MLM ✓" in captions and "NSP ✓" in captions and "pooler ✓" in captions
 
 
-def test_wordpiece_steps_for_a_chosen_word(make_app):
+def test_wordpiece_steps_for_a_chosen_word(make_app, tiny_model):
     at = make_app(a="the dogs ran")
     at.selectbox(key="tokens_word").set_value("dogs").run()
     steps = table_with(at, "matched")
@@ -109,13 +109,16 @@ def test_wordpiece_steps_for_a_chosen_word(make_app):
     # offered (as the longest word it was the default, its table read as a greedy match of "[MASK]").
     at = make_app(a="the [MASK] ran [SEP] off")
     assert at.selectbox(key="tokens_word").options == ["the", "ran", "off"]
-    assert at.selectbox(key="tokens_word").value == "ran"  # the longest word the tiny vocabulary splits
+    split = {w: len(tiny_model.tokenizer.wordpiece_steps(w)) > 1 for w in ("the", "ran", "off")}
+    assert split == {"the": False, "ran": True, "off": True}  # the tiny vocabulary's facts this relies on
+    assert at.selectbox(key="tokens_word").value == "ran"  # the first of the longest words that split
 
 
-def test_the_word_to_split_follows_a_new_text_unless_one_was_picked(make_app):
+def test_the_word_to_split_follows_a_new_text_unless_one_was_picked(make_app, tiny_model):
     at = make_app(a="the dogs ran")
     assert at.selectbox(key="tokens_word").value == "dogs"  # the longest
     # a word split into pieces before a longer word that is one piece: its table shows a split
+    assert [len(tiny_model.tokenizer.wordpiece_steps(w)) for w in ("river", "dogs")] == [1, 2]
     at = make_app(a="the river dogs")
     assert at.selectbox(key="tokens_word").value == "dogs"
     at = make_app(a="the dogs ran")

@@ -316,6 +316,12 @@ def test_charts_side_by_side_stand_one_above_the_other_where_a_column_is_too_nar
     assert pca["top"] >= matrix["bottom"] - 1 and matrix["width"] > 450, (matrix, pca)
     matrix, pca, *_ = chart_boxes(page, url, 1600)
     assert abs(pca["top"] - matrix["top"]) < 2 and pca["left"] > matrix["left"] + matrix["width"] - 1
+    # Compare's model cards stand one above the other with the maps: side by side over the stacked maps, the
+    # second model's card stood over the first model's map
+    first_map = chart_boxes(page, f"{app_url}/compare?model2=%40demo", 1024)[0]
+    cards = page.locator('[data-testid="stMain"] [data-testid="stCaptionContainer"]', has_text=" layers · ")
+    boxes = cards.evaluate_all("els => els.map(e => e.getBoundingClientRect()).map(r => [r.top, r.bottom])")
+    assert len(boxes) == 2 and boxes[1][0] >= boxes[0][1] - 1 and first_map["top"] >= boxes[1][1], boxes
 
 
 def open_list(page, label: str):

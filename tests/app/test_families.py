@@ -607,3 +607,16 @@ def test_sentence_page_says_b_is_unused_where_no_head_reads_a_pair(family_dirs, 
     at = _app(monkeypatch, tiny_checkpoint, "views/sentence_vector.py", b="we sat by the water .")  # NSP
     said = _texts(at)
     assert "used only by the pair predictions" in said and "not used on this page" not in said
+
+
+@pytest.mark.parametrize("view", ["lens", "pll", "ablation"])
+def test_inside_tells_an_electra_discriminator_what_it_does_instead(family_dirs, monkeypatch, view):
+    """Masked words and Pre-training said it spots replaced tokens and its generator guesses words; the logit
+    lens, head importance and pseudo-likelihood said only "needs an MLM head"."""
+    at = _app(monkeypatch, family_dirs["electra"], "views/inside.py")
+    at.radio(key="inside_view").set_value(view).run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = _texts(at)
+    assert (
+        "It is a discriminator: it spots replaced tokens instead" in said and "generator checkpoint" in said
+    )

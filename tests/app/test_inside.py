@@ -361,6 +361,13 @@ def test_sentence_scores_say_a_typed_mask_is_left_out_and_rank_only_whole_senten
     # a line with a hole climbs nothing, RoBERTa's spelling of it (a hole to the scores too) included
     assert list(ranked["sentence"]) == ["the cat sat on the bank ."]
     assert any("Left out of the ranking" in str(i.value) for i in at.info)
+    at.text_area(key=f"pll_text_{preset.replace(' ', '_')}").set_value(
+        "the cat sat on the bank .\nthe [MASK] to the cabinet is on the table by the door ."
+    ).run()
+    left_out = [str(i.value).replace("\\", "") for i in at.info if "Left out of the ranking" in str(i.value)]
+    assert left_out[0].endswith(
+        ": the [MASK] to the cabinet is on the tab…"
+    )  # cut mid-word, it read as a typo
     at = open_view(make_app, "pll", "[MASK]")
     assert any("Nothing in sentence A to score" in str(i.value).replace("\\", "") for i in at.info)
     assert not at.exception
@@ -427,3 +434,12 @@ def test_a_sentence_too_long_to_score_whole_still_leaves_the_minimal_pairs(make_
     assert "Minimal pairs" in [h.value for h in at.subheader]
     assert not [m for m in at.metric if "PLL of sentence A" in m.label]  # no partial total shown as its score
     assert at.table or at.dataframe  # the preset's lines ranked
+
+
+def test_a_link_may_name_the_view_by_its_short_key(make_app):
+    """Links hold the view's label ("Logit lens"); a hand-written "inside_view=lens" opened Query & key."""
+    at = make_app(PAGE, a=TEXT, inside_view="lens")
+    assert not at.exception and at.radio(key="inside_view").value == "lens"
+    at.radio(key="inside_view").set_value("pll").run()  # and the user's choice then wins
+    assert at.radio(key="inside_view").value == "pll"
+    assert make_app(PAGE, a=TEXT, inside_view="Logit lens").radio(key="inside_view").value == "lens"

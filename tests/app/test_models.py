@@ -970,3 +970,17 @@ def test_the_model_card_counts_one_layer_and_one_head_in_the_singular(make_app, 
     assert (
         ui.layers_text(many) == "12 layers sharing one set of weights" and ui.heads_text(many) == "12 heads"
     )
+
+
+def test_short_names_tell_two_models_apart():
+    """Compare's titles name their model: clipped to one length, two checkpoints of one run read alike."""
+    assert models.short_names(["@demo", "assets/demo-model"]) == ["@demo", "demo-model"]
+    assert models.short_names(["/runs/a/checkpoint-500", "/runs/b/checkpoint-500/"]) == [
+        "a/checkpoint-500",
+        "b/checkpoint-500",
+    ]
+    sst, squad = models.short_names(
+        ["distilbert-base-uncased-finetuned-sst-2-english", "distilbert-base-uncased-distilled-squad"]
+    )
+    assert sst != squad and len(sst) <= 28 and sst.endswith("sst-2-english") and squad.endswith("squad")
+    assert models.short_names(["@demo", "@demo"]) == ["@demo", "@demo"]  # one model on both sides

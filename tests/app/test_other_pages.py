@@ -155,6 +155,24 @@ def test_masked_words_shows_a_long_text_around_its_masks(make_app):
     assert [t.value for t in at.text] == ["Masked: the cat sat on the [MASK]"]
 
 
+def test_masked_words_best_guess_of_a_cut_text_stops_where_the_model_stopped_reading(make_app):
+    """The "→" line under a chart printed a pasted paragraph whole, ending in a [MASK] the model never read."""
+    text = "the [MASK] sat . " + "the cat sat on the mat . " * 60 + "then the [MASK] ran ."
+    at = make_app("views/masked_words.py", a=text)
+    assert not at.exception
+    best = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("→")]
+    assert len(best) == 1 and best[0].endswith(" …") and "then the" not in best[0] and len(best[0]) < 300
+
+
+def test_masked_words_says_a_mask_typed_inside_a_word_splits_it(make_app):
+    """ "That is un[MASK]able." read "→ That is unsable.": the model had read "un" and "able" as words."""
+    at = make_app("views/masked_words.py", a="that is un[MASK]able .")
+    said = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "typed inside a word (un[MASK]able) splits the word there" in said
+    at = make_app("views/masked_words.py", a="that is [MASK] .")
+    assert "inside a word" not in " ".join(c.value for c in at.caption)
+
+
 def test_masked_words_without_mlm_head(make_app, tmp_path):
     ckpt = make_checkpoint_without_mlm(tmp_path / "bare")
     at = make_app("views/masked_words.py", model=str(ckpt))

@@ -74,6 +74,36 @@ def test_fill_mask_text_joins_a_continuation_piece(tiny_model):
     assert transforms.fill_mask_text(texts, enc, first, "ĠcafÃ©", byte_level) == "the café sat"
 
 
+def test_fill_mask_text_of_a_cut_text_ends_where_the_model_stopped_reading(tiny_model):
+    """A pasted paragraph's guess ran on for 800 characters, past the cut to a [MASK] the model never sees."""
+    text = "the [MASK] sat . " + "the cat sat on the mat . " * 60 + "then the [MASK] ran ."
+    enc = tiny_model.encode(text)
+    assert enc.truncated
+    first = enc.tokens.index("[MASK]")
+    style = tiny_model.info.piece_style
+    shown = transforms.fill_mask_text((text, None), enc, first, "dog", style)
+    assert shown.startswith("the dog sat . the cat") and shown.endswith(" …")
+    assert "[MASK]" not in shown and "then" not in shown and len(shown) < 300
+    cut = transforms.fill_mask_text(
+        (text, None), enc, first, "dog", style, limit=40
+    )  # past it: the part around
+    assert cut.startswith("the dog sat") and cut.endswith(" …") and len(cut) < len(shown)
+    # within the limit and read whole: as typed, but for the guess
+    short = "the [MASK] sat ."
+    assert (
+        transforms.fill_mask_text((short, None), tiny_model.encode(short), 2, "dog", style) == "the dog sat ."
+    )
+
+
+def test_glued_masks_name_the_word_a_mask_was_typed_into():
+    assert transforms.glued_masks("That is un[MASK]able. A [MASK] here.", "[MASK]") == ["un[MASK]able."]
+    assert transforms.glued_masks("[MASK]s and x[MASK] [MASK]", "[MASK]") == ["[MASK]s", "x[MASK]"]
+    assert (
+        transforms.glued_masks("a <mask> b", "<mask>") == [] and transforms.glued_masks(None, "[MASK]") == []
+    )
+    assert transforms.glued_masks("(the [MASK].)", "[MASK]") == []  # punctuation is no word
+
+
 def test_grid_table_names_every_cell_in_order():
     values = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
     table = transforms.grid_table(
