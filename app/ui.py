@@ -199,20 +199,18 @@ _STILL_PLACEHOLDERS_CSS = """<style>
 [data-testid='stSkeleton'] { animation: none !important; }
 [data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
 [data-testid="stMain"] [data-testid="stWidgetLabel"] p { white-space: normal !important; overflow: visible !important; }
-[data-testid="stMainBlockContainer"] { container-type: inline-size; }
+[class*="st-key-side-by-side-"] { container-type: inline-size; }
 @container (max-width: 700px) {
-  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stPlotlyChart"]),
-  .st-key-compare-cards [data-testid="stHorizontalBlock"] { flex-wrap: wrap !important; }
-  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stPlotlyChart"]) > [data-testid="stColumn"],
-  .st-key-compare-cards [data-testid="stHorizontalBlock"] > [data-testid="stColumn"] { min-width: 100% !important; }
+  [class*="st-key-side-by-side-"] [data-testid="stHorizontalBlock"] { flex-wrap: wrap !important; }
+  [class*="st-key-side-by-side-"] [data-testid="stHorizontalBlock"] > [data-testid="stColumn"] { min-width: 100% !important; }
 }
 </style>"""
 
 
 def still_placeholders() -> None:
-    """Stop the loading placeholders' pulse, let widget labels wrap, and put charts that sit side by side one
-    above the other where the page's column is under 700 px (a style-only st.html goes to Streamlit's event
-    container, so it takes no room on the page). At 1024 px with the sidebar open (564 px of page) two charts
+    """Stop the loading placeholders' pulse, let widget labels wrap, and put charts that sit side by side
+    (`side_by_side`) one above the other where the page is under 700 px wide (a style-only st.html goes to
+    Streamlit's event container, so it takes no room on the page). At 1024 px with the sidebar open (564 px of page) two charts
     had ~270 px each: Word senses' six columns of cosines ran together ("1.000.770.68") and its title was cut;
     Compare's column labels piled up. Side by side from ~1160 px on (or with the sidebar closed), as before."""
     st.html(_STILL_PLACEHOLDERS_CSS)
@@ -244,12 +242,18 @@ def stacked() -> bool:
     return bool(st.session_state.get(KEY_LARGE))
 
 
-def side_by_side(count: int) -> list:
+def side_by_side(count: int, name: str) -> list:
     """`count` columns for charts that sit side by side, or, in Large text, as many containers one under the
-    other: in a column of a projected page a chart's labels at that size leave its plot ~150 px wide."""
+    other: in a column of a projected page a chart's labels at that size leave its plot ~150 px wide.
+
+    The columns stand in a container keyed by `name` (unique on its page), which the style rule of
+    `still_placeholders` stacks where it is under 700 px wide: a rule on these few rows, not a `:has()` rule
+    that the browser would check on every row of every page as it changes, the lecture's Attention page (which
+    has no such row) included (docs/benchmarks.md, section 10)."""
     if stacked():
         return [st.container() for _ in range(count)]
-    return list(st.columns(count))
+    with st.container(key=f"side-by-side-{name}"):
+        return list(st.columns(count))
 
 
 def chart_width(half: bool = True) -> int:

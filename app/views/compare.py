@@ -98,11 +98,10 @@ st.caption("Both maps share one colour scale, so the same colour is the same wei
 # The model cards in a row of their own: where one card wrapped to more lines than the other (a 1024 px
 # screen), each side's controls and map began at another height. Stacked (Large text), each card heads its
 # side.
-# Keyed so that, where the page is too narrow for two maps and they stand one above the other, the cards do too
-# (side by side over the stacked maps, the second model's card stood over the first model's map).
-with st.container(key="compare-cards"):
-    cards = ui.side_by_side(2)  # stacked in Large text: a projector's half page left ~90 px of map
-columns = cards if ui.stacked() else ui.side_by_side(2)
+# Where the page is too narrow for two maps and they stand one above the other, the cards do too (side by side
+# over the stacked maps, the second model's card stood over the first model's map).
+cards = ui.side_by_side(2, "cards")  # stacked in Large text: a projector's half page left ~90 px of map
+columns = cards if ui.stacked() else ui.side_by_side(2, "attention")
 drawn = []  # (column, name, matrix, labels, layer, head, tokens): drawn once both sides' maxima are known
 for (name, active), heading, column in zip(sides, cards, columns, strict=True):
     heading.caption(card(active))
@@ -163,7 +162,7 @@ if not any(holds_mask(name, active) for name, active in sides):
     # Said once for both sides: each side's own "no mask" message repeated the same words.
     st.info("Type [MASK] (or <mask>) into a sentence in the sidebar to compare the two models' guesses.")
 else:
-    columns = ui.side_by_side(2)  # stacked in Large text: a projector's half page left ~90 px of map
+    columns = ui.side_by_side(2, "masks")  # stacked in Large text: a projector's half page left ~90 px of map
     for (name, active), column in zip(sides, columns, strict=True):
         with column:
             if not active.model.info.has_mlm_head:

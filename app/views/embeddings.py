@@ -105,16 +105,25 @@ component_table = ui.later(
 ui.show_figure(fig, key="emb_heatmap", data=component_table, filename=f"embedding_{component}")
 
 norms = {name: np.linalg.norm(component_matrix(name), axis=1) for name in COMPONENTS}
-norm_fig = charts.grouped_bars(
-    tokens,
-    {f"|{n}|": v for n, v in norms.items()},
-    title="Vector length per token",
-    value_name="L2 norm",
-    font_size=fs,
-    width_px=ui.chart_width(half=False),
-)
 norm_table = pd.DataFrame({"token": result.tokens, **{f"norm_{n}": v for n, v in norms.items()}})
-ui.show_figure(norm_fig, key="emb_norms", data=norm_table, filename="embedding_norms")
+# Two charts: LayerNorm's output can be ten times as long as the parts (13.7 against 0.4 to 1.2 in the demo
+# model), and on one axis with them it pressed the parts to a few pixels, their differences unreadable.
+after = ("normalized", "projected")
+for key, names, title, csv in (
+    ("emb_norms", [n for n in norms if n not in after], "Vector length per token: the parts and their sum",
+     "embedding_norms"),
+    ("emb_norms_after", [n for n in norms if n in after], "Vector length per token after LayerNorm"
+     + (" and the projection" if "projected" in norms else ""), "embedding_norms_after"),
+):  # fmt: skip
+    fig = charts.grouped_bars(
+        tokens,
+        {f"|{n}|": norms[n] for n in names},
+        title=title,
+        value_name="L2 norm",
+        font_size=fs,
+        width_px=ui.chart_width(half=False),
+    )
+    ui.show_figure(fig, key=key, data=norm_table[["token", *(f"norm_{n}" for n in names)]], filename=csv)
 st.caption("LayerNorm rescales every token's sum to a similar length, whatever the lengths of its parts.")
 
 st.subheader("Position embeddings")

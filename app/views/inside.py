@@ -172,7 +172,7 @@ if view == "qk":
     )
     scores, probs = d.scores[head, token], d.probabilities[head, token]
     frame = pd.DataFrame({"key": result.tokens, "score q·k/√d": scores, "softmax": probs})
-    c1, c2 = ui.side_by_side(2)
+    c1, c2 = ui.side_by_side(2, "qk")
     with c1:
         ui.show_figure(
             charts.bars(
@@ -216,7 +216,7 @@ elif view == "value":
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
         st.stop()
-    c1, c2 = ui.side_by_side(2)
+    c1, c2 = ui.side_by_side(2, "value")
     with c1:
         matrix_figure(result.attentions[layer, head], f"Raw weights α, layer {layer + 1} head {head + 1}",
                       "value_raw", "α", width_px=ui.chart_width())  # fmt: skip

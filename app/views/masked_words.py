@@ -220,7 +220,7 @@ if len(predictions) > MAX_CHARTS:
 trained = active.model.info.trained_length
 large = ui.font_size() > ui.NORMAL_FONT
 # Side by side at most three, each about a third of the page; stacked in Large text (ui.side_by_side).
-columns = ui.side_by_side(min(3, len(predictions)))
+columns = ui.side_by_side(min(3, len(predictions)), "masks")
 bar_width = 900 if large else 900 // len(columns)
 for m, p in enumerate(predictions[:MAX_CHARTS]):
     with columns[m % len(columns)]:

@@ -263,7 +263,7 @@ if "rtd" in info.heads:
                         st.error(ui.user_message(exc))
             # Side by side, so a class sees the swapped word turn red while the rest stays as it was (one under
             # the other in Large text, where a column left the strip's labels no room).
-            c1, c2 = ui.side_by_side(2)
+            c1, c2 = ui.side_by_side(2, "replaced")
 
             # The strips score the pair: both sentences are named above them, as the model read them (the
             # first 300 characters of each: a pasted page printed whole, twice, pushed the strips far down).

@@ -306,7 +306,7 @@ off_diagonal = ~np.eye(sims.shape[-1], dtype=bool)
 low = float(sims[:, off_diagonal].min()) if off_diagonal.any() else -1.0
 # Large text (a projector) stacks the two charts: side by side on a 1280 px screen, the matrix shrank to
 # ~200 px with its cell numbers running into each other.
-m1, m2 = ui.side_by_side(2)
+m1, m2 = ui.side_by_side(2, "senses")
 with m1:
     fig = charts.heatmap(
         sims[layer],

@@ -22,6 +22,13 @@ def test_embeddings_page(make_app, tiny_checkpoint):
     np.testing.assert_allclose(z(at, "emb_heatmap"), r.embeddings.normalized, atol=1e-6)
     norms = figure(at, "emb_norms")["data"]
     np.testing.assert_allclose(decode(norms[1]["y"]), np.linalg.norm(r.embeddings.segment, axis=1), rtol=1e-5)
+    # LayerNorm's output on a chart of its own: ten times as long, it pressed the parts to a few pixels
+    assert [t["name"] for t in norms] == ["|word|", "|segment|", "|position|", "|summed|"]
+    after = figure(at, "emb_norms_after")["data"]
+    assert [t["name"] for t in after] == ["|normalized|"]
+    np.testing.assert_allclose(
+        decode(after[0]["y"]), np.linalg.norm(r.embeddings.normalized, axis=1), rtol=1e-5
+    )
     table = m.position_embedding_table()[:10]
     at.slider(key="emb_positions").set_value(10).run()
     unit = table / np.linalg.norm(table, axis=1, keepdims=True)
