@@ -324,6 +324,22 @@ def test_charts_side_by_side_stand_one_above_the_other_where_a_column_is_too_nar
     assert len(boxes) == 2 and boxes[1][0] >= boxes[0][1] - 1 and first_map["top"] >= boxes[1][1], boxes
 
 
+def test_text_boxes_in_large_text_show_whole_lines(app_url, page):
+    """At 1.4 times their normal height, Large text's boxes cut a line through: Sentence A's third at 84 %, Word
+    senses' eighth at 47 %, which read as a fault of the page rather than as more text below."""
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"{app_url}/senses?large=true")
+    page.wait_for_selector(CHART, timeout=60_000)
+    wait_for_app(page)
+    shown = page.locator("textarea").evaluate_all(
+        """els => els.map(e => { const s = getComputedStyle(e);
+              return (e.clientHeight - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom))
+                     / parseFloat(s.lineHeight); })"""
+    )
+    assert len(shown) == 3, shown  # Sentence A, Sentence B, the page's sentences
+    assert all(abs(lines - round(lines)) < 0.05 and lines >= 3 for lines in shown), shown
+
+
 def open_list(page, label: str):
     page.locator(f'input[aria-label="{label}"]').click()
     page.keyboard.press("ArrowDown")  # a click alone leaves a box low on the page focused but closed
