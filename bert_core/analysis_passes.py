@@ -56,6 +56,12 @@ class AnalysisPasses:
         hint = f" (the piece {near[0]!r} is)" if near else ""
         raise InputError(f"{token!r} is not a piece of this model's vocabulary{hint}")
 
+    def _typed_special_ids(self) -> list[int]:
+        """The ids of the specials a text can hold only because they were typed: [CLS], [SEP], [PAD] (<s>,
+        </s>, <pad>). The unknown piece is not among them: it stands for what was typed."""
+        t = self.tokenizer
+        return [i for i in (t.cls_token_id, t.sep_token_id, t.pad_token_id) if i is not None]
+
     def _target_position(self, enc: Encoding, position: int | None) -> int:
         """`position` checked against the text, or the first [MASK] when it is None."""
         if position is None:
@@ -229,7 +235,8 @@ class AnalysisPasses:
         the encoder in batches of at most `max_batch_tokens` (B x S) tokens. `scoring` (PLL_SCORINGS): "piece"
         masks the scored piece alone, "word_l2r" also the later pieces of its word. A mask token typed into
         the text is not a piece of the sentence: it is left masked and not scored (its 'probability' would be
-        the model's guess that a mask stands there, which the sentence's score must not include). A text
+        the model's guess that a mask stands there, which the sentence's score must not include). A typed [CLS],
+        [SEP] or [PAD] (RoBERTa's <s>, </s>, <pad>) is not scored either. A text
         longer than the model reads is refused (InputError): its total would leave out the cut-off end, and
         read as the whole text's."""
         _check_scoring(scoring)
@@ -239,7 +246,11 @@ class AnalysisPasses:
         enc = self.encode(text, text_pair)
         if enc.truncated:
             raise InputError(_too_long(text if text_pair is None else f"{text} | {text_pair}", enc))
-        positions = np.flatnonzero(~enc.special_tokens_mask & (enc.input_ids != mask_id))  # (R,)
+        # typed specials ([SEP], </s>, ...) are no pieces of the sentence either: scored, a typed "[SEP]" added
+        # the model's easy guess of a separator to the sentence's total
+        positions = np.flatnonzero(
+            ~enc.special_tokens_mask & ~np.isin(enc.input_ids, [mask_id, *self._typed_special_ids()])
+        )  # (R,)
         masked = np.repeat(enc.input_ids[None], len(positions), axis=0)  # (S,) -> (R, S)
         masked[np.arange(len(positions)), positions] = mask_id
         if scoring == "word_l2r":
@@ -275,10 +286,17 @@ class AnalysisPasses:
         # read twice: checked, then scored (a generator would be empty the second time)
         texts = listed(texts, "texts", "use pseudo_log_likelihood for one sentence")
         mask_id = self._mask_id()
+        specials = self._typed_special_ids()
         for text in texts:
             enc = self.encode(text)
             if mask_id in enc.input_ids:
                 raise InputError(f"{text[:60]!r} has a mask token: rank whole sentences, without a hole")
+            typed = ~enc.special_tokens_mask & np.isin(enc.input_ids, specials)
+            if typed.any():  # left out of its score, it would be a term fewer: the same free pass as a hole
+                raise InputError(
+                    f"{text[:60]!r} has a special token typed ({enc.tokens[int(np.flatnonzero(typed)[0])]}): "
+                    "rank sentences of words"
+                )
             if enc.truncated:
                 raise InputError(_too_long(text, enc))
         scored = [(text, self.pseudo_log_likelihood(text, scoring=scoring)) for text in texts]

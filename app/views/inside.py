@@ -576,9 +576,16 @@ elif view == "pll":
         ui.no_mlm_head(info, "score sentences by pseudo-likelihood")
         st.stop()
 
+    # Typed, these are no pieces of the sentence either, and the scores leave them out as they leave a mask.
+    typed_specials = [t for t in (mask, cls, sep, tokenizer.pad_token) if t]
+
+    def holes(text: str) -> list[str]:
+        """The typed mask (any family's spelling, which the scores read as this model's) or special tokens in
+        `text`: holes, not words, each one negative term fewer in the sum."""
+        return [t for t in typed_specials if t in with_own_mask(text, mask)]
+
     def holed(text: str) -> bool:
-        """A typed mask (any family's spelling, which the scores read as this model's) is a hole, not a word."""
-        return mask in with_own_mask(text, mask)
+        return bool(holes(text))
 
     def score_sentence_a() -> None:
         """Sentence A's score and its pieces; a message where it has none (too long to score whole), the
@@ -603,10 +610,11 @@ elif view == "pll":
             )
 
         if holed(inputs.text_a):
+            typed = " and ".join(holes(inputs.text_a))
             st.caption(
                 ui.md_escape(
-                    f"Sentence A has a typed {mask}: it stands for no word, so it is left masked and out of the score, "
-                    "and this total can't be compared with a whole sentence's."
+                    f"Sentence A has a typed {typed}: it stands for no word, so it is left out of the score (a "
+                    f"{mask} stays masked), and this total can't be compared with a whole sentence's."
                 )
             )
         # Numbered by position in the token sequence, as on every other view ("5: bank"): sentence A's pieces sit
@@ -616,7 +624,7 @@ elif view == "pll":
             for i, (seq, special, token) in enumerate(
                 zip(result.sequence_ids, result.special_tokens_mask, result.tokens, strict=True)
             )
-            if seq == 0 and not special and token != mask
+            if seq == 0 and not special and token not in typed_specials
         ]
         if [result.tokens[i] for i in scored] == [p for p, _ in pieces]:
             names = [labels[i] for i in scored]
@@ -668,8 +676,8 @@ elif view == "pll":
         # A hole is one negative term fewer in a sum of them: the line would climb the ranking for free.
         st.info(
             ui.md_escape(
-                f"Left out of the ranking, as {'it has' if len(with_holes) == 1 else 'they have'} a {mask} "
-                "(rank whole sentences): "
+                f"Left out of the ranking, as {'it has' if len(with_holes) == 1 else 'they have'} a {mask} or "
+                "another special token typed (rank whole sentences): "
             )
             + quoted_lines(with_holes)
         )

@@ -348,6 +348,22 @@ def test_sentence_a_score_says_what_its_unknown_pieces_add(make_app, tiny_model)
     assert not [c for c in at.caption if "unknown piece, not of what" in c.value.replace("\\", "")]
 
 
+def test_sentence_scores_leave_typed_special_tokens_out_and_say_so(make_app, tiny_model):
+    """A typed [SEP] was scored as a piece, and a minimal-pair line with one climbed the ranking on the term."""
+    text = "the cat [SEP] sat on the bank ."
+    at = open_view(make_app, "pll", text)
+    said = " ".join(str(c.value) for c in at.caption).replace("\\", "")
+    assert "Sentence A has a typed [SEP]" in said and "can't be compared" in said
+    strip = figure(at, "pll_strip")["data"][0]
+    assert len(strip["y"]) == len(tiny_model.pseudo_log_likelihood(text).pieces) == 7  # no [SEP] among them
+    preset = at.selectbox(key="pll_preset").value
+    at.text_area(key=f"pll_text_{preset.replace(' ', '_')}").set_value(
+        "the cat sat on the bank .\nthe cat [SEP] sat on the bank ."
+    ).run()
+    ranked = [t for t in at.dataframe if "PLL (nats)" in t.value.columns][0].value
+    assert list(ranked["sentence"]) == ["the cat sat on the bank ."]
+
+
 def test_sentence_scores_say_a_typed_mask_is_left_out_and_rank_only_whole_sentences(make_app):
     at = open_view(make_app, "pll", "the cat sat on the [MASK] .")
     said = " ".join(str(c.value) for c in at.caption).replace("\\", "")

@@ -400,6 +400,17 @@ def test_a_second_sentence_given_as_the_position_points_to_text_pair(mlm, call):
         getattr(ours, call)("the cat sat on the [MASK]", "the dog ran")
 
 
+def test_pseudo_likelihood_leaves_typed_special_tokens_out(mlm):
+    """A typed [SEP] was scored as a piece: the model's easy guess of a separator lifted the sentence's total."""
+    ours, _, _ = mlm
+    typed = ours.pseudo_log_likelihood("the cat [SEP] sat on the bank")
+    assert [p for p, _ in typed.pieces] == ["the", "cat", "sat", "on", "the", "bank"]
+    with pytest.raises(InputError, match=r"special token typed \(\[SEP\]\)"):  # a term fewer: a free pass
+        ours.rank_minimal_pairs(["the cat sat on the bank", "the cat [SEP] sat on the bank"])
+    with pytest.raises(InputError, match="special token typed"):
+        ours.rank_minimal_pairs(["the cat sat on the bank", "[CLS] the cat sat on the bank"])
+
+
 def test_minimal_pairs_take_any_iterable_of_sentences_but_not_one_string(mlm):
     ours, _, _ = mlm
     texts = ["the cat sat on the bank", "the cat sat on the river"]
