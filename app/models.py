@@ -1015,4 +1015,6 @@ def short_names(sources: list[str]) -> list[str]:
         names = ["/".join(p[-k:]) for p in parts]
         if len(set(names)) == len(set(sources)):
             break
-    return [n if len(n) <= 28 else n[:13] + "…" + n[-14:] for n in names]
+    cut = [n if len(n) <= 28 else n[:13] + "…" + n[-14:] for n in names]
+    # whole where the cut took the part that differs ("…-base-uncased-…" against "…-base-cased-…")
+    return cut if len(set(cut)) == len(set(names)) else names

@@ -252,16 +252,17 @@ def stacked() -> bool:
     return bool(st.session_state.get(KEY_LARGE))
 
 
-def side_by_side(count: int, name: str) -> list:
-    """`count` columns for charts that sit side by side, or, in Large text, as many containers one under the
-    other: in a column of a projected page a chart's labels at that size leave its plot ~150 px wide.
+def side_by_side(count: int | list[float], name: str) -> list:
+    """`count` columns (or columns as wide as a list's parts) for charts that sit side by side, or, in Large
+    text, as many containers one under the other: in a column of a projected page a chart's labels at that size
+    leave its plot ~150 px wide.
 
     The columns stand in a container keyed by `name` (unique on its page), which the style rule of
     `still_placeholders` stacks where it is under 700 px wide: a rule on these few rows, not a `:has()` rule
     that the browser would check on every row of every page as it changes, the lecture's Attention page (which
     has no such row) included (docs/benchmarks.md, section 10)."""
     if stacked():
-        return [st.container() for _ in range(count)]
+        return [st.container() for _ in range(count if isinstance(count, int) else len(count))]
     with st.container(key=f"side-by-side-{name}"):
         return list(st.columns(count))
 

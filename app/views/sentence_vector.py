@@ -100,7 +100,7 @@ else:
     result = ui.analysis_or_stop(active, inputs.text_a, stop=False)
 if result is not None:
     vec = sentence_vector(result, kind)
-    c1, c2 = st.columns([1, 3])
+    c1, c2 = ui.side_by_side([1, 3], "vector")  # the strip under its numbers where the page is narrow
     c1.metric("Length (L2 norm)", f"{np.linalg.norm(vec):.3f}")
     c1.metric("Dimensions", f"{vec.shape[0]}")
     with c2:

@@ -456,6 +456,8 @@ def test_a_link_may_name_the_view_by_its_short_key(make_app):
     """Links hold the view's label ("Logit lens"); a hand-written "inside_view=lens" opened Query & key."""
     at = make_app(PAGE, a=TEXT, inside_view="lens")
     assert not at.exception and at.radio(key="inside_view").value == "lens"
+    # and the address is rewritten as the page's own links write it: a reload or a copied address kept the view
+    assert at.query_params["inside_view"] in ("Logit lens", ["Logit lens"])
     at.radio(key="inside_view").set_value("pll").run()  # and the user's choice then wins
     assert at.radio(key="inside_view").value == "pll"
     assert make_app(PAGE, a=TEXT, inside_view="Logit lens").radio(key="inside_view").value == "lens"

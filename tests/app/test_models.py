@@ -984,3 +984,8 @@ def test_short_names_tell_two_models_apart():
     )
     assert sst != squad and len(sst) <= 28 and sst.endswith("sst-2-english") and squad.endswith("squad")
     assert models.short_names(["@demo", "@demo"]) == ["@demo", "@demo"]  # one model on both sides
+    cased = [
+        "distilbert-base-uncased-finetuned-sst-2-english",
+        "distilbert-base-cased-finetuned-sst-2-english",
+    ]
+    assert models.short_names(cased) == cased  # the cut took what differs: whole
