@@ -285,8 +285,28 @@ def run_app(argv: list[str]) -> int:
     return stcli.main()
 
 
+def bundled_names(argv: list[str]) -> list[str]:
+    """`argv` with a bundled model's picker name after --from (@demo, @demo-qa, ...) written as its directory:
+    the app and README call them so, and `finetune --from @demo-qa` said no such directory or hub id."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        flag, eq, value = arg.partition("=")
+        if flag == "--from" and (eq or i + 1 < len(out)):
+            given = value if eq else out[i + 1]
+            if given.startswith("@"):
+                from app.models import source_path  # Streamlit's import, only for this case
+
+                path = source_path(given)
+                if path != given:
+                    out[i : i + (1 if eq else 2)] = ["--from", path]
+            break
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "finetune":
+        argv = bundled_names(argv)
     if argv and argv[0] in ("pretrain", "finetune"):
         try:
             # The labs import torch first (a second or two): Ctrl+C then printed a traceback through it.

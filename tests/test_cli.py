@@ -576,3 +576,18 @@ def test_a_streamlit_installed_outside_site_packages_still_serves_on_the_chosen_
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split()[-2:] == ["False", "8611"]
+
+
+@pytest.mark.parametrize("given", [["--from", "@demo-qa"], ["--from=@demo-qa"]])
+def test_finetune_takes_a_bundled_models_picker_name(monkeypatch, given):
+    """The app and README call the bundled models @demo, @demo-qa, ...; `finetune --from @demo-qa` said there
+    was no such directory or hub id."""
+    from app import cli, models
+
+    seen = {}
+    monkeypatch.setattr("bert_core.finetuning.cli.main", lambda argv: seen.setdefault("argv", argv) and 0)
+    assert cli.main(["finetune", "--task", "qa", *given, "--data", "x.jsonl", "--out", "/tmp/y"]) == 0
+    at = seen["argv"].index("--from")
+    assert seen["argv"][at + 1] == models.source_path("@demo-qa") == str(models.DEMO_TASKS_DIR / "qa")
+    assert cli.bundled_names(["finetune", "--from", "@nothing"]) == ["finetune", "--from", "@nothing"]
+    assert cli.bundled_names(["finetune", "--from", "some/dir"]) == ["finetune", "--from", "some/dir"]

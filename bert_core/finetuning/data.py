@@ -162,12 +162,18 @@ def _jsonl_rows(text: str, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
     for line, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
+        # a whole file as one JSON array is the likeliest slip: say what the format is
+        lines = (
+            " (JSON Lines: one object per line, not an array of them)" if raw.lstrip().startswith("[") else ""
+        )
         try:
             row = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise InputError(f"{name}, line {line}: not valid JSON ({exc.msg}, column {exc.colno})") from exc
+            raise InputError(
+                f"{name}, line {line}: not valid JSON{lines} ({exc.msg}, column {exc.colno})"
+            ) from exc
         if not isinstance(row, dict):
-            raise InputError(f"{name}, line {line}: expected a JSON object, got {type(row).__name__}")
+            raise InputError(f"{name}, line {line}: expected a JSON object{lines}, got {type(row).__name__}")
         yield line, row
 
 

@@ -263,6 +263,11 @@ def test_malformed_json_lines_name_their_line(tmp_path):
     path.write_text('{"tokens": ["a", "b"], "tags": ["O"]}\n', encoding="utf-8")
     with pytest.raises(InputError, match="line 1: 2 tokens but 1 tags"):
         read_examples(path, "tag")
+    # a file as one JSON array, on one line or many: "got list" did not say what the format is
+    for array in ('[{"text": "a", "label": "x"}]\n', '[\n  {"text": "a", "label": "x"}\n]\n'):
+        path.write_text(array, encoding="utf-8")
+        with pytest.raises(InputError, match=r"line 1: .*JSON Lines: one object per line, not an array"):
+            read_examples(path, "classify")
     with pytest.raises(InputError, match=r"\.csv .* or \.jsonl"):
         read_examples(tmp_path / "data.txt", "tag")
     path.write_text("", encoding="utf-8")
