@@ -200,6 +200,7 @@ _STILL_PLACEHOLDERS_CSS = """<style>
 [data-testid='stSkeleton'] { animation: none !important; }
 [data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
 [data-testid="stMain"] [data-testid="stWidgetLabel"] p { white-space: normal !important; overflow: visible !important; }
+[data-testid="stMain"] [data-testid="stMetricValue"] * { white-space: normal !important; overflow-wrap: anywhere; }
 [class*="st-key-side-by-side-"] { container-type: inline-size; }
 @container (max-width: 700px) {
   [class*="st-key-side-by-side-"] [data-testid="stHorizontalBlock"] { flex-wrap: wrap !important; }
@@ -209,7 +210,8 @@ _STILL_PLACEHOLDERS_CSS = """<style>
 
 
 def still_placeholders() -> None:
-    """Stop the loading placeholders' pulse, let widget labels wrap, and put charts that sit side by side
+    """Stop the loading placeholders' pulse, let widget labels and metric values wrap (the Task page's answer
+    ended in "…" at 1024 px), and put charts that sit side by side
     (`side_by_side`) one above the other where the page is under 700 px wide (a style-only st.html goes to
     Streamlit's event container, so it takes no room on the page). At 1024 px with the sidebar open (564 px of page) two charts
     had ~270 px each: Word senses' six columns of cosines ran together ("1.000.770.68") and its title was cut;

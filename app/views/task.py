@@ -40,12 +40,25 @@ if info.task is None:
     st.stop()
 
 text, pair = inputs.text_a, inputs.text_b
+windowed = False  # a QA passage longer than the model reads, read in overlapping windows
 if text:
     ui.unknown_pieces_note(active, text, pair)
     try:
-        ui.length_notes(active, active.model.encode(text, pair))  # tokenising only
+        enc = active.model.encode(text, pair)  # tokenising only
     except bert_core.BertScopeError:
         pass  # the prediction below says what is wrong with the input
+    else:
+        windowed = info.task == "qa" and enc.truncated and bool(pair)
+        if windowed:
+            # Not "the end of sentence B was cut off": the answer came from that end (window 5 of 8).
+            st.caption(
+                f"The question and passage are {enc.num_tokens_before_truncation} pieces, more than the "
+                f"{len(enc.tokens)} the model reads at once, so the passage is read in overlapping windows, as "
+                "transformers' pipeline reads it: all of it is read, and each answer is scored in its own window."
+            )
+            ui.untrained_positions_note(active, len(enc.tokens))
+        else:
+            ui.length_notes(active, enc)
 if info.task == "qa":
     st.caption(
         "A question-answering head scores every context piece as the answer's start and end; the answer is the "
@@ -68,6 +81,14 @@ if info.task == "qa":
         st.error(ui.user_message(exc))
         st.stop()
     best = answers[0]
+    columns = ANSWER_COLUMNS
+    if windowed:
+        # 0.34 above 0.9994: each window's own softmax, which ranks nothing across windows
+        columns = [*ANSWER_COLUMNS[:-1], "probability (in its window)"]
+        st.caption(
+            "Answers rank by score: a probability is a softmax within the answer's own window, so two answers from "
+            "different windows can't be compared by it."
+        )
     # A metric's value is Markdown: the passage's words are shown as written (`2*3*4`, `$x$`), not rendered.
     st.metric(
         "Answer",
@@ -87,10 +108,10 @@ if info.task == "qa":
             font_size=fs,
         ),  # fmt: skip
         key="task_answer",
-        data=pd.DataFrame(answers, columns=ANSWER_COLUMNS),
+        data=pd.DataFrame(answers, columns=columns),
         filename="answers",
     )
-    ui.table(pd.DataFrame(answers, columns=ANSWER_COLUMNS),
+    ui.table(pd.DataFrame(answers, columns=columns),
                  key="task_answers")  # fmt: skip
 elif info.task == "choice":
     st.caption(

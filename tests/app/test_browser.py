@@ -464,6 +464,12 @@ def test_large_text_on_a_laptop_screen_wraps_labels_enlarges_choices_and_keeps_m
               .map(e => e.innerText)"""
     )
     assert cut == []
+    # ... and so does a value (the Task page's answer, "Kate met Felix at the market. Felix …" in its metric)
+    values = page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stMetricValue"] *')]
+              .map(e => getComputedStyle(e).whiteSpace)"""
+    )
+    assert values and "nowrap" not in values, values
     # A picked word's chip in Masked words ("word 6: bank") kept its small size.
     page.goto(f"{app_url}/masked?a=the+bank+of+the+river&large=true")
     chip = page.locator(

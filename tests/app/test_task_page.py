@@ -325,3 +325,24 @@ def test_task_tables_say_their_units_and_the_classifier_that_it_always_answers(
         assert not frame.empty and set(frame["sentence"]) == {name}
     # never "within 0.0000 (under 0.1% of it)"
     assert not any("within 0.0000" in c.value for c in at.caption)
+
+
+def test_a_passage_read_in_windows_is_said_to_be_read_whole(heads, monkeypatch):
+    """A long QA passage was "cut off" by the page's warning, though the answer came from that end (window 5 of
+    8), and its probabilities (softmaxes within each window) read as ranking the answers the other way round."""
+    question = "where was the cash?"
+    passage = "we sat by the river and watched the water . " * 12 + "we deposited the cash at the bank ."
+    at = _app(monkeypatch, heads["qa"], a=question, b=passage)
+    assert not at.exception and not at.get("error")
+    assert not [w for w in at.warning if "cut off" in w.value]
+    said = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "read in overlapping windows" in said and "all of it is read" in said
+    assert "can't be compared by it" in said
+    table = [t for t in at.dataframe if "answer" in t.value.columns][0].value
+    assert list(table.columns)[-1] == "probability (in its window)"
+    short = _app(monkeypatch, heads["qa"], a=question, b="we deposited the cash at the bank by the river.")
+    assert "overlapping windows" not in " ".join(c.value for c in short.caption)
+    assert (
+        list([t for t in short.dataframe if "answer" in t.value.columns][0].value.columns)[-1]
+        == "probability"
+    )
