@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+
+log = logging.getLogger(__name__)
 
 TASKS = ("classify", "pair", "tag", "qa")
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -79,7 +82,14 @@ def read_examples(path: str | Path, task: str) -> list[Example]:
         text = path.read_text(encoding="utf-8-sig")  # -sig: spreadsheets often start a CSV with a BOM
     except UnicodeDecodeError as exc:
         raise InputError(f"{path.name} is not UTF-8 text: {exc}") from exc
-    rows = _csv_rows(text, task, path.name) if suffix in CSV_SUFFIXES else _jsonl_rows(text, path.name)
+    rows = list(_csv_rows(text, task, path.name) if suffix in CSV_SUFFIXES else _jsonl_rows(text, path.name))
+    if task == "classify" and any(str(row.get("text_pair") or "").strip() for _, row in rows):
+        # ignored, as other columns are, but this one is the pair task's: trained on `text` alone, unsaid
+        log.warning(
+            "%s has a text_pair column, which --task classify ignores (it reads text alone); --task pair reads "
+            "both",
+            path.name,
+        )
     examples = [_example(row, line, task, f"{path.name}, line {line}") for line, row in rows]
     if not examples:
         raise InputError(

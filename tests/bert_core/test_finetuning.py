@@ -4,6 +4,7 @@ tiny separable tasks, and checkpoints that BERTScope and transformers both load 
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -253,6 +254,19 @@ def test_malformed_csv_rows_name_their_line(tmp_path, task, content, message):
     path.write_text(content, encoding="utf-8")
     with pytest.raises(InputError, match=message):
         read_examples(path, task)
+
+
+def test_a_classifier_told_of_the_text_pair_column_it_ignores(tmp_path, caplog):
+    """--task classify on pair data trained on `text` alone, without a word."""
+    path = tmp_path / "data.csv"
+    path.write_text("text,text_pair,label\nthe cat,sat down,yes\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="bert_core.finetuning.data"):
+        assert [e.text_pair for e in read_examples(path, "classify")] == [None]
+    assert "text_pair column, which --task classify ignores" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="bert_core.finetuning.data"):
+        read_examples(path, "pair")
+    assert "ignores" not in caplog.text
 
 
 def test_malformed_json_lines_name_their_line(tmp_path):
