@@ -293,12 +293,11 @@ def bundled_names(argv: list[str]) -> list[str]:
         flag, eq, value = arg.partition("=")
         if flag == "--from" and (eq or i + 1 < len(out)):
             given = value if eq else out[i + 1]
-            if given.startswith("@"):
-                from app.models import source_path  # Streamlit's import, only for this case
+            from app.bundled import bundled_dir  # not app.models: Streamlit's caches log outside a server
 
-                path = source_path(given)
-                if path != given:
-                    out[i : i + (1 if eq else 2)] = ["--from", path]
+            path = bundled_dir(given)
+            if path is not None:
+                out[i : i + (1 if eq else 2)] = ["--from", str(path)]
             break
     return out
 

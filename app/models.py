@@ -25,11 +25,9 @@ import streamlit as st
 import bert_core
 from app import server
 
-DEMO_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "demo-model"
-DEMO_SOURCE = "@demo"  # the model picker's name for the bundled demo model (not a valid hub id or path)
-# The demo model's fine-tuned heads (`bertscope finetune`, README), for the Task page offline: picker name -> dir
-DEMO_TASKS_DIR = DEMO_MODEL_DIR.parent / "demo-tasks"
-DEMO_TASKS = {"@demo-senses": "senses", "@demo-roles": "roles", "@demo-qa": "qa"}
+# (names here too: tests stand a tiny checkpoint in for the demo model by setting models.DEMO_MODEL_DIR)
+from app.bundled import DEMO_MODEL_DIR, DEMO_SOURCE, DEMO_TASKS, DEMO_TASKS_DIR  # noqa: E402
+
 DEFAULT_HUB_MODEL = "bert-base-uncased"
 ENV_MODEL = "BERTSCOPE_MODEL"
 # Settings for a shared server (read on every use, so a test or a restart can change them):
@@ -1008,13 +1006,24 @@ def active_model() -> ActiveModel | None:
 
 def short_names(sources: list[str]) -> list[str]:
     """Short names that tell `sources` apart, for chart titles: a path or hub id by as many of its last parts as
-    tell them apart ("checkpoint-500" twice is "runA/checkpoint-500"), cut in the middle past 28 characters,
-    where two hub ids of one base model differ ("distilbert-ba…-sst-2-english")."""
+    tell them apart ("checkpoint-500" twice is "runA/checkpoint-500"), cut in the middle past 28 characters
+    ("distilbert-ba…-sst-2-english"), or, where that cut took the part that differs, around it
+    ("…ert-base-uncased-finetune…" and "…ert-base-cased-finetuned-…"): whole names ran past a chart's title."""
     parts = [s.rstrip("/").split("/") for s in sources]
     for k in range(1, max(len(p) for p in parts) + 1):
         names = ["/".join(p[-k:]) for p in parts]
         if len(set(names)) == len(set(sources)):
             break
     cut = [n if len(n) <= 28 else n[:13] + "…" + n[-14:] for n in names]
-    # whole where the cut took the part that differs ("…-base-uncased-…" against "…-base-cased-…")
-    return cut if len(set(cut)) == len(set(names)) else names
+    if len(set(cut)) == len(set(names)):
+        return cut
+    # the cut took the part that differs ("-base-uncased-" against "-base-cased-"): from a little before it
+    start = max(
+        0, next((i for i, chars in enumerate(zip(*names, strict=False)) if len(set(chars)) > 1), 0) - 8
+    )
+    return [
+        n
+        if len(n) <= 28
+        else ("…" if start else "") + n[start : start + 26] + ("…" if start + 26 < len(n) else "")
+        for n in names
+    ]

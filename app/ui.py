@@ -226,6 +226,9 @@ def font_size() -> int:
 # A text box's parts in Chromium (Streamlit 1.67): the height a widget is given is its box's plus 30 px, the box
 # has 12 px of padding above and below its lines, and a line is 19.6 px in normal text, 30.24 px in Large.
 BOX_EXTRA_PX, BOX_LINE_PX, LARGE_BOX_LINE_PX = 30 + 2 * 12, 19.6, 30.24
+DEFAULT_BOX_PX = (
+    122  # Streamlit's own text box: 3.47 lines of normal text, 2.25 of Large (given, to be whole)
+)
 
 
 def box_height(normal_px: int) -> int:

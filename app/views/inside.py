@@ -616,8 +616,9 @@ elif view == "pll":
             typed = " and ".join(holes(inputs.text_a))
             st.caption(
                 ui.md_escape(
-                    f"Sentence A has a typed {typed}: it stands for no word, so it is left out of the score (a "
-                    f"{mask} stays masked), and this total can't be compared with a whole sentence's."
+                    f"Sentence A has a typed {typed}: it stands for no word, so it is left out of the score"
+                    + (f" (the {mask} stays masked)" if mask in holes(inputs.text_a) else "")
+                    + ", and this total can't be compared with a whole sentence's."
                 )
             )
         # Numbered by position in the token sequence, as on every other view ("5: bank"): sentence A's pieces sit
@@ -669,6 +670,7 @@ elif view == "pll":
         value=ui.start(box, MINIMAL_PAIRS[preset], lambda v: isinstance(v, str)),
         **ui.bound(box),
         persist_state="session",
+        height=ui.box_height(ui.DEFAULT_BOX_PX),
     )
     lines, notes = inputs_module.prepare_lines([line.strip() for line in raw.splitlines() if line.strip()])
     for note in notes:
@@ -679,8 +681,9 @@ elif view == "pll":
         # A hole is one negative term fewer in a sum of them: the line would climb the ranking for free.
         st.info(
             ui.md_escape(
-                f"Left out of the ranking, as {'it has' if len(with_holes) == 1 else 'they have'} a {mask} or "
-                "another special token typed (rank whole sentences): "
+                f"Left out of the ranking, as {'it has' if len(with_holes) == 1 else 'they have'} "
+                + " or ".join(dict.fromkeys(t for line in with_holes for t in holes(line)))
+                + " typed (rank whole sentences): "
             )
             + quoted_lines(with_holes)
         )

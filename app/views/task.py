@@ -19,7 +19,9 @@ EXAMPLES = (
 )
 # start and end count the passage's characters; the explanation below names pieces ("token 24"), which a bare
 # "start 57" beside it left to guess
-ANSWER_COLUMNS = ["answer", "start (character)", "end (character)", "score", "probability"]
+# The probability is a softmax within the answer's window (the whole passage where it fits in one): the
+# column says so in every CSV, whatever the passage's length, so a script reading it finds one name.
+ANSWER_COLUMNS = ["answer", "start (character)", "end (character)", "score", "probability (in its window)"]
 METHODS = {"integrated_gradients": "integrated gradients", "gradient_x_input": "gradient × input"}
 
 st.header("Task")
@@ -48,7 +50,10 @@ if text:
     except bert_core.BertScopeError:
         pass  # the prediction below says what is wrong with the input
     else:
-        windowed = info.task == "qa" and enc.truncated and bool(pair)
+        # and the question leaves the passage room: a question too long for the model is an error below
+        specials = sum(1 for s in enc.sequence_ids if s is None)
+        room = enc.pieces_before_truncation[0] + specials < len(enc.tokens)
+        windowed = info.task == "qa" and enc.truncated and bool(pair) and room
         if windowed:
             # Not "the end of sentence B was cut off": the answer came from that end (window 5 of 8).
             st.caption(
@@ -84,7 +89,6 @@ if info.task == "qa":
     columns = ANSWER_COLUMNS
     if windowed:
         # 0.34 above 0.9994: each window's own softmax, which ranks nothing across windows
-        columns = [*ANSWER_COLUMNS[:-1], "probability (in its window)"]
         st.caption(
             "Answers rank by score: a probability is a softmax within the answer's own window, so two answers from "
             "different windows can't be compared by it."
@@ -123,6 +127,7 @@ elif info.task == "choice":
         value="to deposit money\nto fish in the river",
         **ui.bound("task_choices"),
         persist_state="session",  # typed choices survive a visit to another page
+        height=ui.box_height(ui.DEFAULT_BOX_PX),
     )
     choices = [c.strip() for c in raw.splitlines() if c.strip()]
     if len(choices) < 2:

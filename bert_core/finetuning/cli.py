@@ -57,7 +57,10 @@ def _parser() -> argparse.ArgumentParser:
         "--data", required=True, type=in_path, help="CSV (header row) or JSON Lines (.jsonl) training data"
     )
     p.add_argument(
-        "--from", dest="source", required=True, help="checkpoint directory (or hub id) to start from"
+        "--from",
+        dest="source",
+        required=True,
+        help="checkpoint directory (or hub id; bertscope also takes the bundled @demo, @demo-qa, ...) to start from",
     )
     p.add_argument(
         "--out", required=True, type=out_dir, help="directory to write the fine-tuned checkpoint to"

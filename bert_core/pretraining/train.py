@@ -626,7 +626,7 @@ def _remove_stale_files(
         name = item.name
         stale = name in names or (shards and STALE_SHARD.fullmatch(name) is not None)
         if stale and name not in written and item.is_file():
-            log.info("removing %s left over from an earlier checkpoint in %s", name, directory)
+            log.info("removing %s, which this checkpoint replaces, from %s", name, directory)
             item.unlink()
 
 

@@ -338,6 +338,16 @@ def test_text_boxes_in_large_text_show_whole_lines(app_url, page):
     )
     assert len(shown) == 3, shown  # Sentence A, Sentence B, the page's sentences
     assert all(abs(lines - round(lines)) < 0.05 and lines >= 3 for lines in shown), shown
+    # a box left at Streamlit's own height (Inside's minimal pairs) showed 2.25 lines
+    page.goto(f"{app_url}/inside?inside_view=pll&large=true")
+    page.wait_for_selector('textarea[aria-label="Sentences, one per line"]', timeout=60_000)
+    wait_for_app(page)
+    pairs = page.locator('textarea[aria-label="Sentences, one per line"]').evaluate(
+        """e => { const s = getComputedStyle(e);
+              return (e.clientHeight - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom))
+                     / parseFloat(s.lineHeight); }"""
+    )
+    assert abs(pairs - round(pairs)) < 0.05 and pairs >= 3, pairs
 
 
 def open_list(page, label: str):

@@ -354,6 +354,7 @@ def test_sentence_scores_leave_typed_special_tokens_out_and_say_so(make_app, tin
     at = open_view(make_app, "pll", text)
     said = " ".join(str(c.value) for c in at.caption).replace("\\", "")
     assert "Sentence A has a typed [SEP]" in said and "can't be compared" in said
+    assert "stays masked" not in said  # no [MASK] was typed
     strip = figure(at, "pll_strip")["data"][0]
     assert len(strip["y"]) == len(tiny_model.pseudo_log_likelihood(text).pieces) == 7  # no [SEP] among them
     preset = at.selectbox(key="pll_preset").value
@@ -362,6 +363,8 @@ def test_sentence_scores_leave_typed_special_tokens_out_and_say_so(make_app, tin
     ).run()
     ranked = [t for t in at.dataframe if "PLL (nats)" in t.value.columns][0].value
     assert list(ranked["sentence"]) == ["the cat sat on the bank ."]
+    left_out = [str(i.value).replace("\\", "") for i in at.info if "Left out of the ranking" in str(i.value)]
+    assert left_out[0].startswith("Left out of the ranking, as it has [SEP] typed")  # what it has, by name
 
 
 def test_sentence_scores_say_a_typed_mask_is_left_out_and_rank_only_whole_sentences(make_app):

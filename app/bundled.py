@@ -1,0 +1,19 @@
+"""The models shipped in assets/ and the names the app's picker gives them (@demo, @demo-qa, ...). Free of
+Streamlit, so that `bertscope finetune --from @demo-qa` can read them without starting Streamlit's caches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEMO_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "demo-model"
+DEMO_SOURCE = "@demo"  # the model picker's name for the bundled demo model (not a valid hub id or path)
+# The demo model's fine-tuned heads (`bertscope finetune`, README), for the Task page offline: picker name -> dir
+DEMO_TASKS_DIR = DEMO_MODEL_DIR.parent / "demo-tasks"
+DEMO_TASKS = {"@demo-senses": "senses", "@demo-roles": "roles", "@demo-qa": "qa"}
+
+
+def bundled_dir(name: str) -> Path | None:
+    """The directory of the bundled model the picker calls `name`, or None for any other name."""
+    if name in DEMO_TASKS:
+        return DEMO_TASKS_DIR / DEMO_TASKS[name]
+    return DEMO_MODEL_DIR if name == DEMO_SOURCE else None
