@@ -18,7 +18,7 @@ import torch
 from .analysis_passes import AnalysisPasses
 from .checkpoints.architecture import Architecture
 from .checkpoints.bert import BERT
-from .checks import check_batch_tokens, listed
+from .checks import check_batch_tokens, head_mask_array, listed
 from .config import BertConfig
 from .errors import InputError, MissingHeadError
 from .interpret.hidden import cosine_matrix
@@ -228,21 +228,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         if head_mask is None:
             return None
         expected = (self.config.num_hidden_layers, self.config.num_attention_heads)
-        try:
-            mask = np.array(
-                head_mask, dtype=np.float32
-            )  # a copy: the result must not change with the caller's
-        except (TypeError, ValueError) as exc:  # ragged, or not numbers: numpy's own ValueError leaked
-            raise InputError(
-                f"head_mask must be a {expected} (layers, heads) array of numbers: {exc}"
-            ) from exc
-        if mask.shape != expected:
-            raise InputError(f"head_mask must have shape {expected} (layers, heads), got {mask.shape}")
-        # NaN or inf scaled every later hidden state to NaN without a word; 2 or -1 scaled (or flipped) a head's
-        # output, which rollout then weighted so too: a mask keeps or switches off, with fractions between.
-        if not np.isfinite(mask).all() or mask.min() < 0 or mask.max() > 1:
-            raise InputError("head_mask must hold numbers from 0 to 1 (1 keeps a head, 0 switches it off)")
-        return torch.from_numpy(mask).to(self.device)
+        return torch.from_numpy(head_mask_array(head_mask, expected)).to(self.device)
 
     def _run(
         self,

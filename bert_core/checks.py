@@ -18,6 +18,23 @@ def check_batch_tokens(max_batch_tokens) -> int:
     return int(max_batch_tokens)
 
 
+def head_mask_array(head_mask, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
+    """`head_mask` as a (layers, heads) array of `dtype` (a copy: a result must not change with the caller's
+    array); InputError unless it is numbers from 0 to 1 of `shape`. NaN or inf scaled
+    every later hidden state to NaN without a word; 2 or -1 scaled (or flipped) a head's output, which rollout
+    then weighted so too: a mask keeps or switches off, with fractions between. Strings and ragged lists leaked
+    numpy's own ValueError."""
+    try:
+        mask = np.array(head_mask, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"head_mask must be a (layers, heads) array of numbers: {exc}") from exc
+    if mask.shape != tuple(shape):
+        raise InputError(f"head_mask must have shape {tuple(shape)} (layers, heads), got {mask.shape}")
+    if not np.isfinite(mask).all() or (mask.size and (mask.min() < 0 or mask.max() > 1)):
+        raise InputError("head_mask must hold numbers from 0 to 1 (1 keeps a head, 0 switches it off)")
+    return mask
+
+
 def listed(values, name: str, instead: str) -> list:
     """`values` (a list, tuple, generator, ...) as a list, read once; InputError for one string, whose characters
     would each be taken for a text (`instead` says what to call for one), and for a value that is no sequence."""

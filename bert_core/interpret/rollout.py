@@ -12,18 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checks import head_mask_array
 from ..errors import InputError
 from ..results import Analysis
-
-
-def _mask_array(head_mask) -> np.ndarray:
-    try:
-        keep = np.asarray(head_mask, dtype=np.float64)
-    except (TypeError, ValueError) as exc:  # ragged, or not numbers
-        raise InputError(f"head_mask must be a (layers, heads) array of numbers: {exc}") from exc
-    if not np.isfinite(keep).all() or (keep.size and (keep.min() < 0 or keep.max() > 1)):
-        raise InputError("head_mask must hold numbers from 0 to 1 (1 keeps a head, 0 switches it off)")
-    return keep
 
 
 def _check_attentions(attentions, head_mask=None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -33,9 +24,10 @@ def _check_attentions(attentions, head_mask=None) -> tuple[np.ndarray, np.ndarra
     if isinstance(attentions, Analysis):
         run = attentions.head_mask
         if head_mask is not None:
-            given = _mask_array(head_mask).astype(np.float32)
-            ran = np.ones(attentions.attentions.shape[:2], np.float32) if run is None else run
-            if given.shape != ran.shape or not np.array_equal(given, ran):
+            shape = attentions.attentions.shape[:2]
+            given = head_mask_array(head_mask, shape)  # float32, as the run holds it
+            ran = np.ones(shape, np.float32) if run is None else run
+            if not np.array_equal(given, ran):
                 raise InputError(
                     "head_mask differs from the one the analysis was run with: pass the analysis alone"
                 )
@@ -67,10 +59,7 @@ def residual_attention(attentions, head_mask: np.ndarray | None = None) -> np.nd
     """
     a, head_mask = _check_attentions(attentions, head_mask)
     if head_mask is not None:
-        keep = _mask_array(head_mask)
-        if keep.shape != a.shape[:2]:
-            raise InputError(f"head_mask must be (layers, heads) = {a.shape[:2]}, got shape {keep.shape}")
-        a = a * keep[:, :, None, None]
+        a = a * head_mask_array(head_mask, a.shape[:2], np.float64)[:, :, None, None]
     mixed = 0.5 * a.mean(axis=1) + 0.5 * np.eye(a.shape[-1])  # (L, S, S)
     return mixed / mixed.sum(axis=-1, keepdims=True)
 
