@@ -93,9 +93,7 @@ def _layout(fig: go.Figure, title: str | None, height: int, font_size: int) -> g
         # third ran into the title.
         names = list(dict.fromkeys(t.name or "" for t in fig.data if t.showlegend is not False and t.name))
         entries = [len(html.unescape(n)) * 0.6 * font_size + 40 for n in names]
-        room = (
-            PROJECTOR_WIDTH - 100
-        )  # the legend is laid out in the plot's width: the page's less the value axis
+        room = PROJECTOR_WIDTH - 100  # the legend is laid out in the plot's width: the page's less its axis
         rows = 1
         if sum(entries) > room:
             rows = math.ceil(len(entries) / max(1, int(room // max(entries))))

@@ -211,11 +211,11 @@ _STILL_PLACEHOLDERS_CSS = """<style>
 
 def still_placeholders() -> None:
     """Stop the loading placeholders' pulse, let widget labels and metric values wrap (the Task page's answer
-    ended in "…" at 1024 px), and put charts that sit side by side
-    (`side_by_side`) one above the other where the page is under 700 px wide (a style-only st.html goes to
-    Streamlit's event container, so it takes no room on the page). At 1024 px with the sidebar open (564 px of page) two charts
-    had ~270 px each: Word senses' six columns of cosines ran together ("1.000.770.68") and its title was cut;
-    Compare's column labels piled up. Side by side from ~1160 px on (or with the sidebar closed), as before."""
+    ended in "…" at 1024 px), and put charts that sit side by side (`side_by_side`) one above the other where the
+    page is under 700 px wide: at 1024 px with the sidebar open (564 px of page) two charts had ~270 px each,
+    Word senses' six columns of cosines ran together ("1.000.770.68") and its title was cut, and Compare's
+    column labels piled up; side by side from ~1160 px on (or with the sidebar closed), as before. A style-only
+    st.html goes to Streamlit's event container, so it takes no room on the page."""
     st.html(_STILL_PLACEHOLDERS_CSS)
 
 
@@ -226,9 +226,8 @@ def font_size() -> int:
 # A text box's parts in Chromium (Streamlit 1.67): the height a widget is given is its box's plus 30 px, the box
 # has 12 px of padding above and below its lines, and a line is 19.6 px in normal text, 30.24 px in Large.
 BOX_EXTRA_PX, BOX_LINE_PX, LARGE_BOX_LINE_PX = 30 + 2 * 12, 19.6, 30.24
-DEFAULT_BOX_PX = (
-    122  # Streamlit's own text box: 3.47 lines of normal text, 2.25 of Large (given, to be whole)
-)
+# Streamlit's own text box, given where a box had no height: 3.47 lines of normal text, 2.25 of Large text
+DEFAULT_BOX_PX = 122
 
 
 def box_height(normal_px: int) -> int:

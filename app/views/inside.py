@@ -612,12 +612,13 @@ elif view == "pll":
                 )
             )
 
-        if holed(inputs.text_a):
-            typed = " and ".join(holes(inputs.text_a))
+        typed = holes(inputs.text_a)
+        if typed:
             st.caption(
                 ui.md_escape(
-                    f"Sentence A has a typed {typed}: it stands for no word, so it is left out of the score"
-                    + (f" (the {mask} stays masked)" if mask in holes(inputs.text_a) else "")
+                    f"Sentence A has a typed {' and '.join(typed)}: it stands for no word, so it is left out of the "
+                    "score"
+                    + (f" (the {mask} stays masked)" if mask in typed else "")
                     + ", and this total can't be compared with a whole sentence's."
                 )
             )

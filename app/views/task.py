@@ -86,7 +86,6 @@ if info.task == "qa":
         st.error(ui.user_message(exc))
         st.stop()
     best = answers[0]
-    columns = ANSWER_COLUMNS
     if windowed:
         # 0.34 above 0.9994: each window's own softmax, which ranks nothing across windows
         st.caption(
@@ -112,10 +111,10 @@ if info.task == "qa":
             font_size=fs,
         ),  # fmt: skip
         key="task_answer",
-        data=pd.DataFrame(answers, columns=columns),
+        data=pd.DataFrame(answers, columns=ANSWER_COLUMNS),
         filename="answers",
     )
-    ui.table(pd.DataFrame(answers, columns=columns),
+    ui.table(pd.DataFrame(answers, columns=ANSWER_COLUMNS),
                  key="task_answers")  # fmt: skip
 elif info.task == "choice":
     st.caption(
