@@ -26,7 +26,7 @@ import bert_core
 from app import server
 
 # (names here too: tests stand a tiny checkpoint in for the demo model by setting models.DEMO_MODEL_DIR)
-from app.bundled import DEMO_MODEL_DIR, DEMO_SOURCE, DEMO_TASKS, DEMO_TASKS_DIR  # noqa: E402
+from app.bundled import DEMO_MODEL_DIR, DEMO_SOURCE, DEMO_TASKS, DEMO_TASKS_DIR, bundled_dir  # noqa: E402
 
 DEFAULT_HUB_MODEL = "bert-base-uncased"
 ENV_MODEL = "BERTSCOPE_MODEL"
@@ -51,9 +51,8 @@ def default_model_source() -> str:
 
 def source_path(source: str) -> str:
     """What `bert_core.load_pretrained` is given for a picker entry."""
-    if source in DEMO_TASKS:
-        return str(DEMO_TASKS_DIR / DEMO_TASKS[source])
-    return str(DEMO_MODEL_DIR) if source == DEMO_SOURCE else source
+    bundled = bundled_dir(source)
+    return source if bundled is None else str(bundled)
 
 
 def _directory(text: str) -> Path | None:

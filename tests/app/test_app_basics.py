@@ -191,12 +191,13 @@ def test_a_link_reproduces_text_and_pair(make_app):
 def test_default_hub_model_falls_back_to_the_demo_model(app_env, monkeypatch, tmp_path):
     from streamlit.testing.v1 import AppTest
 
-    from app import models
+    from app import bundled, models
     from tests.app.conftest import APP, TIMEOUT
 
     monkeypatch.delenv("BERTSCOPE_MODEL")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))  # bert-base-uncased is not cached
     monkeypatch.setattr(models, "DEMO_MODEL_DIR", app_env)  # the tiny checkpoint plays the demo model
+    monkeypatch.setattr(bundled, "DEMO_MODEL_DIR", app_env)  # where source_path reads @demo
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
     assert not at.exception
     assert at.sidebar.selectbox(key="model").value == "bert-base-uncased"

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import bert_core
-from app import models
+from app import bundled, models
 from tests.conftest import make_checkpoint
 
 
@@ -818,6 +818,7 @@ def test_the_demo_fallback_uses_the_rewritten_demo_models_results_key(
     demo = tmp_path / "demo"
     shutil.copytree(tiny_checkpoint, demo)
     monkeypatch.setattr(models, "DEMO_MODEL_DIR", demo)
+    monkeypatch.setattr(bundled, "DEMO_MODEL_DIR", demo)  # where source_path reads @demo
     monkeypatch.delenv("BERTSCOPE_MODEL", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     st.cache_resource.clear()
