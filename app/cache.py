@@ -270,10 +270,12 @@ def attention_flow(
     )
 
 
-def logit_lens(active: ActiveModel, text: str, pair: str | None, position: int | None) -> bert_core.LogitLens:
+def logit_lens(
+    active: ActiveModel, text: str, pair: str | None, position: int | None, follow: tuple[str, ...] = ()
+) -> bert_core.LogitLens:
     return _cached(
-        ("lens", active.key, text, pair, position),
-        lambda: active.model.logit_lens(text, position, top_k=5, text_pair=pair),
+        ("lens", active.key, text, pair, position, follow),
+        lambda: active.model.logit_lens(text, position, top_k=5, text_pair=pair, follow=follow),
     )
 
 

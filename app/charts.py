@@ -806,18 +806,20 @@ def lines(
     return _layout(fig, title, 420, font_size)
 
 
-def rank_axis(fig: go.Figure, top_rank: float, width_px: int | None = None) -> go.Figure:
+def rank_axis(
+    fig: go.Figure, top_rank: float, width_px: int | None = None, *, written: int | None = None
+) -> go.Figure:
     """A y axis for ranks (1 = the top prediction) up to `top_rank`: whole numbers from 1, never 0 or 0.5;
     on a log axis once ranks run past 20, so a logit lens's climb from rank 3,000 to 1 keeps the last layers'
     1, 2 and 5 apart instead of flattening them onto the floor of a linear axis. Points are written with their
     rank, which no axis of a few ticks gives exactly: the last point always, the others where their number
     stays clear of the next one written. Laid out for the figure's own text size and height (`_layout`'s)
-    and about `width_px` across (as in `heatmap`)."""
+    and about `width_px` across (as in `heatmap`). Only the first `written` lines get numbers (default all)."""
     font = fig.layout.font.size or BASE_FONT
     plot_h = max(100.0, (fig.layout.height or 420) - (fig.layout.margin.t or 0) - 3 * font - 20)
     plot_w = max(100.0, (width_px or page_px(font)) - 80.0)
     text_h = 1.4 * font  # a line of text, and the room a number needs above its point
-    for trace in fig.data:
+    for trace in fig.data[:written]:
         ranks = [float(v) for v in trace.y]
         step = plot_w / max(1, len(ranks) - 1)
         shown: list[str] = [""] * len(ranks)

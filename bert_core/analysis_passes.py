@@ -56,6 +56,35 @@ class AnalysisPasses:
         hint = f" (the piece {near[0]!r} is)" if near else ""
         raise InputError(f"{token!r} is not a piece of this model's vocabulary{hint}")
 
+    def lens_piece(self, word: str) -> str:
+        """The piece `logit_lens(follow=[word])` follows for `word` (InputError where it follows none), so a
+        caller can check each of several words alone; given back, the piece stands for itself."""
+        return self._piece_names([self._follow_piece(word)])[0]
+
+    def _follow_piece(self, word: str) -> int:
+        """The id of the piece the logit lens follows for `word`: the piece itself, or the piece a word typed
+        so starts as (RoBERTa's "river" is "Ġriver"; its plain "river" is the piece inside a word such as
+        "upriver", which nobody typing "river" means), or its normalised form (an uncased model's "River")."""
+        if not isinstance(word, str) or not word.strip():
+            raise InputError(f"a piece to follow must be a non-empty string, got {word!r}")
+        marker = self.architecture.piece_style.word_start_marker or ""
+        lowered = self.tokenizer.normalize(word)
+        if marker and word.startswith(marker):
+            guesses = [word]
+        else:
+            guesses = [marker + word, word, marker + lowered, lowered]
+        for guess in dict.fromkeys(g for g in guesses if g):
+            found = self.tokenizer.token_to_id(guess)
+            if found is not None:
+                return found
+        enc = self.tokenizer.encode(word)
+        pieces = [t for t, special in zip(enc.tokens, enc.special_tokens_mask, strict=True) if not special]
+        read = ", ".join(repr(p) for p in pieces) or "nothing"
+        raise InputError(
+            f"{word!r} is not one piece of this model's vocabulary: the model reads it as {read}. The lens "
+            "follows single pieces; follow one of those"
+        )
+
     def _typed_special_ids(self) -> list[int]:
         """The ids of the specials a text can hold only because they were typed: [CLS], [SEP], [PAD] (<s>,
         </s>, <pad>). The unknown piece is not among them: it stands for what was typed."""
@@ -303,11 +332,27 @@ class AnalysisPasses:
         return sorted(scored, key=lambda item: -item[1].total)
 
     def logit_lens(
-        self, text: str, position: int | None = None, top_k: int = 5, *, text_pair: str | None = None
+        self,
+        text: str,
+        position: int | None = None,
+        top_k: int = 5,
+        *,
+        text_pair: str | None = None,
+        follow: str | Sequence[str] = (),
     ) -> LogitLens:
-        """The MLM head applied to `position`'s vector after every layer (default: the first [MASK])."""
+        """The MLM head applied to `position`'s vector after every layer (default: the first [MASK]).
+
+        follow: pieces whose rank and probability to report at every layer beside the last layer's answer
+        (a string is one piece). A word is read as the piece it starts a word as where the family marks word
+        starts (RoBERTa's "river" is followed as "Ġriver"), or in its normalised form (an uncased model's
+        "River" as "river"); a word that is several pieces is an InputError naming them."""
         self.network.head("mlm")
         top_k = self._check_top_k(top_k)
+        if isinstance(follow, str):
+            follow = [follow]
+        if not isinstance(follow, Sequence):
+            raise InputError(f"follow must be a piece or a list of pieces, got {follow!r}")
+        follow_ids = list(dict.fromkeys(self._follow_piece(w) for w in follow))  # each piece once
         enc = self.encode(text, text_pair)
         position = self._target_position(enc, position)
         out = self._run([enc], None, keep_attentions=False)
@@ -318,6 +363,9 @@ class AnalysisPasses:
             final = int(top_ids[-1, 0])
             final_p = probs[:, final]  # (L + 1,)
             rank = 1 + (probs > final_p[:, None]).sum(dim=-1)  # ranked by the same numbers topk sorted
+            # (L + 1, F) -> (F, L + 1): a followed piece's probability at every layer, ranked as `rank` is
+            follow_p = probs[:, follow_ids].T
+            follow_rank = 1 + (probs[None] > follow_p[:, :, None]).sum(dim=-1)  # (F, L + 1, V) -> (F, L + 1)
         ids = top_ids.cpu().numpy()
         return LogitLens(
             text=text,
@@ -331,6 +379,10 @@ class AnalysisPasses:
             final_token_id=final,
             final_token_rank=rank.cpu().numpy().astype(np.int64),
             final_token_probability=self._numpy(final_p),
+            followed_tokens=self._piece_names(follow_ids),
+            followed_token_ids=np.asarray(follow_ids, dtype=np.int64),
+            followed_ranks=follow_rank.cpu().numpy().astype(np.int64),
+            followed_probabilities=self._numpy(follow_p),
         )
 
 

@@ -259,6 +259,12 @@ class LogitLens(_ReadsEncoding):
     # ties count in its favour, so the rank is 1 + the number of pieces with a strictly higher probability.
     final_token_rank: np.ndarray
     final_token_probability: np.ndarray  # (L + 1,) float32
+    # The pieces asked for with follow= (F of them, each once), ranked and scored at every layer as the final
+    # token is: (F,) int64 ids, (F, L + 1) int64 ranks and float32 probabilities.
+    followed_tokens: list[str] = field(default_factory=list)
+    followed_token_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    followed_ranks: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    followed_probabilities: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
 
 
 @dataclass(frozen=True)

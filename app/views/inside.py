@@ -7,6 +7,7 @@ their own (q/k, value-weighted, ablation, logit lens, pseudo-likelihood) cache t
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -28,6 +29,8 @@ VIEWS = {
     "hidden": "Hidden states by layer",
     "pll": "Sentence scores (pseudo-likelihood)",
 }
+MAX_FOLLOWED = 5  # pieces the logit lens follows beside its answer: more lines than this read as a tangle
+
 MINIMAL_PAIRS = {
     "agreement": "The keys to the cabinet are on the table.\nThe keys to the cabinet is on the table.",
     "bank in context": "We fished from the bank of the river.\nWe fished from the bank of the money.",
@@ -458,7 +461,8 @@ elif view == "ablation":
 elif view == "lens":
     st.caption(
         "The MLM head applied to every layer's vector at one position (the logit lens, nostalgebraist 2020): "
-        "at which layer does the final answer appear? " + LAYER_0
+        "at which layer does the final answer appear, and where do the words you name under *Also follow* rise "
+        "or fall? " + LAYER_0
     )
     if not info.has_mlm_head:
         ui.no_mlm_head(info, "show the logit lens")
@@ -474,8 +478,27 @@ elif view == "lens":
         "Position", labels, index=start, **ui.bound("lens_position"), persist_state="session"
     )
     position = labels.index(choice)
+    typed_follow = st.text_input(
+        "Also follow",
+        ui.start("lens_follow", ""),
+        **ui.bound("lens_follow"),
+        max_chars=200,
+        persist_state="session",
+        placeholder="e.g. river money",
+        help=f"Up to {MAX_FOLLOWED} words or pieces, separated by spaces or commas: the rank of each at every "
+        "layer, beside the last layer's answer. A word is followed as the piece it starts a word as (RoBERTa's "
+        "'river' as 'Ġriver'); a word the model splits into several pieces can't be followed whole.",
+    )
+    followed: list[str] = []
+    for word in list(dict.fromkeys(w for w in re.split(r"[\s,]+", typed_follow) if w))[:MAX_FOLLOWED]:
+        try:
+            followed.append(active.model.lens_piece(word))  # each alone: one word it can't follow spoils none
+        except bert_core.InputError as exc:
+            st.warning(ui.user_message(exc))
     try:
-        lens = cache.logit_lens(active, inputs.text_a, inputs.text_b, position)
+        lens = cache.logit_lens(
+            active, inputs.text_a, inputs.text_b, position, tuple(dict.fromkeys(followed))
+        )
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
         st.stop()
@@ -487,28 +510,51 @@ elif view == "lens":
                 f"layer on. Type {mask} in the sentence to watch a hidden word's guess form layer by layer."
             )
         )
+    # The pieces whose rank is drawn, the last layer's answer first; a followed piece that is the answer is
+    # that line already. Named as displayed, with the piece itself where two display alike ("bank" and
+    # RoBERTa's "Ġbank" are both shown as "bank").
+    ranked = [(lens.final_token, lens.final_token_rank, lens.final_token_probability)] + [
+        (t, r, p)
+        for t, r, p in zip(
+            lens.followed_tokens, lens.followed_ranks, lens.followed_probabilities, strict=True
+        )
+        if t != lens.final_token
+    ]
+    shown = [style.display(t) for t, _, _ in ranked]
+    names = [s if shown.count(s) == 1 else t for s, (t, _, _) in zip(shown, ranked, strict=True)]
     table = pd.DataFrame(
         {
             "layer": range(len(lens.top_tokens)),
             "top prediction": [style.display(t[0]) for t in lens.top_tokens],
             "probability": lens.top_probabilities[:, 0],
             "next four": [" · ".join(style.display(x) for x in t[1:]) for t in lens.top_tokens],
-            f"rank of '{style.display(lens.final_token)}'": lens.final_token_rank,
         }
+        | {f"rank of '{name}'": rank for name, (_, rank, _) in zip(names, ranked, strict=True)}
     )
     ui.table(table, key="lens_table")
+    answer = f"'{names[0]}', the last layer's answer"
     rank_fig = charts.lines(
         list(range(len(lens.final_token_rank))),
-        {f"rank of {style.display(lens.final_token)}": lens.final_token_rank},
-        title=f"Rank of '{style.display(lens.final_token)}', the last layer's answer, by layer (1 = top)",
+        {f"rank of {name}": rank for name, (_, rank, _) in zip(names, ranked, strict=True)},
+        title=f"Rank of {answer}, by layer (1 = top)"
+        if len(ranked) == 1
+        else f"Ranks by layer (1 = top) of {answer}, and the pieces followed",
         value_name="rank",
         font_size=fs,
     )
-    charts.rank_axis(rank_fig, float(np.max(lens.final_token_rank)), width_px=ui.chart_width(half=False))
+    # The followed pieces' lines carry no numbers: written over each other where their ranks meet, they read as
+    # one jumble; the table has them.
+    charts.rank_axis(
+        rank_fig,
+        float(max(np.max(rank) for _, rank, _ in ranked)),
+        width_px=ui.chart_width(half=False),
+        written=1,
+    )
     ui.show_figure(
         rank_fig,
         key="lens_rank",
-        data=table,
+        # with every drawn piece's probability too, which the table leaves out to stay one screen wide
+        data=table.assign(**{f"P('{name}')": prob for name, (_, _, prob) in zip(names, ranked, strict=True)}),
         filename="logit_lens",
     )
 

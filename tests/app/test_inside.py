@@ -71,6 +71,35 @@ def test_pll_and_logit_lens_equal_the_core(make_app, tiny_model):
     assert [c for c in at.caption if "often its own top guess" in c.value]
 
 
+def test_the_logit_lens_follows_typed_words_beside_its_answer(make_app, tiny_model):
+    """A lecturer asks at which layer "river" and "money" rise at the hole: each gets its rank by layer,
+    the core's own; a word it cannot follow is said and spoils none of the others."""
+    at = open_view(make_app, "lens", TEXT)
+    at.text_input(key="lens_follow").set_value("River, money riverbank").run()
+    assert not at.exception, [e.value for e in at.exception]
+    lens = tiny_model.logit_lens(TEXT, 5, follow=["river", "money"])
+    warnings = [w.value for w in at.warning]
+    assert len(warnings) == 1 and "riverbank" in warnings[0] and "not one piece" in warnings[0]
+    table = [t for t in at.dataframe if "top prediction" in t.value.columns][0].value
+    for k, word in enumerate(["river", "money"]):
+        if word != lens.final_token:
+            assert list(table[f"rank of '{word}'"]) == lens.followed_ranks[k].tolist()
+    lines = {t["name"]: t for t in figure(at, "lens_rank")["data"]}
+    assert set(lines) == {f"rank of {t}" for t in dict.fromkeys([lens.final_token, "river", "money"])}
+    for k, word in enumerate(["river", "money"]):
+        assert decode(lines[f"rank of {word}"]["y"]).tolist() == lens.followed_ranks[k].tolist()
+    # the answer's line carries its numbers; a followed line none, where they would run over each other
+    assert "text" in lines[f"rank of {lens.final_token}"]
+    assert all("text" not in t for name, t in lines.items() if name != f"rank of {lens.final_token}")
+    rank_axis = figure(at, "lens_rank")["layout"]["yaxis"]
+    high = 10 ** rank_axis["range"][1] if rank_axis.get("type") == "log" else rank_axis["range"][1]
+    assert high > lens.followed_ranks.max()
+    # what was typed stays, and a run with nothing typed follows nothing
+    assert at.text_input(key="lens_follow").value == "River, money riverbank"
+    at.text_input(key="lens_follow").set_value("").run()
+    assert len(figure(at, "lens_rank")["data"]) == 1 and not at.warning
+
+
 def test_importance_without_a_mask_is_an_inline_message(make_app):
     at = open_view(make_app, "ablation", "the cat sat on the bank .")
     at.toggle(key="ablation_importance").set_value(True).run()

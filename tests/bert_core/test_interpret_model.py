@@ -385,6 +385,47 @@ def test_logit_lens_ranks_are_consistent(mlm):
     )
 
 
+def test_logit_lens_follows_the_pieces_asked_for_at_every_layer(mlm):
+    ours, hf, _ = mlm
+    text = "she sat by the [MASK] and it was cold"
+    lens = ours.logit_lens(text, top_k=3, follow=["river", "money", "River", "##ing"])
+    # "River" is the uncased model's "river", asked for twice: followed once
+    assert lens.followed_tokens == ["river", "money", "##ing"]
+    assert lens.followed_token_ids.tolist() == [ours.tokenizer.token_to_id(t) for t in lens.followed_tokens]
+    assert lens.followed_ranks.shape == lens.followed_probabilities.shape == (3, 4)
+    with torch.no_grad():
+        out = hf(input_ids=torch.tensor([lens.input_ids.tolist()]), output_hidden_states=True)
+        for layer, hidden in enumerate(out.hidden_states):
+            probs = torch.softmax(hf.cls(hidden[0, lens.position]), -1)
+            for k, piece in enumerate(lens.followed_token_ids.tolist()):
+                assert lens.followed_probabilities[k, layer] == pytest.approx(float(probs[piece]), abs=TOL)
+                assert lens.followed_ranks[k, layer] == 1 + int((probs > probs[piece]).sum()), (layer, k)
+    # following the last layer's answer gives its own rank line back; a string is one piece
+    again = ours.logit_lens(text, top_k=3, follow=lens.final_token)
+    np.testing.assert_array_equal(again.followed_ranks[0], lens.final_token_rank)
+    np.testing.assert_allclose(again.followed_probabilities[0], lens.final_token_probability, atol=1e-7)
+    nothing = ours.logit_lens(text)
+    assert (
+        nothing.followed_tokens == []
+        and nothing.followed_ranks.shape == nothing.followed_probabilities.shape == (0, 4)
+    )
+
+
+@pytest.mark.parametrize(
+    ("follow", "message"),
+    [
+        ("riverbank", r"'riverbank' is not one piece .* reads it as 'river', '##b', '##a'"),
+        (["river", ""], "non-empty string"),
+        ([3], "non-empty string"),
+        (7, "a piece or a list of pieces"),
+    ],
+)
+def test_logit_lens_says_which_pieces_it_cannot_follow(mlm, follow, message):
+    ours, _, _ = mlm
+    with pytest.raises(InputError, match=message):
+        ours.logit_lens("she sat by the [MASK]", follow=follow)
+
+
 @pytest.mark.parametrize("position", [-1, 8, 2.0])
 def test_logit_lens_rejects_bad_positions(mlm, position):
     ours, _, _ = mlm

@@ -189,6 +189,21 @@ def test_mask_typed_as_bracket_works_for_every_mlm(checkpoints):
         assert (f"(or {own})" in str(told.value)) == (own != "[MASK]")
 
 
+def test_the_logit_lens_follows_a_typed_word_as_the_piece_that_starts_it(checkpoints):
+    """RoBERTa's and ALBERT's words start with a marked piece ("Ġbank", "▁bank"): typed plain, "bank" is that
+    piece; a piece typed with its marker is taken as it is."""
+    for arch, typed, followed in [
+        ("roberta", "bank", "Ġbank"),
+        ("albert", "Bank", "▁bank"),
+        ("roberta", "Ġbank", "Ġbank"),
+    ]:
+        m = bert_core.load_pretrained(checkpoints[arch, "mlm"])
+        lens = m.logit_lens("the [MASK] of the river .", follow=[typed])
+        assert lens.followed_tokens == [followed], arch
+        assert lens.followed_token_ids[0] == m.tokenizer.token_to_id(followed)
+        assert m.lens_piece(typed) == followed and m.lens_piece(followed) == followed
+
+
 def test_heads_and_what_each_lacks(checkpoints):
     distil = bert_core.load_pretrained(checkpoints["distilbert", "mlm"])
     r = distil.analyze("the bank")
