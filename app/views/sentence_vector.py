@@ -43,12 +43,21 @@ cls, sep = tokenizer.cls_token, tokenizer.sep_token
 POOLER_TASKS = {"BERT": "next-sentence prediction", "ALBERT": "sentence-order prediction"}
 # A BERT the pre-training lab trained for sentence order says so by its head
 task = "sentence-order prediction" if "sop" in info.heads else POOLER_TASKS.get(info.architecture_name)
-trained = f"it was trained only for {task}" if task else "no pre-training task of this family trains it"
+# A fine-tuned classifier or multiple-choice head of the families with a pooler reads the pooled vector, so
+# fine-tuning trained the pooler on: "trained only for next-sentence prediction" was false of @demo-senses.
+TUNED_HEADS = {"classify": "classification", "choice": "multiple-choice"}
+if info.task in TUNED_HEADS:
+    pre = f"pre-trained for {task}" if task else "untrained by pre-training"
+    trained = f"{pre}, it was then fine-tuned with this checkpoint's {TUNED_HEADS[info.task]} head, which reads it"
+    weak = "so it holds what that task needed rather than the sentence's meaning"
+else:
+    trained = f"it was trained only for {task}" if task else "no pre-training task of this family trains it"
+    weak = "so it is a weak sentence embedding"
 if info.has_pooler:  # without one, the notice below says so instead
     st.caption(
         ui.md_escape(
-            f"A pooler passes the last layer's {cls} vector through a dense layer and tanh; {trained}, so it is "
-            "a weak sentence embedding. Compare it with the alternatives."
+            f"A pooler passes the last layer's {cls} vector through a dense layer and tanh; {trained}, {weak}. "
+            "Compare it with the alternatives."
         )
     )
 fs = ui.font_size()

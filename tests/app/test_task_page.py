@@ -349,3 +349,23 @@ def test_a_passage_read_in_windows_is_said_to_be_read_whole(heads, monkeypatch):
     long_question = " ".join(["where was the cash"] * 40) + " ?"
     at = _app(monkeypatch, heads["qa"], a=long_question, b="we deposited the cash at the bank .")
     assert at.get("error") and "overlapping windows" not in " ".join(c.value for c in at.caption)
+
+
+@pytest.mark.parametrize(("task", "name"), [("classify", "classification"), ("choice", "multiple-choice")])
+def test_a_fine_tuned_pooler_is_said_to_be_trained_by_its_task(heads, monkeypatch, task, name):
+    """BERT's classifier and multiple-choice heads read the pooled vector, so fine-tuning trains the pooler on:
+    "it was trained only for next-sentence prediction" was false of every such checkpoint (@demo-senses)."""
+    monkeypatch.setenv("BERTSCOPE_MODEL", str(heads[task]))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["a"] = "we sat by the bank"
+    at.run()
+    at.switch_page("views/sentence_vector.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert (
+        f"pre-trained for next-sentence prediction, it was then fine-tuned with this checkpoint's {name} head"
+        in said
+    )
+    assert "trained only for" not in said and "weak sentence embedding" not in said
