@@ -137,9 +137,14 @@ class PieceStyle:
         if self.continuation_prefix:
             return f"A piece starting with {self.continuation_prefix} continues the word before it."
         if self.word_start_marker:
+            # The pages count a word as bert_core.words does: punctuation is a word of its own in every family
+            # (SentencePiece's own "bank." is one word), and RoBERTa writes no Ġ on the text's first word, as
+            # nothing stands before it. "A piece without it continues the word" was false of both.
+            first = " the text's first word (no space stands before it) and" if self.byte_level else ""
             told = (
-                f"A piece starting with {self.word_start_marker} (shown as {VISIBLE_SPACE}) begins a new word "
-                "after a space; a piece without it continues the word before it."
+                f"A piece starting with {self.word_start_marker} (shown as {VISIBLE_SPACE}) begins a word after "
+                f"a space; a piece without it continues the word before it, except{first} punctuation, which "
+                "these pages count as words of their own."
             )
             if self.byte_level:
                 told += (

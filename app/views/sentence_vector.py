@@ -48,7 +48,9 @@ task = "sentence-order prediction" if "sop" in info.heads else POOLER_TASKS.get(
 TUNED_HEADS = {"classify": "classification", "choice": "multiple-choice"}
 if info.task in TUNED_HEADS:
     pre = f"pre-trained for {task}" if task else "untrained by pre-training"
-    trained = f"{pre}, it was then fine-tuned with this checkpoint's {TUNED_HEADS[info.task]} head, which reads it"
+    trained = (
+        f"{pre}, it was then fine-tuned with this checkpoint's {TUNED_HEADS[info.task]} head, which reads it"
+    )
     weak = "so it holds what that task needed rather than the sentence's meaning"
 else:
     trained = f"it was trained only for {task}" if task else "no pre-training task of this family trains it"

@@ -19,8 +19,16 @@ tokenizer = active.model.tokenizer
 unk = style.unk_token
 # WordPiece reads a longer word as one unknown piece without trying its letters (None: no such limit)
 limit = getattr(tokenizer, "max_input_chars_per_word", None)
-# Byte-level BPE spells any text from its 256 byte pieces, so it never writes its unknown piece.
-unknown = "" if style.byte_level else f"; a word that cannot be spelt from the vocabulary becomes {unk}"
+# Byte-level BPE spells any text from its 256 byte pieces, so it never writes its unknown piece; SentencePiece
+# writes it for the characters it lacks and keeps the rest of their word ("dogж" is ▁ d o g <unk>), where
+# WordPiece makes the whole word one [UNK].
+unknown = (
+    ""
+    if style.byte_level
+    else f"; characters the vocabulary lacks become {unk}, the rest of their word is kept"
+    if style.word_start_marker
+    else f"; a word that cannot be spelt from the vocabulary becomes {unk}"
+)
 st.caption(
     ui.md_escape(
         f"{info.architecture_name} never sees words: it sees {style.name} pieces. {style.marker_help} "
@@ -123,10 +131,14 @@ if unspelt:
         f"longer than {limit} characters, "
         f"which WordPiece reads as {unk} whatever the letters"
     )
+    what = (
+        ("stretch of characters", "stretches of characters")
+        if style.word_start_marker  # SentencePiece: only what it lacks became the unknown piece
+        else ("word or mark", "words or marks")
+    )
     st.warning(
         ui.md_escape(
-            f"{unspelt} {'word or mark' if unspelt == 1 else 'words or marks'} could not be spelt from the "
-            f"vocabulary and became {unk}{why}"
+            f"{unspelt} {what[unspelt != 1]} could not be spelt from the vocabulary and became {unk}{why}"
         )
         + " (red chips)."
     )

@@ -75,6 +75,8 @@ def test_bpe_pieces_show_a_visible_space_not_the_marker(family_dirs, monkeypatch
     table = table_with(at, "kind")
     assert not table["piece"][1].startswith("Ġ") and table["kind"][1] == "word"
     assert "RoBERTa never sees words" in _texts(at) and "not WordPiece" in _texts(at)
+    # and the caption says so, where it said that every piece without Ġ continues the word before it
+    assert "except the text's first word (no space stands before it) and punctuation" in _texts(at)
 
 
 def test_byte_level_pieces_show_the_characters_they_spell_not_mojibake(family_dirs, monkeypatch):
@@ -111,6 +113,11 @@ def test_albert_pieces_its_vocabulary_lacks_are_unk_and_a_lone_marker_covers_not
         if piece == "▁":
             assert table["typed text"][i] == "" and table["start"][i] == table["end"][i]
     assert "▁" in list(table["piece"])
+    # SentencePiece makes only what it lacks <unk> (WordPiece the whole word): said so, and counted so
+    said = _texts(at)
+    assert "characters the vocabulary lacks become <unk>, the rest of their word is kept" in said
+    assert "2 stretches of characters could not be spelt" in said and "words or marks" not in said
+    assert "except punctuation, which these pages count as words of their own" in said
 
 
 def test_word_senses_says_how_the_sentences_read_the_word(family_dirs, monkeypatch):
