@@ -152,14 +152,23 @@ ui.unknown_pieces_note(active, masked, inputs.text_b)
 glued = [w for t in (masked, inputs.text_b) for w in transforms.glued_masks(t, mask)]
 if glued:
     # "That is un[MASK]able." read "→ That is unsable.": a morphology probe the model was never given.
-    st.caption(
-        ui.md_escape(
-            f"A {mask} typed inside a word ({', '.join(dict.fromkeys(glued[:3]))}) splits the word there: the "
-            "model reads the letters on either side as words of their own and guesses a whole word for the "
-            "mask (written into the word below, as typed), not a piece inside one word. To hide part of a "
-            "word, mask the whole word."
+    words = ", ".join(dict.fromkeys(glued[:3]))
+    marker = active.model.info.piece_style.word_start_marker
+    if active.model.info.piece_style.byte_level:
+        # Byte-level BPE marks word starts, not continuations: the pieces after the mask carry no Ġ, the form
+        # of a piece inside a word, so RoBERTa is asked for a piece of the word, as its pre-training masked.
+        told = (
+            f"A {mask} typed inside a word ({words}) stands for a piece of it: the pieces after the mask carry "
+            f"no {marker}, so the model reads them as the rest of that word and may guess a "
+            "piece inside it (written into the word below, as typed)."
         )
-    )
+    else:
+        told = (
+            f"A {mask} typed inside a word ({words}) splits the word there: the model reads the letters on "
+            "either side as words of their own and guesses a whole word for the mask (written into the word "
+            "below, as typed), not a piece inside one word. To hide part of a word, mask the whole word."
+        )
+    st.caption(ui.md_escape(told))
 # Masks in the cut-off end of a sentence: the model predicts only the ones it reads. With a pair the longer
 # sentence is cut first, so a lost mask can lie before pieces the model does read (the end of A, B whole):
 # said by sentence, not as "past the first N pieces".

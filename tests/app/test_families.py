@@ -120,6 +120,20 @@ def test_albert_pieces_its_vocabulary_lacks_are_unk_and_a_lone_marker_covers_not
     assert "except punctuation, which these pages count as words of their own" in said
 
 
+def test_a_mask_inside_a_word_is_said_to_be_a_piece_of_it_to_roberta(family_dirs, monkeypatch):
+    """WordPiece reads "un[MASK]able" as three words; RoBERTa's pieces after the mask carry no Ġ, so it reads
+    them as the rest of one word: "splits the word there" was false of it."""
+    at = _app(monkeypatch, family_dirs["roberta"], "views/masked_words.py", a="that is un<mask>able .")
+    model = bert_core.load_pretrained(family_dirs["roberta"])
+    after = model.analyze("that is un<mask>able .").tokens
+    assert not after[after.index("<mask>") + 1].startswith(
+        "Ġ"
+    )  # what the caption says, as the model reads it
+    said = _texts(at)
+    assert "(un<mask>able) stands for a piece of it: the pieces after the mask carry no Ġ" in said
+    assert "splits the word" not in said
+
+
 def test_word_senses_says_how_the_sentences_read_the_word(family_dirs, monkeypatch):
     """RoBERTa reads 'bank' alone as several pieces but after a space as one: the caption names the pieces
     the sentences have, not the word's own split."""
