@@ -44,12 +44,15 @@ FAMILY_NOTES = {
     "roberta": "RoBERTa dropped the sentence task and draws a new masking every epoch (dynamic masking: the "
     "Re-draw button).",
     "albert": "ALBERT replaced next sentence prediction with sentence order prediction: B always follows A in "
-    "the text, and half the time the two are swapped.",
+    "the text, and half the time the two are swapped. It also masks spans of up to three words at a time "
+    "(n-gram masking), where the draw below masks single pieces.",
     "distilbert": "DistilBERT learned by distillation: on the same masking it learned to match a BERT teacher's "
-    "guesses as well as the hidden pieces, with no sentence task.",
-    "electra": "ELECTRA trains two models: a small generator guesses the masked pieces (the exercise below, on a "
-    "generator checkpoint), and the discriminator, the one usually used, learns to spot which pieces of the "
-    "text the generator replaced, with no sentence task.",
+    "guesses as well as the hidden pieces, and to point its hidden vectors the way the teacher's point (a "
+    "cosine loss), with no sentence task.",
+    # Not "the exercise below": the ELECTRA paper masks with [MASK] only, not 80/10/10 (its section 2).
+    "electra": "ELECTRA trains two models: a small generator, itself a masked language model, guesses the "
+    "masked pieces (a generator checkpoint can be asked below), and the discriminator, the one usually used, "
+    "learns to spot which pieces of the text the generator replaced, with no sentence task.",
 }
 st.caption(
     ui.md_escape(

@@ -464,7 +464,10 @@ def test_pages_without_the_head_say_so_inline(family_dirs, monkeypatch):
     [
         ("roberta", "RoBERTa dropped the sentence task"),
         ("albert", "ALBERT replaced next sentence prediction with sentence order prediction"),
+        # what the draw below leaves out: ALBERT's spans, DistilBERT's third loss
+        ("albert", "masks spans of up to three words at a time (n-gram masking)"),
         ("distilbert", "DistilBERT learned by distillation"),
+        ("distilbert", "(a cosine loss)"),
         ("electra", "learns to spot which pieces of the text the generator replaced"),
     ],
 )
