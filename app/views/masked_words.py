@@ -260,9 +260,15 @@ if len(predictions) > 1:
     st.caption("Each mask is predicted on its own, with the other masks still hidden (one forward pass).")
 
 with st.expander("Why this guess? (saliency)"):
+    added = " and ".join(t for t in (tokenizer.cls_token, tokenizer.sep_token) if t)
     st.caption(
-        "Integrated gradients (Sundararajan et al., 2017) for one prediction: how much each token moved the "
-        "chosen guess's score at its mask. Computed once a guess is picked (and kept while this is closed)."
+        ui.md_escape(
+            "Integrated gradients (Sundararajan et al., 2017) for one prediction: how much each token moved the "
+            "chosen guess's score at its mask, from a baseline with every piece, the mask too, replaced by "
+            f"padding ({added} kept); the mask itself often takes much of the credit, as going from padding to "
+            f"{mask} changes the input there too. Computed once a guess is picked (and kept while this is "
+            "closed)."
+        )
     )
     # Labels as the options (widgets keep plain strings), each naming one (position, guess)
     options = {

@@ -131,6 +131,13 @@ def test_masked_words_offers_saliency_for_a_chosen_guess(monkeypatch, tiny_check
     assert at.selectbox(key="mask_saliency").value == picked != "—"  # kept across the visit
     assert figure(at, "mask_saliency_strip")
     assert [c for c in at.caption if c.value.startswith("Explained: the guess's logit")]
+    # the baseline is said, the mask's part in it too: a typed mask is no added special, so it is padded there
+    said = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert (
+        "from a baseline with every piece, the mask too, replaced by padding ([CLS] and [SEP] kept)" in said
+    )
+    enc = bert_core.load_pretrained(tiny_checkpoint).encode("the cat sat on the [MASK] .")
+    assert not enc.special_tokens_mask[enc.tokens.index("[MASK]")] and enc.special_tokens_mask[0]
     # a new text whose mask sits elsewhere: the kept guess is not among its guesses, so the choice starts over
     at.text_area(key="a").set_value("[MASK] sat on the mat .").run()
     assert not at.exception and picked not in at.selectbox(key="mask_saliency").options
