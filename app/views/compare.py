@@ -195,7 +195,10 @@ st.subheader("Two banks, layer by layer")
 st.caption(
     ui.md_escape(
         f"Cosine similarity of '{TARGET}' in “{SENSES[0]}” and in “{SENSES[1]}” at every layer. Depth is drawn "
-        "as a fraction (0 = embeddings, 1 = last layer) so models of different depths line up."
+        "as a fraction (0 = embeddings, 1 = last layer) so models of different depths line up. Cosines run "
+        "higher in some models, and at some depths, than in others whatever the words (their vectors share a few "
+        "common directions), so read each line's fall with depth, not one line's height against the "
+        "other's; Word senses sets same-sense pairs beside the cross-sense ones."
     )
 )
 curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}

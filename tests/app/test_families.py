@@ -320,6 +320,10 @@ def test_compare_says_once_that_a_mask_is_needed(family_dirs, monkeypatch, tiny_
     assert not [i for i in at.info if "Type [MASK]" in i.value.replace("\\", "")]
     assert _has_chart(at, "cmp_masks_left") and _has_chart(at, "cmp_masks_right")
     assert [s for s in at.subheader if s.value == "Two banks, layer by layer"]  # the page goes on after it
+    # two models' cosines sit at levels of their own: the caption says not to read one's height against the other's
+    assert "not one line's height against the other's" in " ".join(c.value for c in at.caption).replace(
+        "\\", ""
+    )
 
 
 def _has_chart(at, key: str) -> bool:
