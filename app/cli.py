@@ -221,6 +221,18 @@ def run_app(argv: list[str]) -> int:
                 "download, so the room opens on the bundled demo model (--model SOURCE names another).",
                 file=sys.stderr,
             )
+    elif (
+        not os.environ.get("BERTSCOPE_MODEL", "").strip()
+        and os.environ.get("BERTSCOPE_ALLOW_HUB", "").strip().lower() not in ("0", "false", "no", "off")
+        and not default_model_cached()
+    ):
+        # Said where the person who started the server looks while the first page waits: a download of that
+        # size, or the demo model without a network, was news only in the browser.
+        print(
+            "bertscope: bert-base-uncased is not in this machine's Hugging Face cache: the first page downloads "
+            "it (about 440 MB), or shows the bundled demo model where it can't (--model SOURCE names another).",
+            file=sys.stderr,
+        )
     if args.exact:
         os.environ["BERTSCOPE_EXACT"] = "1"
     from streamlit.web import cli as stcli

@@ -142,11 +142,21 @@ def test_shared_opens_on_the_demo_model_where_the_default_hub_model_is_not_cache
     cli.main(["--shared", "--model", str(tmp_path)])
     assert os.environ["BERTSCOPE_MODEL"] == str(tmp_path)
     monkeypatch.delenv("BERTSCOPE_MODEL")
-    cli.main([])  # a personal server may download it
+    capsys.readouterr()
+    monkeypatch.delenv("BERTSCOPE_ALLOW_HUB")  # as --shared left it
+    cli.main([])  # a personal server may download it, and says that it will try
     assert "BERTSCOPE_MODEL" not in os.environ
+    assert "the first page downloads it (about 440 MB), or shows the bundled demo" in capsys.readouterr().err
     monkeypatch.setattr(cli, "default_model_cached", lambda: True)
     cli.main(["--shared"])
     assert "BERTSCOPE_MODEL" not in os.environ
+    monkeypatch.delenv("BERTSCOPE_ALLOW_HUB")
+    cli.main([])
+    assert not capsys.readouterr().err  # nothing to say of a cached model
+    monkeypatch.setattr(cli, "default_model_cached", lambda: False)
+    monkeypatch.setenv("BERTSCOPE_ALLOW_HUB", "0")
+    cli.main([])
+    assert "downloads" not in capsys.readouterr().err  # nor where nothing is downloaded
 
 
 def test_the_default_model_counts_as_cached_when_its_config_is_in_the_hub_cache(monkeypatch, tmp_path):
