@@ -135,7 +135,8 @@ def run_app(argv: list[str]) -> int:
     parser.add_argument(
         "--max-models",
         type=int,
-        help="models held in memory at once (default 3; --shared: 2; env: BERTSCOPE_MAX_MODELS)",
+        help="models held in memory at once, the bundled ones not counted (default 3; --shared: 2; env: "
+        "BERTSCOPE_MAX_MODELS)",
     )
     args, extra = parser.parse_known_args(argv)
     # What argparse leaves is passed to `streamlit run`: its own settings (--server.headless true, ...), each a

@@ -16,7 +16,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -278,6 +278,9 @@ def _bundled_dirs() -> set[Path]:
     return {DEMO_MODEL_DIR.resolve(), *(DEMO_TASKS_DIR.resolve() / f for f in DEMO_TASKS.values())}
 
 
+_BUNDLED_KEYS = frozenset(str(d) for d in _bundled_dirs())
+BUNDLED_NAMES = (DEMO_SOURCE, *DEMO_TASKS)
+
 MAX_ROOT_MODELS = 100  # checkpoint directories listed from the model roots; more are still opened when typed
 
 
@@ -367,7 +370,9 @@ class ModelStore:
     when a new model needs the room, those of closed tabs still within their grace: a new model is loaded only
     when fewer than `capacity` models are in memory, in use or loading, after the least recently used ones no
     page holds are let go; otherwise `StoreFull` names the ones in use. (An older copy of a rewritten directory that a page still holds is the
-    exception: it is not counted, so that page keeps working while the new files load.)
+    exception: it is not counted, so that page keeps working while the new files load.) The bundled models
+    (`free_keys`, a few MB each) are not counted either: one student's Compare page opening on @demo shut the
+    lecturer's next example (@demo-qa) out of a server whose bound is there for models a hundred times larger.
 
     Hub failures are remembered for a short while so that an offline machine doesn't retry the network on
     every rerun; a broken local directory is remembered until it changes (its files' modification times), so
@@ -382,8 +387,10 @@ class ModelStore:
         is_open: Callable[[str], bool] = session_open,
         closed_grace_s: float = 10.0,
         room_model: str | None = None,
+        free_keys: Iterable[str] | None = None,
     ) -> None:
         self.capacity = capacity
+        self._free = _BUNDLED_KEYS if free_keys is None else frozenset(free_keys)
         # The model the room opens on (the server's --model, a source), which always has a place: with two others
         # held by open tabs, the lecture's own link found no room for it, for as long as they stayed. The others
         # share the rest (with a capacity of 1, there is no rest: nothing is kept for it).
@@ -483,10 +490,17 @@ class ModelStore:
                 store._watching = False
                 store._sweep()
 
-    def _in_memory(self, besides: str) -> list[str]:
-        # caller holds self._lock
+    def _counts(self, key: str) -> bool:
+        """Whether `key` takes one of the `capacity` places (a bundled model does not)."""
+        return model_key_of(key) not in self._free
+
+    def _in_memory(self, besides: str, *, every: bool = False) -> list[str]:
+        """The models in memory, in use or loading, but `besides`: those counted, or `every` one. Caller holds
+        the lock."""
         return [
-            k for k in dict.fromkeys([*self._models, *self._evicted.keys(), *self._loading]) if k != besides
+            k
+            for k in dict.fromkeys([*self._models, *self._evicted.keys(), *self._loading])
+            if k != besides and (every or self._counts(k))
         ]
 
     def _room_for(self, key: str) -> list[str]:
@@ -494,6 +508,8 @@ class ModelStore:
         it); the keys still in memory besides `key` when that is not enough, else []. Any model but the room's
         finds one place fewer, and the room's model does not count against it (see `room_model`), unless that
         model failed to load: then keeping its place would only leave one unused. Caller holds the lock."""
+        if not self._counts(key):
+            return []
         room = self._room_key
         kept = self._keeps_place_for_room(key)
         limit = self.capacity - 1 if kept else self.capacity
@@ -502,7 +518,9 @@ class ModelStore:
             return [k for k in self._in_memory(key) if not (kept and k == room)]
 
         while len(in_the_way()) >= limit:
-            oldest = next((k for k in self._models if k != key and not (kept and k == room)), None)
+            oldest = next(
+                (k for k in self._models if k != key and not (kept and k == room) and self._counts(k)), None
+            )
             if oldest is None:
                 break
             self._evicted[oldest] = self._models.pop(oldest)  # gone at once if only the store held it
@@ -530,7 +548,7 @@ class ModelStore:
 
     def _forget_names(self) -> None:
         # caller holds self._lock. Names are kept for the models in memory only, or every name typed would stay.
-        in_memory = set(self._in_memory(""))
+        in_memory = set(self._in_memory("", every=True))
         for gone in [k for k in self._sources if k not in in_memory]:
             del self._sources[gone]
 
@@ -555,9 +573,8 @@ class ModelStore:
         # caller holds self._lock
         self._models[key] = model
         self._models.move_to_end(key)
-        while len(self._models) > self.capacity:
-            old_key, old_model = self._models.popitem(last=False)
-            self._evicted[old_key] = old_model
+        while len(counted := [k for k in self._models if self._counts(k)]) > self.capacity:
+            self._evicted[counted[0]] = self._models.pop(counted[0])
 
     def recent_failure(self, key: str) -> str | None:
         with self._lock:
@@ -668,7 +685,13 @@ class ModelStore:
                     f"this server keeps at most {self.capacity} "
                     f"{'model' if self.capacity == 1 else 'models'} in memory ({ENV_MAX_MODELS}){kept}, and "
                     f"open pages are using {', '.join(names[1:] if kept else names)}; pick "
-                    f"{'it' if len(names) == 1 else 'one of them'}, or try again when fewer pages are open",
+                    f"{'it' if len(names) == 1 else 'one of them'}, or try again when fewer pages are open"
+                    + (
+                        ""
+                        if self._free != _BUNDLED_KEYS
+                        else f" (the bundled models, {', '.join(BUNDLED_NAMES)}, "
+                        "always load: they are not counted)"
+                    ),
                     names,
                 )
             try:

@@ -187,6 +187,30 @@ def test_the_rooms_model_always_has_a_place_however_many_tabs_hold_others(tmp_pa
     assert store.load(str(b)) is held_b and store.load(str(room)) is held_room and len(held) == 2
 
 
+def test_bundled_models_take_no_place_so_one_tab_on_them_shuts_nobody_out(tmp_path, load_calls):
+    """One student's Compare page opened on @demo (its default second model), and the lecturer's next example,
+    @demo-qa, was refused as the store was full: a bound meant for bert-base-size models counted 5 MB ones."""
+    room, demo, qa, b, c = (make_checkpoint(tmp_path / n, "model") for n in ("room", "demo", "qa", "b", "c"))
+    free = [models.model_key(str(demo)), models.model_key(str(qa))]
+    store = models.ModelStore(capacity=2, room_model=str(room), free_keys=free)
+    held = [store.load(str(room)), store.load(str(demo)), store.load(str(qa))]  # all three, at a bound of 2
+    held.append(store.load(str(b)))  # and the one place besides the room's is still there for another
+    with pytest.raises(models.StoreFull) as full:
+        store.load(str(c))
+    assert full.value.in_use == [str(room), str(b)]  # the bundled ones are no reason, nor named as one
+    assert set(store.in_use()) == {str(room), str(demo), str(qa), str(b)}  # their names kept all the same
+    # a bundled model is never the one let go of to make room, nor pushed out by others
+    del held[3]
+    import gc
+
+    gc.collect()
+    held.append(store.load(str(c)))  # b let go of, c in its place
+    assert store.load(str(demo)) is held[1] and store.load(str(qa)) is held[2]
+    assert [k for k in models.ModelStore()._free] and models.model_key(
+        models.DEMO_SOURCE
+    ) in models.ModelStore()._free
+
+
 def test_the_room_keeps_no_place_for_a_model_that_failed_or_at_a_capacity_of_one(tmp_path, load_calls):
     b, c = make_checkpoint(tmp_path / "b", "model"), make_checkpoint(tmp_path / "c", "model")
     broken = tmp_path / "broken"
