@@ -209,8 +209,8 @@ async def ws_crowd(server: Server, visits: list[list[str]], timeout_s: float) ->
                     out.first[n] = time.monotonic() - start
                 if what == "exception" or (what == "alert" and element.alert.format == Alert.ERROR):
                     ok = False
-            elif kind == "script_finished":
-                return ok
+            elif kind == "script_finished" and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                return ok  # (a run that ends early for a rerun is not the page: the next run is)
 
     async def session(n: int, paths: list[str]) -> None:
         counted = False
@@ -404,7 +404,8 @@ def main() -> None:
     ]
 
     def q(text: str) -> str:
-        return urllib.parse.urlencode({"a": text})
+        # As a link copied from the address bar: it names the model (app/streamlit_app.py's model_picker)
+        return urllib.parse.urlencode({"model": str(model), "a": text})
 
     def lecture(count: int) -> list[list[str]]:
         return [[f"attention?{q(LECTURE)}", *([] if args.one_page else ["Masked words"])]] * count
