@@ -303,8 +303,18 @@ def make_features(
                 else:
                     features.append(feature)
         except InputError as exc:
-            raise InputError(f"{where}: {exc}") from exc
+            raise InputError(f"{where}: {_in_columns(str(exc), task)}") from exc
     return features, skipped
+
+
+def _in_columns(message: str, task: str) -> str:
+    """A tokenizer's message in the data file's words: QA's text is the question and its text_pair the
+    context ("text_pair holds …" named no column of a QA file)."""
+    if task == "qa":
+        for core, column in (("text_pair ", "the context "), ("text ", "the question ")):
+            if message.startswith(core):
+                return column + message[len(core) :]
+    return message
 
 
 def _first_pieces(enc: Encoding, example: Example) -> list[tuple[int, int]]:

@@ -330,6 +330,16 @@ def test_the_cli_reports_bad_input_with_exit_status_2(tmp_path, tiny_checkpoint,
     assert finetune_cli(args) == 2
     assert "qa.jsonl, line 1: the question is empty" in capsys.readouterr().err
     assert finetune_cli([*args[:5], str(tmp_path / "missing"), *args[6:]]) == 2
+    # an escaped half of a surrogate pair in a row: a traceback from the tokenizers library, now the row's line
+    data.write_text(
+        json.dumps(
+            {"question": "where?", "context": "the bank \ud800", "answer_start": 4, "answer_text": "bank"}
+        )
+    )
+    capsys.readouterr()
+    assert finetune_cli(args) == 2
+    said = capsys.readouterr().err
+    assert "qa.jsonl, line 1: the context holds half of a UTF-16 surrogate pair" in said, said
     assert not (tmp_path / "o").exists()
     with pytest.raises(SystemExit) as exit_info:
         finetune_cli([*args, "--eval-fraction", "1.5"])

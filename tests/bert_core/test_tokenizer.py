@@ -337,6 +337,19 @@ def test_empty_text(tiny, text):
         tiny.encode("the cat", text)
 
 
+@pytest.mark.parametrize("text", ["a\ud800b", "\udc00", json.loads('"the \\ud83d bank"')])
+def test_half_a_surrogate_pair_is_an_input_error_not_the_backends_type_error(tiny, text):
+    """json.loads makes such a string of an escaped half pair; the tokenizers library raised a bare TypeError
+    ("TextInputSequence must be str"), a traceback from `bertscope finetune`."""
+    with pytest.raises(
+        InputError, match=r"half of a UTF-16 surrogate pair, '\\ud[89a-f][0-9a-f]{2}', at character"
+    ):
+        tiny.encode(text)
+    with pytest.raises(InputError, match="text_pair holds half of a UTF-16 surrogate pair"):
+        tiny.encode("the cat", text)
+    assert tiny.encode("the \U0001f600 cat").tokens  # a whole character outside the BMP is fine
+
+
 def test_text_with_nothing_but_invisible_characters(tiny):
     with pytest.raises(InputError, match="text is empty"):
         tiny.encode("\u200b\ufeff\x00")
