@@ -37,7 +37,7 @@ from .results import (
 )
 from .tasks import TaskPasses
 from .tokenizer import Encoding, WordPieceTokenizer
-from .words import clean_target, target_occurrences, word_text_spans
+from .words import clean_target, not_a_word, target_occurrences, word_text_spans
 
 TextInput = str | tuple[str, str | None]
 
@@ -401,6 +401,11 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             raise InputError(f"occurrence must be one of {', '.join(WORD_OCCURRENCES)}, got {occurrence!r}")
         if not isinstance(word, str) or not clean_target(word):  # "..." would match every full stop
             raise InputError("word must be a word to look for, not punctuation alone, as a string")
+        if not_a_word(word, self.tokenizer):  # "[MASK]" was read as "MASK", and found as the mask token
+            raise InputError(
+                f"{word.strip()[:40]!r} is a special token or a word piece, not a word: its vector is no word's "
+                "meaning to compare; give a whole word of the texts"
+            )
         word = clean_target(word)  # " bank. " is "bank", as the Word senses page reads a typed target
         try:
             alone = self.encode(word)

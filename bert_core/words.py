@@ -67,6 +67,15 @@ def word_text_spans(analysis, sentence: int = 0, text: str | None = None) -> lis
     return [(w, s, e) for w, (s, e) in sorted(spans.items())]
 
 
+def not_a_word(raw: str, tokenizer) -> bool:
+    """Whether a typed target is a special token ("[MASK]", "<s>", any case, either family's mask spelling) or
+    a "##" piece: stripped of its punctuation by `clean_target` it became "MASK" or "ing", another target."""
+    typed = raw.strip().lower()
+    names = (tokenizer.cls_token, tokenizer.sep_token, tokenizer.mask_token, tokenizer.pad_token,
+             tokenizer.unk_token, "[MASK]", "<mask>")  # fmt: skip
+    return typed in {n.lower() for n in names if n} or typed.startswith("##")
+
+
 def clean_target(raw: str) -> str:
     """A typed target word without the spaces and punctuation around it: ' bank. ' -> 'bank'.
 

@@ -9,6 +9,7 @@ import streamlit as st
 import bert_core
 from app import charts, inputs, transforms, ui
 from bert_core.pieces import with_own_mask
+from bert_core.words import not_a_word
 
 PRESET_FILE = inputs.EXAMPLES_DIR / "word_senses_bank.txt"
 FALLBACK_PRESET = """We sat on the bank of the river and watched the water. | river
@@ -97,14 +98,7 @@ which = c2.radio(
 )
 tokenizer = active.model.tokenizer
 typed_piece = typed_target.strip()
-specials = {
-    tokenizer.cls_token,
-    tokenizer.sep_token,
-    tokenizer.mask_token,
-    tokenizer.pad_token,
-    tokenizer.unk_token,
-}
-if typed_piece.lower() in {t.lower() for t in specials} or typed_piece.startswith("##"):  # "[mask]" too
+if not_a_word(typed_piece, tokenizer):  # "[mask]" too
     # Stripped of its punctuation it became "MASK" or "ing", and the page said the word was not in sentences
     # that visibly held it.
     st.info(

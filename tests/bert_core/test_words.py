@@ -82,6 +82,11 @@ def test_a_word_in_no_text_gives_no_rows(tiny_model):
         (TEXTS, "bank", {"occurrence": "second"}, "occurrence"),
         (TEXTS, "bank", {"max_batch_tokens": 0}, "max_batch_tokens"),
         (["the bank", ""], "bank", {}, r"texts\[1\]: "),  # indexed as `found` and `missing` are
+        # read as "MASK", "CLS" or "ed", they were found as the special token, or nowhere, without a word
+        (["the [MASK] sat", "a [MASK] here"], "[MASK]", {}, "special token or a word piece"),
+        (["the [MASK] sat", "a [MASK] here"], "<mask>", {}, "special token or a word piece"),
+        (TEXTS, " [cls] ", {}, "special token or a word piece"),
+        (TEXTS, "##ed", {}, "special token or a word piece"),
     ],
 )
 def test_bad_input_is_named(tiny_model, texts, word, kwargs, said):
