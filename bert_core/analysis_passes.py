@@ -301,7 +301,9 @@ class AnalysisPasses:
                 scores.append(self._numpy(lp.gather(1, truth[:, None])[:, 0]))
         values = np.concatenate(scores).astype(np.float64) if scores else np.zeros(0)
         pieces = [(enc.tokens[p], float(v)) for p, v in zip(positions, values, strict=True)]
-        return PseudoLogLikelihood(float(values.sum()), pieces)
+        # Nothing scored (a text of typed masks and specials): no score, not the empty sum's 0.0, which reads
+        # as probability 1, a perfect sentence
+        return PseudoLogLikelihood(float(values.sum()) if pieces else float("nan"), pieces)
 
     def rank_minimal_pairs(
         self, texts: Sequence[str], *, scoring: str = "piece"

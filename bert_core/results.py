@@ -238,7 +238,7 @@ class PseudoLogLikelihood(NamedTuple):
     Unpacks as `(total, pieces)`.
     """
 
-    total: float  # sum of the pieces' log-probabilities
+    total: float  # sum of the pieces' log-probabilities; NaN where no piece was scored (none is the text's)
     pieces: list[tuple[str, float]]  # (piece, log-probability of the piece where it was masked), in order
 
 

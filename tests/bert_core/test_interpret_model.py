@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -450,6 +451,10 @@ def test_pseudo_likelihood_leaves_typed_special_tokens_out(mlm):
         ours.rank_minimal_pairs(["the cat sat on the bank", "the cat [SEP] sat on the bank"])
     with pytest.raises(InputError, match="special token typed"):
         ours.rank_minimal_pairs(["the cat sat on the bank", "[CLS] the cat sat on the bank"])
+    # with nothing left to score there is no score: the empty sum's 0.0 read as probability 1
+    for text in ("[MASK] [MASK]", "[CLS]", "[SEP] [MASK]"):
+        nothing = ours.pseudo_log_likelihood(text)
+        assert nothing.pieces == [] and math.isnan(nothing.total), text
 
 
 def test_minimal_pairs_take_any_iterable_of_sentences_but_not_one_string(mlm):
