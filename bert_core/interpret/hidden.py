@@ -28,7 +28,14 @@ class LayerTrajectory:
 def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
     """(P, H) -> (P, P) float32 cosine similarities of every pair of rows (computed in float64); a zero vector's
     cosines are 0."""
-    v = np.asarray(vectors, dtype=np.float64)
+    try:
+        v = np.asarray(vectors, dtype=np.float64)
+    except (TypeError, ValueError) as exc:  # a string, a ragged list: numpy's own message named no argument
+        raise InputError(
+            f"cosine_matrix takes a (P, H) array of numbers, got {type(vectors).__name__}"
+        ) from exc
+    if v.ndim != 2:  # one vector gave a scalar, a stack of matrices a 3-D answer, both without a word
+        raise InputError(f"cosine_matrix takes a (P, H) array, one vector a row; got shape {v.shape}")
     norms = np.linalg.norm(v, axis=-1, keepdims=True)
     unit = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
     return (unit @ unit.T).astype(np.float32)
@@ -76,6 +83,10 @@ def token_pca(analysis: Analysis | Vectors, layer: int, *, include_special: bool
     coordinate (by absolute value, first on ties) over the kept tokens is positive. With fewer than three tokens
     the missing components are zero.
     """
+    if not hasattr(analysis, "hidden_states"):
+        raise InputError(
+            f"token_pca takes an Analysis or Vectors (model.analyze(text)), got {type(analysis).__name__}"
+        )
     h = np.asarray(analysis.hidden_states, dtype=np.float64)
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < len(h):
         raise InputError(f"layer must be an integer from 0 to {len(h) - 1}, got {layer!r}")

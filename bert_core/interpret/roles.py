@@ -157,8 +157,17 @@ def role_stability(analyses: Sequence[Analysis], *, style: PieceStyle = WORDPIEC
     """Head roles on every analysis, then per head its most frequent label and the share of inputs that
     gave it. A head that is `None` (no clear role) on most inputs gets the most frequent actual role, so a
     head that is "previous" on 3 of 10 inputs and unlabelled elsewhere reads as "previous", stability 0.3."""
+    if (
+        hasattr(analyses, "attentions")
+        or isinstance(analyses, (str, bytes))
+        or not isinstance(analyses, Sequence)
+    ):
+        # one Analysis, not in a list: "'Analysis' object is not iterable"
+        raise InputError(f"role_stability takes a list of Analysis results, got {type(analyses).__name__}")
     if not analyses:
         raise InputError("role stability needs at least one analysis")
+    if wrong := next((a for a in analyses if not hasattr(a, "attentions")), None):
+        raise InputError(f"role_stability takes a list of Analysis results; one is a {type(wrong).__name__}")
     shapes = {a.attentions.shape[:2] for a in analyses}
     if len(shapes) != 1:
         raise InputError(f"the analyses come from models of different shapes: {sorted(shapes)}")

@@ -357,6 +357,16 @@ def test_the_maps_say_which_input_they_take(tiny_model):
         bert_core.head_roles(r.attentions)
     with pytest.raises(InputError, match="takes an Analysis"):
         bert_core.layer_trajectory(r.hidden_states)
+    # and the others, which raised numpy's or Python's own errors (TypeError, AttributeError, ValueError)
+    with pytest.raises(InputError, match="token_pca takes an Analysis"):
+        bert_core.token_pca(None, 0)
+    for wrong in (r, "x", ["x"]):  # one Analysis not in a list, a string, a list of strings
+        with pytest.raises(InputError, match="role_stability takes a list of Analysis results"):
+            bert_core.role_stability(wrong)
+    for wrong in ("x", np.ones(3), np.ones((2, 3, 4)), [[1.0, 2.0], [1.0]]):
+        with pytest.raises(InputError, match="cosine_matrix takes a"):
+            bert_core.cosine_matrix(wrong)
+    assert bert_core.role_stability([r]).labels is not None  # as before for the right input
 
 
 def test_trajectories_take_anything_with_hidden_states(tiny_model):
