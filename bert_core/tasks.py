@@ -231,7 +231,16 @@ class TaskPasses:
         choices = listed(choices, "choices", "give at least two to choose between")
         if len(choices) < 2:
             raise InputError("give at least two choices to choose between")
-        logits = self._task_logits("choice", [self.encode(prompt, c) for c in choices])[:, 0]  # (C,)
+        encoded = []
+        for i, choice in enumerate(choices):
+            try:
+                encoded.append(self.encode(prompt, choice))
+            except InputError as exc:  # a choice's own fault named as the second sentence's: say which choice
+                message = str(exc)
+                if not message.startswith("text_pair"):
+                    raise
+                raise InputError(f"choices[{i}]{message.removeprefix('text_pair')}") from exc
+        logits = self._task_logits("choice", encoded)[:, 0]  # (C,)
         probs = torch.softmax(logits, -1).tolist()
         return sorted(zip(choices, probs, strict=True), key=lambda pair: -pair[1])
 

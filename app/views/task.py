@@ -3,6 +3,8 @@ saliency strip over the tokens and, for classifiers, the first token's attention
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -135,7 +137,10 @@ elif info.task == "choice":
     try:
         ranked = cache.task_prediction(active, "choose", text, tuple(choices))
     except bert_core.BertScopeError as exc:
-        st.error(ui.user_message(exc))
+        # the core's "choices[1]" is the box's second line; nobody typed a Sentence B here
+        st.error(
+            ui.user_message(re.sub(r"\bchoices\[(\d+)\]", lambda m: f"Choice {int(m[1]) + 1}", str(exc)))
+        )
         st.stop()
     frame = pd.DataFrame(ranked, columns=["choice", "probability"])
     ui.show_figure(

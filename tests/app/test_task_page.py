@@ -87,6 +87,18 @@ def test_tagger_answer_and_choices(heads, monkeypatch):
     np.testing.assert_allclose(probs, [p for _, p in expected], atol=1e-6)
 
 
+def test_a_choice_the_model_reads_as_empty_is_named_by_its_line(heads, monkeypatch):
+    """A line of zero-width characters was blamed on "Sentence B", which nobody had typed."""
+    at = _app(monkeypatch, heads["choice"], a="Tom went")
+    at.text_area(key="task_choices").set_value("to deposit money\n\u200b\u200b").run()
+    (error,) = [e.value.replace("\\", "") for e in at.error]
+    assert error.startswith("Choice 2 is empty once the tokenizer has removed") and "Sentence B" not in error
+    assert at.text_area(key="task_choices").value == "to deposit money\n\u200b\u200b"  # kept as typed
+    model = bert_core.load_pretrained(heads["choice"])
+    with pytest.raises(bert_core.InputError, match=r"^choices\[1\] is empty"):
+        model.choose("Tom went", ["to deposit money", "\u200b\u200b"])
+
+
 def test_typed_choices_survive_a_visit_to_another_page(heads, monkeypatch):
     at = _app(monkeypatch, heads["choice"], a="we went to the bank")
     at.text_area(key="task_choices").set_value("wet\ndry\nmuddy").run()
