@@ -159,6 +159,7 @@ if batch is None:
 normalize = tokenizer.normalize
 # found: (sentence number, token indices of one occurrence, label suffix naming the occurrence or "", its sense)
 found, missing, cut, repeated, partly_cut, miscounted = [], [], [], [], [], []
+char_cut: list[int] = []  # sentences whose every occurrence lies past the line's character cut
 for n, r in zip(batch.used, batch.results, strict=True):
     occurrences = transforms.target_occurrences(r, target, normalize)
     total = len(occurrences)
@@ -170,6 +171,14 @@ for n, r in zip(batch.used, batch.results, strict=True):
             with_own_mask(sentences[n], tokenizer.mask_token), max_length=r.num_tokens_before_truncation + 2
         )
         total = len(transforms.target_occurrences(whole, target, normalize, text=sentences[n]))
+    if not occurrences and not total and len(items[n][0]) > len(sentences[n]):
+        # The line was cut to its first characters before the model read it: a target past that cut was said
+        # to be "not in these sentences" (whole words only), above the note that the line was cut.
+        typed = with_own_mask(items[n][0], tokenizer.mask_token)
+        whole = tokenizer.encode(typed, max_length=len(typed) + 3)  # never more pieces than characters
+        if transforms.target_occurrences(whole, target, normalize, text=items[n][0]):
+            char_cut.append(n)
+            continue
     if not occurrences:
         (cut if total else missing).append(n)
         continue
@@ -200,6 +209,11 @@ if missing:
         + ", which are left out: "
         + ", ".join(ui.md_escape(f"sentence {n + 1} (“{ui.clip(sentences[n], 60)}”)") for n in missing)
         + "."
+    )
+if char_cut:
+    st.warning(
+        f"The target word comes only after the first {inputs.line_chars():,} characters of these sentences, "
+        "all that is read of each, so they are left out: " + ", ".join(f"sentence {n + 1}" for n in char_cut)
     )
 limit = tokenizer.max_length
 if cut:

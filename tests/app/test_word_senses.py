@@ -94,6 +94,20 @@ def test_sentence_cut_before_the_target_is_reported_as_cut(senses):
     assert "not in these sentences" not in warned
 
 
+def test_a_target_past_the_lines_character_cut_is_said_to_be_past_it(senses):
+    """Said to be "not in these sentences (whole words only …)" above the note that the line was cut."""
+    from app import inputs
+
+    long = "x" * (inputs.line_chars() + 10) + " bank"
+    at = senses([long, "the bank", "my bank", "a river"])
+    warned = text_of(at.warning)
+    assert (
+        f"comes only after the first {inputs.line_chars():,} characters" in warned and "sentence 1" in warned
+    )
+    assert "not in these sentences" in warned and "sentence 4" in warned  # a line that lacks it still is
+    assert "sentence 1 (" not in warned.split("not in these sentences")[1]
+
+
 def test_points_are_coloured_by_sense(senses):
     at = senses(["the bank | river", "my bank | money", "a bank", "we bank | river"])
     traces = figure(at, "senses_pca")["data"]
