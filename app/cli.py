@@ -168,6 +168,19 @@ def run_app(argv: list[str]) -> int:
         parser.error(f"--model {given}: no such directory")
     if given and Path(given).expanduser().is_file():  # a checkpoint's config.json or weights, named instead
         parser.error(f"--model {given} is a file: name the checkpoint's directory (the one with config.json)")
+    # A mistyped root was taken without a word (a mistyped --model is refused above), and each student's model
+    # was then refused as "only under /models/typo". Refused where no root named is a directory; one of several
+    # missing is said and allowed (the Dockerfile's /models is there only once a volume is mounted on it).
+    roots = args.model_roots if args.model_roots is not None else os.environ.get("BERTSCOPE_MODEL_ROOTS", "")
+    named = "--model-roots" if args.model_roots is not None else "BERTSCOPE_MODEL_ROOTS"
+    listed_roots = [r.strip() for r in roots.split(os.pathsep) if r.strip()]
+    missing = [r for r in listed_roots if not Path(r).expanduser().is_dir()]
+    if missing and len(missing) == len(listed_roots):
+        parser.error(
+            f"{named}: {', '.join(missing)} {'is not a directory' if len(missing) == 1 else 'are no directories'}"
+        )
+    for root in missing:
+        print(f"bertscope: {named}: {root} is not a directory; models open from the others", file=sys.stderr)
     if args.device is not None and not re.fullmatch(r"(cpu|cuda|mps|xpu|hpu|mtia)(:\d+)?", args.device):
         parser.error(
             f"--device must be a device torch knows (cpu, cuda, cuda:1, mps, xpu), got {args.device!r}"

@@ -195,6 +195,32 @@ def test_shared_never_leaves_the_model_roots_empty(monkeypatch, given):
     assert models.refusal("/etc") is not None
 
 
+def test_a_model_root_that_is_no_directory_is_refused_at_start(monkeypatch, tmp_path, capsys):
+    """A mistyped root was taken without a word, and every student's model was then refused as "only under
+    /models/typo" (a mistyped --model is refused at start)."""
+    from streamlit.web import cli as stcli
+
+    monkeypatch.setattr(stcli, "main", lambda: 0)
+    _restored_after(monkeypatch)
+    (tmp_path / "file").write_text("x")
+    for given, said in [
+        (["--model-roots", str(tmp_path / "typo")], f"--model-roots: {tmp_path / 'typo'} is not a directory"),
+        (["--model-roots", f"{tmp_path / 'file'}:{tmp_path / 'x'}"], "are no directories"),
+    ]:
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["--shared", *given])
+        assert exc.value.code == 2 and said in capsys.readouterr().err
+    # one of several missing (the Dockerfile's /models before a volume is mounted): said, and the server starts
+    assert cli.main(["--shared", "--model-roots", f"{tmp_path}:{tmp_path / 'typo'}"]) == 0
+    assert f"{tmp_path / 'typo'} is not a directory; models open from the others" in capsys.readouterr().err
+    monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", str(tmp_path / "typo"))
+    with pytest.raises(SystemExit):
+        cli.main(["--shared"])
+    assert "BERTSCOPE_MODEL_ROOTS: " in capsys.readouterr().err
+    monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", str(tmp_path))
+    assert cli.main(["--shared"]) == 0  # an existing root starts as before
+
+
 def test_shared_listens_where_address_says_whatever_else_is_passed(monkeypatch):
     from streamlit.web import cli as stcli
 
