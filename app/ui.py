@@ -443,12 +443,14 @@ def truncation_said(enc) -> str:
     return f"the end of sentence {lost} was cut off ({pieces(max(cut))}); sentence {whole} is whole"
 
 
-def length_notes(active: models.ActiveModel, enc, *, who: str | None = None) -> None:
-    """The truncation and untrained-position warnings for an Encoding or an Analysis; `who` names the model."""
+def length_notes(active: models.ActiveModel, enc, *, who: str | None = None, counted: str = "") -> None:
+    """The truncation and untrained-position warnings for an Encoding or an Analysis; `who` names the model,
+    `counted` says how the pieces were counted where the page fed the model another text than typed (Masked
+    words' hidden words, one mask each: its 499 pieces stood beside the other pages' 502 unexplained)."""
     if enc.truncated:
         st.warning(
             (f"{md_escape(who)}: the input" if who else "The input")
-            + f" has {enc.num_tokens_before_truncation} pieces; the model reads at most "
+            + f" has {enc.num_tokens_before_truncation} pieces{md_escape(counted)}; the model reads at most "
             f"{len(enc.tokens)}, so {truncation_said(enc)}."
         )
     untrained_positions_note(

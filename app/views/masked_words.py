@@ -147,7 +147,9 @@ top_k = st.number_input(
     help=f"1 to {cache.MAX_TOP_K}: guesses listed for each mask, most likely first.",
 )
 enc = active.model.encode(masked, inputs.text_b)  # tokenising only
-ui.length_notes(active, enc)
+# The hidden words are one mask each here: a word of several pieces counts one, so the count can be below
+# the other pages' for the same text.
+ui.length_notes(active, enc, counted=" (each hidden word counted as one mask)" if masked != text else "")
 ui.unknown_pieces_note(active, masked, inputs.text_b)
 glued = [w for t in (masked, inputs.text_b) for w in transforms.glued_masks(t, mask)]
 if glued:

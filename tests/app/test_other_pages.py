@@ -171,6 +171,18 @@ def test_masked_words_best_guess_of_a_cut_text_stops_where_the_model_stopped_rea
     assert len(best) == 1 and best[0].endswith(" …") and "then the" not in best[0] and len(best[0]) < 300
 
 
+def test_masked_words_says_how_it_counts_a_cut_inputs_pieces(make_app, tiny_model):
+    """Its count (the hidden words one mask each) stood beside the other pages' larger one, unexplained."""
+    text = "the " * 70 + "cat sat"
+    at = make_app("views/masked_words.py", a=text)
+    (warned,) = [w.value.replace("\\", "") for w in at.warning if "reads at most" in w.value]
+    assert "(each hidden word counted as one mask)" in warned
+    at = make_app("views/masked_words.py", a=text + " [MASK]")  # typed: the text as typed is what is counted
+    (warned,) = [w.value.replace("\\", "") for w in at.warning if "reads at most" in w.value]
+    assert "counted as one mask" not in warned
+    assert f"has {tiny_model.encode(text + ' [MASK]').num_tokens_before_truncation} pieces" in warned
+
+
 def test_masked_words_says_a_mask_typed_inside_a_word_splits_it(make_app):
     """ "That is un[MASK]able." read "→ That is unsable.": the model had read "un" and "able" as words."""
     at = make_app("views/masked_words.py", a="that is un[MASK]able .")
