@@ -78,7 +78,8 @@ def _cached(
     def say(message: str) -> None:
         nonlocal note
         note = note if note is not None else st.empty()
-        note.info(message, icon="⏳")
+        # A Material icon, served with the app: the emoji drew an empty box on machines without an emoji font
+        note.info(message, icon=":material/hourglass_top:")
 
     def queued(place: int) -> None:
         running = server.admission().running
