@@ -730,11 +730,12 @@ def test_distinct_requests_queue_for_the_one_slot_and_a_waiter_sees_its_place(fr
             with lock:
                 running[0] -= 1
 
-    said = []
+    said, icons = [], set()
 
     class Note:  # stands in for st.empty(): records what the page would say
         def info(self, message, icon=None):
             said.append(message)
+            icons.add(icon)
 
         def empty(self):
             said.append(None)
@@ -751,6 +752,8 @@ def test_distinct_requests_queue_for_the_one_slot_and_a_waiter_sees_its_place(fr
     assert peak[0] == 1
     assert any(m and m.startswith("Queued: 1st in line") for m in said)
     assert any(m and m.startswith("Queued: 3rd in line") for m in said)
+    # the app's own icon font, not an emoji: "⏳" drew an empty box on a lab machine without an emoji font
+    assert icons == {":material/hourglass_top:"}
     assert said[-1] is None  # the note is cleared once the result is there
     assert server.admission().running == 0 and server.admission().queued == 0
     assert len(server.results()) == 4
