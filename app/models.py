@@ -213,6 +213,10 @@ def _link_out(directory: Path, inside: Callable[[Path], bool]) -> str | None:
     try:
         if not directory.is_dir():
             return None
+        if not os.path.lexists(directory / "config.json"):
+            # No checkpoint: the loader reads nothing else there and says so. A root typed as a model was
+            # refused for a link beside its checkpoint folders ("linked-model in this directory links …").
+            return None
         with os.scandir(directory) as entries:
             for count, entry in enumerate(entries):
                 if count >= MAX_DIRECTORY_ENTRIES:

@@ -520,6 +520,12 @@ def test_a_file_in_an_allowed_directory_that_links_out_of_the_roots_is_refused(t
     (root / "m" / "one-too-many").touch()
     (root / "m" / "and-another").touch()  # past the bound: refused, not scanned on every ask
     assert "more than" in (models.refusal(str(root / "m")) or "")
+    # A folder with no checkpoint (the root itself, typed as a model) is not refused for a link beside its
+    # checkpoint folders: the loader reads nothing there and says there is no config.json
+    (root / "linked-model").symlink_to(tmp_path, target_is_directory=True)
+    assert models.refusal(str(root)) is None
+    with pytest.raises(bert_core.ModelLoadError, match="config.json"):
+        models.ModelStore().load(str(root))
 
 
 def test_the_picker_lists_the_checkpoints_under_the_model_roots(tmp_path, monkeypatch):
