@@ -186,6 +186,13 @@ def refusal(source: str) -> str | None:
             return (
                 f"this server opens no local model directories ({ENV_MODEL_ROOTS} names no usable directory)"
             )
+        if set(roots) == {DEMO_MODEL_DIR.parent.resolve()}:
+            # --shared alone: the bundled models are all it opens, and the folder they are in (the install's
+            # path) tells a student nothing they could use
+            return (
+                f"this server opens the bundled models only ({', '.join(BUNDLED_NAMES)}); a lecturer names "
+                f"other model folders with bertscope --model-roots (or {ENV_MODEL_ROOTS})"
+            )
         return (
             "this server opens local model directories only under "
             + ", ".join(str(r) for r in roots)

@@ -457,6 +457,18 @@ def test_a_shared_server_never_opens_a_directory_outside_its_roots(tmp_path, mon
     assert models.refusal(str(root / "ok")) is None
 
 
+def test_a_server_that_opens_only_the_bundled_models_says_so_without_its_install_path(tmp_path, monkeypatch):
+    """`bertscope --shared` alone: a student's path was refused as "only under /home/…/assets", the install's
+    own folder, which told them nothing they could use."""
+    from app import models
+
+    monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", str(models.DEMO_MODEL_DIR.parent))
+    monkeypatch.setenv("BERTSCOPE_MODEL", "")
+    reason = models.refusal(str(tmp_path))
+    assert reason is not None and "opens the bundled models only (@demo, @demo-senses" in reason
+    assert str(models.DEMO_MODEL_DIR.parent) not in reason and "--model-roots" in reason
+
+
 @pytest.mark.parametrize("roots", ["", "{tmp}"])
 def test_a_mistyped_bundled_name_is_called_so_and_the_bundled_ones_are_listed(tmp_path, monkeypatch, roots):
     """`@nope` (or a link's `model2=@demo-x`) is no path and no hub id: the message names the bundled models,
