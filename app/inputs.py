@@ -30,6 +30,15 @@ def max_chars() -> int:
         return MAX_CHARS
 
 
+# Compare's two banks: a river bank, a money bank, and a second river bank. The same-sense pair is the yardstick
+# the cross-sense pair is read against, in each model (their cosines sit at levels of their own, whatever the
+# words). Here, not in the page, so a test can read them without running the page.
+COMPARE_SENSES = (
+    "We sat on the bank of the river and watched the water.",
+    "She went to the bank to deposit her salary.",
+    "The boat drifted toward the bank where the river bends.",
+)
+
 MAX_LINES = 12  # sentences per list on the Word senses and Sentence vector pages
 MAX_LINE_CHARS = 1_000  # characters per sentence of such a list
 

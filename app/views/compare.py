@@ -11,10 +11,7 @@ import bert_core
 from app import cache, charts, inputs, models, transforms, ui
 
 KEY_SECOND = "model2"  # the URL keeps both models: the sidebar's `model` and this one
-SENSES = (
-    "We sat on the bank of the river and watched the water.",
-    "She went to the bank to deposit her salary.",
-)
+SENSES = inputs.COMPARE_SENSES
 TARGET = "bank"
 
 # Where each side is drawn, as the page says it: Large text stacks the two sides, and "left:" in the legend
@@ -194,17 +191,18 @@ else:
 st.subheader("Two banks, layer by layer")
 st.caption(
     ui.md_escape(
-        f"Cosine similarity of '{TARGET}' in “{SENSES[0]}” and in “{SENSES[1]}” at every layer. Depth is drawn "
-        "as a fraction (0 = embeddings, 1 = last layer) so models of different depths line up. Cosines run "
-        "higher in some models, and at some depths, than in others whatever the words (their vectors share a few "
-        "common directions), so read each line's fall with depth, not one line's height against the "
-        "other's; Word senses sets same-sense pairs beside the cross-sense ones."
+        f"How much closer '{TARGET}' by a river (“{SENSES[0]}”) stays to '{TARGET}' in another river sentence "
+        f"(“{SENSES[2]}”) than to '{TARGET}' with money (“{SENSES[1]}”): the first cosine minus the second, at "
+        "every layer. Above 0, the model keeps the two senses apart. A model's cosines run high or low whatever "
+        "the words (its vectors share a few common directions), so one pair's cosine alone compared nothing "
+        "between models; the difference does. Depth is drawn as a fraction (0 = embeddings, 1 = last layer) so "
+        "models of different depths line up; the CSV has both cosines."
     )
 )
-curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+curves: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # name -> (depths, same, different)
 for name, active in sides:
     batch = ui.lines_analysis(active, list(SENSES))
-    if batch is None or len(batch.results) < 2:
+    if batch is None or len(batch.results) < len(SENSES):
         continue
     vectors = []
     for r in batch.results:
@@ -212,33 +210,42 @@ for name, active in sides:
         if not found:
             break
         vectors.append(r.hidden_states[:, found[0]].mean(axis=1))  # (L + 1, S_word, H) -> (L + 1, H)
-    if len(vectors) < 2:
+    if len(vectors) < len(SENSES):
         st.info(
             card(active) + ui.md_escape(f": '{TARGET}' is not one word for this tokenizer.")
         )  # card escapes
         continue
-    a, b = vectors
-    cos = (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1) + 1e-12)  # (L + 1,)
+    cos = np.stack([transforms.cosine_matrix(np.stack(vectors)[:, k]) for k in range(len(vectors[0]))])
+    # (L + 1, 3, 3): river with river, river with money
     curves[
         f"{WHERE[name].removeprefix('on the ')}: {active.model.info.architecture_name} ({active.source})"
-    ] = (
-        np.linspace(0.0, 1.0, len(cos)),
-        cos,
-    )
+    ] = (np.linspace(0.0, 1.0, len(cos)), cos[:, 0, 2], cos[:, 0, 1])
 if curves:
     fig = charts.lines(
         next(iter(curves.values()))[0],
-        {k: v for k, (_, v) in curves.items()},
-        title=f"'{TARGET}' (river) vs '{TARGET}' (money)",
+        {k: same - different for k, (_, same, different) in curves.items()},
+        title=f"'{TARGET}' by a river: cosine to another river '{TARGET}' minus to a money '{TARGET}'",
         x_name="depth (fraction of the layers)",
-        value_name="cosine",
+        value_name="cosine difference",
         font_size=fs,
     )
-    for trace, (x, _) in zip(fig.data, curves.values(), strict=True):
+    for trace, (x, _, _) in zip(fig.data, curves.values(), strict=True):
         trace.x = list(x)  # each model its own depths
     fig.update_xaxes(dtick=0.25)
+    fig.add_hline(y=0, line={"color": "#888", "width": 1, "dash": "dot"})  # no difference: senses not apart
     table = pd.concat(
-        [pd.DataFrame({"model": k, "depth": x, "cosine": y}) for k, (x, y) in curves.items()],
+        [
+            pd.DataFrame(
+                {
+                    "model": k,
+                    "depth": x,
+                    "cosine, same sense (river, river)": same,
+                    "cosine, different sense (river, money)": different,
+                    "difference": same - different,
+                }
+            )
+            for k, (x, same, different) in curves.items()
+        ],
         ignore_index=True,
     )
     ui.show_figure(fig, key="cmp_senses", data=table, filename="bank_by_layer")

@@ -320,10 +320,17 @@ def test_compare_says_once_that_a_mask_is_needed(family_dirs, monkeypatch, tiny_
     assert not [i for i in at.info if "Type [MASK]" in i.value.replace("\\", "")]
     assert _has_chart(at, "cmp_masks_left") and _has_chart(at, "cmp_masks_right")
     assert [s for s in at.subheader if s.value == "Two banks, layer by layer"]  # the page goes on after it
-    # two models' cosines sit at levels of their own: the caption says not to read one's height against the other's
-    assert "not one line's height against the other's" in " ".join(c.value for c in at.caption).replace(
-        "\\", ""
-    )
+    # Two models' cosines sit at levels of their own: each line is a model's same-sense cosine less its
+    # cross-sense one (a river bank to another river bank, minus to a money bank), from the core's vectors
+    from app.inputs import COMPARE_SENSES as SENSES
+
+    lines = {t["name"].split(":")[0]: t for t in figure(at, "cmp_senses")["data"]}
+    for side, source in (("left", tiny_checkpoint), ("right", second)):
+        w = bert_core.load_pretrained(source).word_vectors(list(SENSES), "bank")
+        assert [n for n, _ in w.found] == [0, 1, 2]
+        np.testing.assert_allclose(
+            decode(lines[side]["y"]), w.cosines[:, 0, 2] - w.cosines[:, 0, 1], atol=1e-5
+        )
 
 
 def _has_chart(at, key: str) -> bool:
