@@ -38,6 +38,10 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
     if inputs.KEY_MODEL not in st.session_state and not st.query_params.get(inputs.KEY_MODEL):
         st.query_params[inputs.KEY_MODEL] = models.default_model_source()
         st.rerun()
+    if inputs.KEY_MODEL in st.session_state and not st.session_state[inputs.KEY_MODEL]:
+        # The box emptied with its clear button (a box with no default has one) runs the server's model: named
+        # in the box and the address, not a blank box over a model the link leaves out.
+        st.session_state[inputs.KEY_MODEL] = models.default_model_source()
     current = st.session_state.get(inputs.KEY_MODEL) or st.query_params.get(inputs.KEY_MODEL)
     options = models.model_options(current)
     source = st.selectbox(
