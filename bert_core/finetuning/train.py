@@ -583,6 +583,15 @@ def _finetune(
             "sentence loses its end first; --max-length goes up to the model's positions)",
             cut, len(features), model.tokenizer.max_length,
         )  # fmt: skip
+    trained = model.trained_length
+    if trained is not None and (past := sum(len(f.encoding) > trained for f in features)):
+        # The bundled demo model was pre-trained on 42 positions and reads 128: the rows past 42 are its
+        # random initial ones, which fine-tuning then meets for the first time (the app says so of such inputs).
+        log.warning(
+            "%d of %d examples are longer than the %d positions the model was pre-trained on: the positions "
+            "past that were never trained (--max-length %d keeps to them)",
+            past, len(features), trained, trained,
+        )  # fmt: skip
     rng = np.random.default_rng(config.seed)
     order = rng.permutation(len(features))
     n_eval = round(len(features) * config.eval_fraction)

@@ -362,6 +362,33 @@ def test_the_cli_makes_data_and_fine_tunes_on_it(tmp_path, tiny_checkpoint, caps
     assert len(bert_core.load_pretrained(out).info.labels) == 26
 
 
+def test_fine_tuning_says_when_examples_run_past_the_positions_the_model_was_pre_trained_on(
+    tmp_path, tiny_checkpoint, caplog
+):
+    """The bundled demo model was pre-trained on 42 positions and reads 128: fine-tuning on longer examples met
+    its untrained position rows without a word."""
+    import shutil
+
+    from app.cli import main as bertscope
+
+    source = tmp_path / "short"
+    shutil.copytree(tiny_checkpoint, source)
+    (source / "pretraining.json").write_text(json.dumps({"longest_sequence": 8}))
+    data = tmp_path / "senses.csv"
+    assert (
+        bertscope(["finetune", "make-data", "--task", "senses", "--out", str(data), "--examples", "26"]) == 0
+    )
+    args = ["--task", "classify", "--data", str(data), "--out", str(tmp_path / "m"), "--epochs", "1"]
+    with caplog.at_level(logging.WARNING, logger="bert_core.finetuning.train"):
+        assert finetune_cli([*args, "--from", str(source), "--threads", "1"]) == 0
+    assert "longer than the 8 positions the model was pre-trained on" in caplog.text
+    assert "--max-length 8" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="bert_core.finetuning.train"):
+        assert finetune_cli([*args, "--from", str(tiny_checkpoint), "--threads", "1"]) == 0
+    assert "pre-trained on" not in caplog.text  # no record: nothing to say
+
+
 def test_an_interrupted_fine_tune_says_what_it_saved(tmp_path, tiny_checkpoint, capsys, monkeypatch):
     """Stopped in its first epoch it once said "the last finished epoch (if any) is in OUT" of a folder that
     was never made; a model is saved after each epoch."""
