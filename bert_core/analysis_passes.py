@@ -20,6 +20,7 @@ from .checks import check_batch_tokens, listed
 from .errors import InputError
 from .interpret.value_weighted import value_weighted_norms
 from .modeling.packed import linear
+from .pieces import byte_level_spelling
 from .results import (
     PLL_SCORINGS,
     Analysis,
@@ -29,7 +30,7 @@ from .results import (
     PseudoLogLikelihood,
     ValueWeightedAttention,
 )
-from .tokenizer import Encoding
+from .tokenizer import SURROGATE, Encoding
 
 
 class AnalysisPasses:
@@ -62,24 +63,33 @@ class AnalysisPasses:
         return self._piece_names([self._follow_piece(word)])[0]
 
     def _follow_piece(self, word: str) -> int:
-        """The id of the piece the logit lens follows for `word`: the piece itself, or the piece a word typed
-        so starts as (RoBERTa's "river" is "Ġriver"; its plain "river" is the piece inside a word such as
-        "upriver", which nobody typing "river" means), or its normalised form (an uncased model's "River")."""
+        """The id of the piece the logit lens follows for `word`: the piece a word typed so starts as
+        (RoBERTa's "river" is "Ġriver"; its plain "river" is the piece inside a word such as "upriver", which
+        nobody typing "river" means), the word itself, or its normalised form (an uncased model's "River").
+        A byte-level vocabulary is searched in its own spelling (RoBERTa's "café" is "ĠcafÃ©"), and then for
+        the word as a piece's name, so a piece `lens_piece` gave back stands for itself."""
         if not isinstance(word, str) or not word.strip():
             raise InputError(f"a piece to follow must be a non-empty string, got {word!r}")
-        marker = self.architecture.piece_style.word_start_marker or ""
-        lowered = self.tokenizer.normalize(word)
+        if SURROGATE.search(word):  # no UTF-8, so no piece: the vocabulary lookup raised UnicodeEncodeError
+            raise InputError(f"the word to follow {ascii(word)} holds half of a UTF-16 surrogate pair")
+        style = self.architecture.piece_style
+        marker = style.word_start_marker or ""
+        spell = byte_level_spelling if style.byte_level else (lambda text: text)
         if marker and word.startswith(marker):
-            guesses = [word]
+            guesses = [marker + spell(word[len(marker) :])]
         else:
-            guesses = [marker + word, word, marker + lowered, lowered]
-        for guess in dict.fromkeys(g for g in guesses if g):
+            lowered = self.tokenizer.normalize(word)
+            guesses = [marker + spell(word), spell(word), marker + spell(lowered), spell(lowered)]
+        for guess in dict.fromkeys(g for g in [*guesses, word] if g):
             found = self.tokenizer.token_to_id(guess)
             if found is not None:
                 return found
-        enc = self.tokenizer.encode(word)
+        try:
+            enc = self.tokenizer.encode(word)
+        except InputError as exc:  # a word the tokenizer reads as nothing (a lone zero-width space)
+            raise InputError(f"the word to follow {word!r} is nothing this model reads") from exc
         pieces = [t for t, special in zip(enc.tokens, enc.special_tokens_mask, strict=True) if not special]
-        read = ", ".join(repr(p) for p in pieces) or "nothing"
+        read = ", ".join(repr(style.display(p)) for p in pieces) or "nothing"
         raise InputError(
             f"{word!r} is not one piece of this model's vocabulary: the model reads it as {read}. The lens "
             "follows single pieces; follow one of those"

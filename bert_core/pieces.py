@@ -43,6 +43,16 @@ def _byte_of_char() -> dict[str, int]:
 
 
 _BYTE_OF_CHAR = _byte_of_char()
+_CHAR_OF_BYTE = {b: c for c, b in _BYTE_OF_CHAR.items()}
+
+
+def byte_level_spelling(text: str) -> str:
+    """`text` as a byte-level vocabulary writes it: each byte of its UTF-8 as its alphabet's character ("é"
+    is "Ã©", " " is "Ġ"). Looked up as typed, "é" found the piece of the lone byte 0xE9, which never stands
+    for é. (`text` must be valid Unicode: a lone surrogate has no UTF-8.)"""
+    return "".join(_CHAR_OF_BYTE[b] for b in text.encode("utf-8"))
+
+
 # What a decoded piece's whitespace is drawn as: a chart label or a box option would show a blank (or break its
 # line) where the model read a space, a line break or a tab.
 _VISIBLE = {" ": VISIBLE_SPACE, "\n": "↵", "\t": "⇥", "\r": "␍"}

@@ -816,7 +816,7 @@ def _check_type(value: Any, name: str) -> None:
         raise InputError(f"{name} must be a string, got {type(value).__name__}")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _check_text(value: Any, name: str) -> None:
@@ -825,7 +825,7 @@ def _check_text(value: Any, name: str) -> None:
         raise InputError(f"{name} is empty; type or paste a sentence to analyse")
     # Half of a UTF-16 pair is no character: json.loads('"\\ud800"') makes one, and the tokenizers library
     # refused it with a bare TypeError ("TextInputSequence must be str"), a traceback from `bertscope finetune`.
-    if found := _SURROGATE.search(value):
+    if found := SURROGATE.search(value):
         raise InputError(
             f"{name} holds half of a UTF-16 surrogate pair, {ascii(found.group())}, at character "
             f"{found.start()}, which is no character: the text must be valid Unicode"

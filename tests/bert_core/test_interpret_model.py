@@ -419,6 +419,8 @@ def test_logit_lens_follows_the_pieces_asked_for_at_every_layer(mlm):
         (["river", ""], "non-empty string"),
         ([3], "non-empty string"),
         (7, "a piece or a list of pieces"),
+        (["\ud800"], "holds half of a UTF-16 surrogate pair"),  # raised UnicodeEncodeError
+        (["\u200b"], "is nothing this model reads"),  # said "text is empty", of a text the user never typed
     ],
 )
 def test_logit_lens_says_which_pieces_it_cannot_follow(mlm, follow, message):

@@ -202,6 +202,13 @@ def test_the_logit_lens_follows_a_typed_word_as_the_piece_that_starts_it(checkpo
         assert lens.followed_tokens == [followed], arch
         assert lens.followed_token_ids[0] == m.tokenizer.token_to_id(followed)
         assert m.lens_piece(typed) == followed and m.lens_piece(followed) == followed
+    # RoBERTa's vocabulary spells bytes: "é" is the piece "Ã©", as the model reads it; looked up as typed, it
+    # was the piece of the lone byte 0xE9, which never stands for é
+    m = bert_core.load_pretrained(checkpoints["roberta", "mlm"])
+    assert m.tokenizer.encode("é").tokens[1:-1] == ["Ã©"] and m.lens_piece("é") == "Ã©"
+    assert m.lens_piece("Ã©") == "Ã©"  # given back, a piece stands for itself
+    with pytest.raises(InputError, match=r"reads it as 'c', 'a', 'fé'"):  # named as read, not as bytes
+        m.lens_piece("café")
 
 
 def test_heads_and_what_each_lacks(checkpoints):
