@@ -174,10 +174,17 @@ def run_app(argv: list[str]) -> int:
     roots = args.model_roots if args.model_roots is not None else os.environ.get("BERTSCOPE_MODEL_ROOTS", "")
     named = "--model-roots" if args.model_roots is not None else "BERTSCOPE_MODEL_ROOTS"
     listed_roots = [r.strip() for r in roots.split(os.pathsep) if r.strip()]
-    missing = [r for r in listed_roots if not Path(r).expanduser().is_dir()]
+
+    def is_dir(root: str) -> bool:
+        try:
+            return Path(root).expanduser().is_dir()
+        except (OSError, RuntimeError):  # "~nosuchuser/models": no such home directory
+            return False
+
+    missing = [r for r in listed_roots if not is_dir(r)]
     if missing and len(missing) == len(listed_roots):
         parser.error(
-            f"{named}: {', '.join(missing)} {'is not a directory' if len(missing) == 1 else 'are no directories'}"
+            f"{named}: {', '.join(missing)} {'is not a directory' if len(missing) == 1 else 'are not directories'}"
         )
     for root in missing:
         print(f"bertscope: {named}: {root} is not a directory; models open from the others", file=sys.stderr)

@@ -190,8 +190,8 @@ def refusal(source: str) -> str | None:
             # --shared alone: the bundled models are all it opens, and the folder they are in (the install's
             # path) tells a student nothing they could use
             return (
-                f"this server opens the bundled models only ({', '.join(BUNDLED_NAMES)}); a lecturer names "
-                f"other model folders with bertscope --model-roots (or {ENV_MODEL_ROOTS})"
+                f"this server opens no local model directories besides the bundled models ({', '.join(BUNDLED_NAMES)}); "
+                f"a lecturer names other model folders with bertscope --model-roots (or {ENV_MODEL_ROOTS})"
             )
         return (
             "this server opens local model directories only under "
@@ -542,8 +542,8 @@ class ModelStore:
         """Whether loading `key` leaves a place for the room's model: not when `key` is that model, nor while
         that model's last load failed (a place kept for it would only stay empty). Caller holds the lock."""
         room = self._room_key
-        if room is None or key == room:
-            return False
+        if room is None or key == room or not self._counts(room):
+            return False  # (a bundled room model, @demo on a fresh --shared install, needs no place kept)
         room_key = model_key_of(room)
         return self._still_holds(self._failures.get(room_key), room_key) is None
 

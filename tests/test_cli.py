@@ -205,7 +205,8 @@ def test_a_model_root_that_is_no_directory_is_refused_at_start(monkeypatch, tmp_
     (tmp_path / "file").write_text("x")
     for given, said in [
         (["--model-roots", str(tmp_path / "typo")], f"--model-roots: {tmp_path / 'typo'} is not a directory"),
-        (["--model-roots", f"{tmp_path / 'file'}:{tmp_path / 'x'}"], "are no directories"),
+        (["--model-roots", f"{tmp_path / 'file'}:{tmp_path / 'x'}"], "are not directories"),
+        (["--model-roots", "~nosuchuser-bertscope/models"], "is not a directory"),  # a traceback before
     ]:
         with pytest.raises(SystemExit) as exc:
             cli.main(["--shared", *given])

@@ -206,9 +206,13 @@ def test_bundled_models_take_no_place_so_one_tab_on_them_shuts_nobody_out(tmp_pa
     gc.collect()
     held.append(store.load(str(c)))  # b let go of, c in its place
     assert store.load(str(demo)) is held[1] and store.load(str(qa)) is held[2]
-    assert [k for k in models.ModelStore()._free] and models.model_key(
-        models.DEMO_SOURCE
-    ) in models.ModelStore()._free
+    assert models.model_key(models.DEMO_SOURCE) in models.ModelStore()._free
+    # A bundled room model (@demo, on a fresh --shared install) keeps no place: with a bound of 2, two others
+    free_room = models.ModelStore(capacity=2, room_model=str(demo), free_keys=free)
+    kept = [free_room.load(str(demo)), free_room.load(str(b)), free_room.load(str(c))]
+    with pytest.raises(models.StoreFull) as full:
+        free_room.load(str(room))
+    assert "place kept" not in str(full.value) and sorted(full.value.in_use) == [str(b), str(c)] and len(kept) == 3
 
 
 def test_the_room_keeps_no_place_for_a_model_that_failed_or_at_a_capacity_of_one(tmp_path, load_calls):
@@ -465,7 +469,10 @@ def test_a_server_that_opens_only_the_bundled_models_says_so_without_its_install
     monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", str(models.DEMO_MODEL_DIR.parent))
     monkeypatch.setenv("BERTSCOPE_MODEL", "")
     reason = models.refusal(str(tmp_path))
-    assert reason is not None and "opens the bundled models only (@demo, @demo-senses" in reason
+    assert (
+        reason is not None
+        and "no local model directories besides the bundled models (@demo, @demo-senses" in reason
+    )
     assert str(models.DEMO_MODEL_DIR.parent) not in reason and "--model-roots" in reason
 
 
