@@ -71,9 +71,18 @@ def not_a_word(raw: str, tokenizer) -> bool:
     """Whether a typed target is a special token ("[MASK]", "<s>", any case, either family's mask spelling) or
     a "##" piece: stripped of its punctuation by `clean_target` it became "MASK" or "ing", another target."""
     typed = raw.strip().lower()
+    # also without the punctuation clean_target takes off, but for a special's own brackets: "[MASK]." and
+    # "([MASK])" were still found as the mask token
+    chars = list(typed)
+    while chars and chars[0] not in "[<" and unicodedata.category(chars[0]).startswith("P"):
+        chars.pop(0)
+    while chars and chars[-1] not in "]>" and unicodedata.category(chars[-1]).startswith("P"):
+        chars.pop()
+    bare = "".join(chars).strip()
     names = (tokenizer.cls_token, tokenizer.sep_token, tokenizer.mask_token, tokenizer.pad_token,
              tokenizer.unk_token, "[MASK]", "<mask>")  # fmt: skip
-    return typed in {n.lower() for n in names if n} or typed.startswith("##")
+    specials = {n.lower() for n in names if n}
+    return typed in specials or bare in specials or typed.startswith("##") or bare.startswith("##")
 
 
 def clean_target(raw: str) -> str:

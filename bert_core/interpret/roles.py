@@ -166,8 +166,11 @@ def role_stability(analyses: Sequence[Analysis], *, style: PieceStyle = WORDPIEC
         raise InputError(f"role_stability takes a list of Analysis results, got {type(analyses).__name__}")
     if not analyses:
         raise InputError("role stability needs at least one analysis")
-    if wrong := next((a for a in analyses if not hasattr(a, "attentions")), None):
-        raise InputError(f"role_stability takes a list of Analysis results; one is a {type(wrong).__name__}")
+    wrong = [a for a in analyses if not hasattr(a, "attentions")]
+    if wrong:  # (a None or "" among them is as wrong as any other)
+        raise InputError(
+            f"role_stability takes a list of Analysis results; one is a {type(wrong[0]).__name__}"
+        )
     shapes = {a.attentions.shape[:2] for a in analyses}
     if len(shapes) != 1:
         raise InputError(f"the analyses come from models of different shapes: {sorted(shapes)}")

@@ -212,7 +212,11 @@ def test_bundled_models_take_no_place_so_one_tab_on_them_shuts_nobody_out(tmp_pa
     kept = [free_room.load(str(demo)), free_room.load(str(b)), free_room.load(str(c))]
     with pytest.raises(models.StoreFull) as full:
         free_room.load(str(room))
-    assert "place kept" not in str(full.value) and sorted(full.value.in_use) == [str(b), str(c)] and len(kept) == 3
+    assert (
+        "place kept" not in str(full.value)
+        and sorted(full.value.in_use) == [str(b), str(c)]
+        and len(kept) == 3
+    )
 
 
 def test_the_room_keeps_no_place_for_a_model_that_failed_or_at_a_capacity_of_one(tmp_path, load_calls):

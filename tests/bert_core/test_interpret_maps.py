@@ -360,7 +360,13 @@ def test_the_maps_say_which_input_they_take(tiny_model):
     # and the others, which raised numpy's or Python's own errors (TypeError, AttributeError, ValueError)
     with pytest.raises(InputError, match="token_pca takes an Analysis"):
         bert_core.token_pca(None, 0)
-    for wrong in (r, "x", ["x"]):  # one Analysis not in a list, a string, a list of strings
+    for wrong in (
+        r,
+        "x",
+        ["x"],
+        [r, None],
+        [r, ""],
+    ):  # one Analysis not in a list, a string, a list of others
         with pytest.raises(InputError, match="role_stability takes a list of Analysis results"):
             bert_core.role_stability(wrong)
     for wrong in ("x", np.ones(3), np.ones((2, 3, 4)), [[1.0, 2.0], [1.0]]):

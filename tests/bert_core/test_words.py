@@ -87,6 +87,9 @@ def test_a_word_in_no_text_gives_no_rows(tiny_model):
         (["the [MASK] sat", "a [MASK] here"], "<mask>", {}, "special token or a word piece"),
         (TEXTS, " [cls] ", {}, "special token or a word piece"),
         (TEXTS, "##ed", {}, "special token or a word piece"),
+        (["the [MASK] sat", "a [MASK] here"], "[MASK].", {}, "special token or a word piece"),  # stripped
+        (["the [MASK] sat", "a [MASK] here"], "([MASK])", {}, "special token or a word piece"),
+        (TEXTS, "'[CLS]'", {}, "special token or a word piece"),
     ],
 )
 def test_bad_input_is_named(tiny_model, texts, word, kwargs, said):
