@@ -27,6 +27,11 @@ MAX_ANSWER_TOKENS = 30  # the longest answer `answer` gives by default, in piece
 QA_STRIDE = 128  # pieces a long passage's neighbouring windows share (at most half a window; see _qa_windows)
 
 
+class QuestionTooLong(InputError):
+    """A question that leaves no room for the passage: fine-tuning's --skip-unreachable skips such a row as it
+    skips an answer out of reach, and only such a row (an invalid text is still an error naming its line)."""
+
+
 class TaskPasses:
     """Mixed into `BertScopeModel` (see there for the attributes these methods use)."""
 
@@ -207,7 +212,7 @@ class TaskPasses:
         tail = list(range(context_at[-1] + 1, len(full)))
         room = self.tokenizer.max_length - len(head) - len(tail)
         if room < 1:
-            raise InputError(
+            raise QuestionTooLong(
                 f"the question takes {len(head)} of the model's {self.tokenizer.max_length} positions: "
                 "shorten it to leave room for the passage"
             )

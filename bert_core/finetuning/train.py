@@ -51,7 +51,7 @@ from ..pretraining.train import (
     warmup_problem,
     write_checkpoint,
 )
-from ..tasks import word_owner
+from ..tasks import QuestionTooLong, word_owner
 from ..tokenizer import Encoding
 from . import metrics
 from .data import TASKS, Example, example_labels
@@ -286,7 +286,7 @@ def make_features(
             else:
                 try:
                     feature = _qa_feature(model, example)
-                except InputError:  # a question that leaves no room for the passage: out of reach too
+                except QuestionTooLong:  # no room for the passage: out of reach too
                     if not skip:
                         raise
                     feature = None

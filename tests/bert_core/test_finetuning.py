@@ -340,6 +340,8 @@ def test_the_cli_reports_bad_input_with_exit_status_2(tmp_path, tiny_checkpoint,
     assert finetune_cli(args) == 2
     said = capsys.readouterr().err
     assert "qa.jsonl, line 1: the context holds half of a UTF-16 surrogate pair" in said, said
+    assert finetune_cli([*args, "--skip-unreachable"]) == 2  # not skipped as "out of reach" either
+    assert "the context holds half of a UTF-16 surrogate pair" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
     with pytest.raises(SystemExit) as exit_info:
         finetune_cli([*args, "--eval-fraction", "1.5"])
