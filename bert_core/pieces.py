@@ -150,12 +150,21 @@ class PieceStyle:
             # The pages count a word as bert_core.words does: punctuation is a word of its own in every family
             # (SentencePiece's own "bank." is one word), and RoBERTa writes no Ġ on the text's first word, as
             # nothing stands before it. "A piece without it continues the word" was false of both.
-            first = " the text's first word (no space stands before it) and" if self.byte_level else ""
-            told = (
-                f"A piece starting with {self.word_start_marker} (shown as {VISIBLE_SPACE}) begins a word after "
-                f"a space; a piece without it continues the word before it, except{first} punctuation, which "
-                "these pages count as words of their own."
-            )
+            if self.byte_level:
+                # RoBERTa's pre-tokenizer also starts a word, without Ġ, at a text's start, after punctuation
+                # ("(river" is "Ġ(", "r"…) and at digits after letters ("river2" is "Ġriver", "2")
+                told = (
+                    f"A piece starting with {self.word_start_marker} (shown as {VISIBLE_SPACE}) begins a word "
+                    "after a space. Words with no space before them start without it: the text's first word, "
+                    "punctuation, a word right after punctuation, digits after letters; any other piece without "
+                    "it continues the word before it."
+                )
+            else:
+                told = (
+                    f"A piece starting with {self.word_start_marker} (shown as {VISIBLE_SPACE}) begins a word "
+                    "after a space; a piece without it continues the word before it, except punctuation, which "
+                    "these pages count as words of their own."
+                )
             if self.byte_level:
                 told += (
                     " Pieces are made of bytes, so any text can be spelt: a character the vocabulary lacks is "

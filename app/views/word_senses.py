@@ -175,7 +175,8 @@ for n, r in zip(batch.used, batch.results, strict=True):
         # The line was cut to its first characters before the model read it: a target past that cut was said
         # to be "not in these sentences" (whole words only), above the note that the line was cut.
         typed = with_own_mask(items[n][0], tokenizer.mask_token)
-        whole = tokenizer.encode(typed, max_length=len(typed) + 3)  # never more pieces than characters
+        # at most 4 pieces a character (byte-level BPE: one per UTF-8 byte), and the specials
+        whole = tokenizer.encode(typed, max_length=4 * len(typed) + 3)
         if transforms.target_occurrences(whole, target, normalize, text=items[n][0]):
             char_cut.append(n)
             continue
