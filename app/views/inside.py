@@ -490,7 +490,14 @@ elif view == "lens":
         "'river' as 'Ġriver'); a word the model splits into several pieces can't be followed whole.",
     )
     followed: list[str] = []
-    for word in list(dict.fromkeys(w for w in re.split(r"[\s,]+", typed_follow) if w))[:MAX_FOLLOWED]:
+    words = list(dict.fromkeys(w for w in re.split(r"[\s,]+", typed_follow) if w))
+    if len(words) > MAX_FOLLOWED:
+        st.caption(
+            ui.md_escape(
+                f"Up to {MAX_FOLLOWED} words are followed; left out: {', '.join(words[MAX_FOLLOWED:])}."
+            )
+        )
+    for word in words[:MAX_FOLLOWED]:
         try:
             followed.append(active.model.lens_piece(word))  # each alone: one word it can't follow spoils none
         except bert_core.InputError as exc:
@@ -511,8 +518,8 @@ elif view == "lens":
             )
         )
     # The pieces whose rank is drawn, the last layer's answer first; a followed piece that is the answer is
-    # that line already. Named as displayed, with the piece itself where two display alike ("bank" and
-    # RoBERTa's "Ġbank" are both shown as "bank").
+    # that line already. Named as displayed ("Ġbank" as "␣bank"), or by the piece itself should two distinct
+    # pieces display alike, as a legend and a table need one name each.
     ranked = [(lens.final_token, lens.final_token_rank, lens.final_token_probability)] + [
         (t, r, p)
         for t, r, p in zip(

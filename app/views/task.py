@@ -130,16 +130,20 @@ elif info.task == "choice":
         persist_state="session",  # typed choices survive a visit to another page
         height=ui.box_height(ui.DEFAULT_BOX_PX),
     )
-    choices = [c.strip() for c in raw.splitlines() if c.strip()]
+    lines = [(n, c.strip()) for n, c in enumerate(raw.splitlines(), start=1) if c.strip()]
+    choices = [c for _, c in lines]
     if len(choices) < 2:
         st.info("Type at least two choices, one per line.")
         st.stop()
     try:
         ranked = cache.task_prediction(active, "choose", text, tuple(choices))
     except bert_core.BertScopeError as exc:
-        # the core's "choices[1]" is the box's second line; nobody typed a Sentence B here
+        # the core's "choices[1]" is the second choice, named by its line in the box (blank lines are skipped);
+        # nobody typed a Sentence B here
         st.error(
-            ui.user_message(re.sub(r"\bchoices\[(\d+)\]", lambda m: f"Choice {int(m[1]) + 1}", str(exc)))
+            ui.user_message(
+                re.sub(r"\bchoices\[(\d+)\]", lambda m: f"The choice on line {lines[int(m[1])][0]}", str(exc))
+            )
         )
         st.stop()
     frame = pd.DataFrame(ranked, columns=["choice", "probability"])

@@ -76,7 +76,9 @@ def test_bpe_pieces_show_a_visible_space_not_the_marker(family_dirs, monkeypatch
     assert not table["piece"][1].startswith("Ġ") and table["kind"][1] == "word"
     assert "RoBERTa never sees words" in _texts(at) and "not WordPiece" in _texts(at)
     # and the caption says so, where it said that every piece without Ġ continues the word before it
-    assert "Words with no space before them start without it: the text's first word, punctuation" in _texts(at)
+    assert "Words with no space before them start without it: the text's first word, punctuation" in _texts(
+        at
+    )
 
 
 def test_byte_level_pieces_show_the_characters_they_spell_not_mojibake(family_dirs, monkeypatch):

@@ -98,6 +98,12 @@ def test_the_logit_lens_follows_typed_words_beside_its_answer(make_app, tiny_mod
     assert at.text_input(key="lens_follow").value == "River, money riverbank"
     at.text_input(key="lens_follow").set_value("").run()
     assert len(figure(at, "lens_rank")["data"]) == 1 and not at.warning
+    # the answer itself, followed, is its own line once; words past the fifth are said to be left out
+    at.text_input(key="lens_follow").set_value(f"{lens.final_token} the a of on we sat by").run()
+    names = [t["name"] for t in figure(at, "lens_rank")["data"]]
+    assert names.count(f"rank of {lens.final_token}") == 1 and len(names) == len(set(names))
+    assert len(names) == len({lens.final_token, "the", "a", "of", "on"})
+    assert any("left out: we, sat, by" in c.value.replace("\\", "") for c in at.caption)
 
 
 def test_importance_without_a_mask_is_an_inline_message(make_app):

@@ -90,10 +90,12 @@ def test_tagger_answer_and_choices(heads, monkeypatch):
 def test_a_choice_the_model_reads_as_empty_is_named_by_its_line(heads, monkeypatch):
     """A line of zero-width characters was blamed on "Sentence B", which nobody had typed."""
     at = _app(monkeypatch, heads["choice"], a="Tom went")
-    at.text_area(key="task_choices").set_value("to deposit money\n\u200b\u200b").run()
+    at.text_area(key="task_choices").set_value("to deposit money\n\n\u200b\u200b").run()
     (error,) = [e.value.replace("\\", "") for e in at.error]
-    assert error.startswith("Choice 2 is empty once the tokenizer has removed") and "Sentence B" not in error
-    assert at.text_area(key="task_choices").value == "to deposit money\n\u200b\u200b"  # kept as typed
+    # named by its line in the box, the blank line counted
+    assert error.startswith("The choice on line 3 is empty once the tokenizer has removed"), error
+    assert "Sentence B" not in error
+    assert at.text_area(key="task_choices").value == "to deposit money\n\n\u200b\u200b"  # kept as typed
     model = bert_core.load_pretrained(heads["choice"])
     with pytest.raises(bert_core.InputError, match=r"^choices\[1\] is empty"):
         model.choose("Tom went", ["to deposit money", "\u200b\u200b"])
