@@ -377,7 +377,11 @@ class AnalysisPasses:
             rank = 1 + (probs > final_p[:, None]).sum(dim=-1)  # ranked by the same numbers topk sorted
             # (L + 1, F) -> (F, L + 1): a followed piece's probability at every layer, ranked as `rank` is
             follow_p = probs[:, follow_ids].T
-            follow_rank = 1 + (probs[None] > follow_p[:, :, None]).sum(dim=-1)  # (F, L + 1, V) -> (F, L + 1)
+            follow_rank = torch.zeros((len(follow_ids), len(probs)), dtype=torch.long, device=probs.device)
+            for k, i in enumerate(follow_ids):
+                # one piece at a time, (L + 1, V) -> (L + 1,): all at once held an (F, L + 1, V) mask, 1.5 GB
+                # for a thousand pieces of a 120k vocabulary
+                follow_rank[k] = 1 + (probs > probs[:, i, None]).sum(dim=-1)
         ids = top_ids.cpu().numpy()
         return LogitLens(
             text=text,
