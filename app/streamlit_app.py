@@ -30,24 +30,11 @@ def _count(n: int) -> str:
 def model_picker(hold: models.Hold) -> models.ActiveModel | None:
     """The model selectbox (pick a listed model or type a hub id / directory), loading, and the model card."""
     inputs.strip_typed_name(inputs.KEY_MODEL)
-    # Streamlit leaves a bound widget's default out of the address, so a link copied on the server's model named
-    # none, and opened on whatever model another server (or this one restarted with another --model) defaults
-    # to. The address is given the model before the box reads it (as a session's first run starts: later the
-    # box is bound and the address can't be set), and the box has no default of its own (index=None), so the
-    # address always names the model.
-    if inputs.KEY_MODEL not in st.session_state and not st.query_params.get(inputs.KEY_MODEL):
-        st.query_params[inputs.KEY_MODEL] = models.default_model_source()
-        st.rerun()
-    if inputs.KEY_MODEL in st.session_state and not st.session_state[inputs.KEY_MODEL]:
-        # The box emptied with its clear button (a box with no default has one) runs the server's model: named
-        # in the box and the address, not a blank box over a model the link leaves out.
-        st.session_state[inputs.KEY_MODEL] = models.default_model_source()
     current = st.session_state.get(inputs.KEY_MODEL) or st.query_params.get(inputs.KEY_MODEL)
     options = models.model_options(current)
     source = st.selectbox(
         "Model",
         options,
-        index=None,
         key=inputs.KEY_MODEL,
         bind="query-params",
         accept_new_options=True,

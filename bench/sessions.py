@@ -404,8 +404,7 @@ def main() -> None:
     ]
 
     def q(text: str) -> str:
-        # As a link copied from the address bar: it names the model (app/streamlit_app.py's model_picker)
-        return urllib.parse.urlencode({"model": str(model), "a": text})
+        return urllib.parse.urlencode({"a": text})
 
     def lecture(count: int) -> list[list[str]]:
         return [[f"attention?{q(LECTURE)}", *([] if args.one_page else ["Masked words"])]] * count

@@ -223,8 +223,8 @@ class Tab:
             msg = ForwardMsg()
             msg.ParseFromString(await self._ws.recv())
             kind = msg.WhichOneof("type")
-            # A run that ends early for a rerun (the app writes the model into a link that lacks it, then runs
-            # again) is not the page: wait for the run that finishes.
+            # A run that ends early for a rerun (Inside rewrites a link's short view key, then runs again) is not
+            # the page: wait for the run that finishes.
             if kind == "script_finished" and msg.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                 return errors
             if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":

@@ -516,21 +516,6 @@ def test_an_emptied_sentence_a_is_in_the_link_and_the_starting_sentence_is_not(a
     fresh.context.close()
 
 
-def test_the_link_names_the_model_even_when_it_is_the_servers_default(app_url, page, tiny_checkpoint):
-    """Streamlit leaves a bound widget's default out of the address: a link copied on the server's own model
-    named none, and after a restart with another --model (or on another server) opened on that one."""
-    page.goto(f"{app_url}/attention?a=the+cat+sat&layer=2")
-    page.wait_for_selector(CHART, timeout=60_000)
-    wait_for_app(page)
-    page.wait_for_function("() => location.search.includes('model=')", timeout=10_000)
-    query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
-    assert (
-        query["model"] == [str(tiny_checkpoint)] and query["a"] == ["the cat sat"] and query["layer"] == ["2"]
-    )
-    assert page.locator('[data-testid="stSidebar"] input[aria-label="Model"]').count() == 1
-    assert str(tiny_checkpoint)[-20:] in page.locator('[data-testid="stSidebar"]').inner_text()
-
-
 def test_the_first_pages_own_path_hands_over_to_the_root_with_its_parameters(app_url, page):
     """/tokens once answered "Page not found" (Streamlit serves the default page at the root only)."""
     page.goto(f"{app_url}/tokens?a=the+cat+sat&b=the+river")

@@ -97,14 +97,3 @@ def test_every_page_control_sends_its_kept_value_again(make_app):
         assert "a" in sidebar and not any(sidebar.values()), (spec.file, sidebar)
     assert len(seen) >= 30, sorted(seen)  # the pages' controls were reached, not just a few
     assert all(seen.values()), sorted(k for k, sent in seen.items() if not sent)
-
-
-def test_the_model_box_emptied_with_its_clear_button_names_the_servers_model(make_app, tiny_checkpoint):
-    """The box has no default of its own (so a link always names the model), which gives it a clear button:
-    emptied, it ran the server's model under a blank box, and the address left the model out again."""
-    at = make_app("views/tokens.py")
-    assert at.selectbox(key="model").value == str(tiny_checkpoint)  # the first run wrote it in
-    at.selectbox(key="model").set_value(None).run()
-    assert not at.exception
-    assert at.selectbox(key="model").value == str(tiny_checkpoint)
-    assert at.session_state["model"] == str(tiny_checkpoint)
