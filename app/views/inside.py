@@ -497,11 +497,25 @@ elif view == "lens":
                 f"Up to {MAX_FOLLOWED} words are followed; left out: {', '.join(words[MAX_FOLLOWED:])}."
             )
         )
+    marker = style.word_start_marker
+    inner = []  # words followed as a piece inside words: their vocabulary has no piece that starts a word so
     for word in words[:MAX_FOLLOWED]:
         try:
             followed.append(active.model.lens_piece(word))  # each alone: one word it can't follow spoils none
         except bert_core.InputError as exc:
             st.warning(ui.user_message(exc))
+            continue
+        if marker and not word.startswith(marker) and not followed[-1].startswith(marker):
+            inner.append(word)
+    if inner:
+        # RoBERTa reads " money" as "Ġ", "money" where its vocabulary lacks "Ġmoney": the piece followed is the
+        # one it uses inside words, which the help's "as the piece it starts a word as" did not cover
+        st.caption(
+            ui.md_escape(
+                f"No piece of this vocabulary starts a word as {', '.join(repr(w) for w in inner)}: followed as "
+                f"the piece {'it is' if len(inner) == 1 else 'they are'} inside words."
+            )
+        )
     try:
         lens = cache.logit_lens(
             active, inputs.text_a, inputs.text_b, position, tuple(dict.fromkeys(followed))
@@ -557,6 +571,9 @@ elif view == "lens":
         width_px=ui.chart_width(half=False),
         written=1,
     )
+    # The answer's line is drawn last, over the others, whose markers hid its numbers; first in the legend still
+    rank_fig.data = (*rank_fig.data[1:], rank_fig.data[0])
+    rank_fig.data[-1].legendrank = 1
     ui.show_figure(
         rank_fig,
         key="lens_rank",

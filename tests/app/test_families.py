@@ -136,6 +136,24 @@ def test_a_mask_inside_a_word_is_said_to_be_a_piece_of_it_to_roberta(family_dirs
     assert "splits the word" not in said
 
 
+def test_the_logit_lens_says_when_a_word_is_followed_as_a_piece_inside_words(family_dirs, monkeypatch):
+    """RoBERTa's vocabulary may lack a word's word-start piece ("Ġosited"): the lens then follows the piece it
+    uses inside words, which the help ("as the piece it starts a word as") did not cover; said so."""
+    at = _app(monkeypatch, family_dirs["roberta"], "views/inside.py", a="the <mask> of the river .")
+    at.radio(key="inside_view").set_value("lens").run()
+    at.text_input(key="lens_follow").set_value("osited river").run()
+    assert not at.exception
+    said = _texts(at)
+    assert "No piece of this vocabulary starts a word as 'osited'" in said and "'river'" not in said
+    names = [t["name"] for t in figure(at, "lens_rank")["data"]]
+    assert "rank of osited" in names and "rank of ␣river" in names
+    # the answer's line is drawn last, over the others, and listed first in the legend
+    assert (
+        figure(at, "lens_rank")["data"][-1].get("legendrank") == 1
+        and "text" in figure(at, "lens_rank")["data"][-1]
+    )
+
+
 def test_word_senses_says_how_the_sentences_read_the_word(family_dirs, monkeypatch):
     """RoBERTa reads 'bank' alone as several pieces but after a space as one: the caption names the pieces
     the sentences have, not the word's own split."""
