@@ -31,7 +31,7 @@ def _strip(spec: dict) -> np.ndarray:
     return values[~np.isnan(values)]
 
 
-def _app(monkeypatch, directory, **query) -> AppTest:
+def _app(monkeypatch, directory, page: str = PAGE, **query) -> AppTest:
     monkeypatch.setenv("BERTSCOPE_MODEL", str(directory))
     st.cache_resource.clear()
     st.cache_data.clear()
@@ -39,7 +39,7 @@ def _app(monkeypatch, directory, **query) -> AppTest:
     for k, v in query.items():
         at.query_params[k] = v
     at.run()
-    at.switch_page(PAGE).run()
+    at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -126,13 +126,7 @@ def test_qa_without_a_passage_and_a_model_without_a_head_say_so(heads, monkeypat
 
 
 def test_masked_words_offers_saliency_for_a_chosen_guess(monkeypatch, tiny_checkpoint):
-    monkeypatch.setenv("BERTSCOPE_MODEL", str(tiny_checkpoint))
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    at.query_params["a"] = "the cat sat on the [MASK] ."
-    at.run()
-    at.switch_page("views/masked_words.py").run()
+    at = _app(monkeypatch, tiny_checkpoint, "views/masked_words.py", a="the cat sat on the [MASK] .")
     at.selectbox(key="mask_saliency").select_index(1).run()
     assert not at.exception, [e.value for e in at.exception]
     strip = _strip(figure(at, "mask_saliency_strip"))
@@ -376,14 +370,7 @@ def test_a_passage_read_in_windows_is_said_to_be_read_whole(heads, monkeypatch):
 def test_a_fine_tuned_pooler_is_said_to_be_trained_by_its_task(heads, monkeypatch, task, name):
     """BERT's classifier and multiple-choice heads read the pooled vector, so fine-tuning trains the pooler on:
     "it was trained only for next-sentence prediction" was false of every such checkpoint (@demo-senses)."""
-    monkeypatch.setenv("BERTSCOPE_MODEL", str(heads[task]))
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    at.query_params["a"] = "we sat by the bank"
-    at.run()
-    at.switch_page("views/sentence_vector.py").run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = _app(monkeypatch, heads[task], "views/sentence_vector.py", a="we sat by the bank")
     said = " ".join(c.value for c in at.caption).replace("\\", "")
     assert (
         f"pre-trained for next-sentence prediction, it was then fine-tuned with this checkpoint's {name} head"
