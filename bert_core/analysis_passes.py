@@ -50,28 +50,16 @@ class AnalysisPasses:
         found = self.tokenizer.token_to_id(token)
         if found is not None:
             return found
-        marker = self.architecture.piece_style.word_start_marker or ""
-        lowered = self.tokenizer.normalize(token)
-        near = [g for g in dict.fromkeys((marker + token, lowered, marker + lowered)) if g and g != token]
-        near = [g for g in near if self.tokenizer.token_to_id(g) is not None]
+        near = [g for g in self._spellings(token) if g != token and self.tokenizer.token_to_id(g) is not None]
         hint = f" (the piece {near[0]!r} is)" if near else ""
         raise InputError(f"{token!r} is not a piece of this model's vocabulary{hint}")
 
-    def lens_piece(self, word: str) -> str:
-        """The piece `logit_lens(follow=[word])` follows for `word` (InputError where it follows none), so a
-        caller can check each of several words alone; given back, the piece stands for itself."""
-        return self._piece_names([self._follow_piece(word)])[0]
-
-    def _follow_piece(self, word: str) -> int:
-        """The id of the piece the logit lens follows for `word`: the piece a word typed so starts as
-        (RoBERTa's "river" is "Ġriver"; its plain "river" is the piece inside a word such as "upriver", which
-        nobody typing "river" means), the word itself, or its normalised form (an uncased model's "River").
-        A byte-level vocabulary is searched in its own spelling (RoBERTa's "café" is "ĠcafÃ©"), and then for
-        the word as a piece's name, so a piece `lens_piece` gave back stands for itself."""
-        if not isinstance(word, str) or not word.strip():
-            raise InputError(f"a piece to follow must be a non-empty string, got {word!r}")
-        if SURROGATE.search(word):  # no UTF-8, so no piece: the vocabulary lookup raised UnicodeEncodeError
-            raise InputError(f"the word to follow {ascii(word)} holds half of a UTF-16 surrogate pair")
+    def _spellings(self, word: str) -> list[str]:
+        """How this vocabulary may write a typed `word`, the likeliest first: as a word's first piece where
+        the family marks word starts (RoBERTa's "river" is "Ġriver"; its plain "river" is the piece inside a
+        word such as "upriver", which nobody typing "river" means), as typed, then normalised (an uncased
+        model's "River" is "river"); a byte-level vocabulary in its own spelling of the bytes (RoBERTa's
+        "café" is "ĠcafÃ©"). A word typed with the marker keeps it."""
         style = self.architecture.piece_style
         marker = style.word_start_marker or ""
         spell = byte_level_spelling if style.byte_level else (lambda text: text)
@@ -80,7 +68,22 @@ class AnalysisPasses:
         else:
             lowered = self.tokenizer.normalize(word)
             guesses = [marker + spell(word), spell(word), marker + spell(lowered), spell(lowered)]
-        for guess in dict.fromkeys(g for g in [*guesses, word] if g):
+        return list(dict.fromkeys(g for g in guesses if g))
+
+    def lens_piece(self, word: str) -> str:
+        """The piece `logit_lens(follow=[word])` follows for `word` (InputError where it follows none), so a
+        caller can check each of several words alone; given back, the piece stands for itself."""
+        return self._piece_names([self._follow_piece(word)])[0]
+
+    def _follow_piece(self, word: str) -> int:
+        """The id of the piece the logit lens follows for `word`: the first of its `_spellings` the vocabulary
+        has, else the word as a piece's name, so a piece `lens_piece` gave back stands for itself."""
+        if not isinstance(word, str) or not word.strip():
+            raise InputError(f"a piece to follow must be a non-empty string, got {word!r}")
+        if SURROGATE.search(word):  # no UTF-8, so no piece: the vocabulary lookup raised UnicodeEncodeError
+            raise InputError(f"the word to follow {ascii(word)} holds half of a UTF-16 surrogate pair")
+        style = self.architecture.piece_style
+        for guess in dict.fromkeys([*self._spellings(word), word]):
             found = self.tokenizer.token_to_id(guess)
             if found is not None:
                 return found

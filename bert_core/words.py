@@ -73,27 +73,27 @@ def not_a_word(raw: str, tokenizer) -> bool:
     typed = raw.strip().lower()
     # also without the punctuation clean_target takes off, but for a special's own brackets: "[MASK]." and
     # "([MASK])" were still found as the mask token
-    chars = list(typed)
-    while chars and chars[0] not in "[<" and unicodedata.category(chars[0]).startswith("P"):
-        chars.pop(0)
-    while chars and chars[-1] not in "]>" and unicodedata.category(chars[-1]).startswith("P"):
-        chars.pop()
-    bare = "".join(chars).strip()
+    bare = clean_target(typed, keep="[]")
     names = (tokenizer.cls_token, tokenizer.sep_token, tokenizer.mask_token, tokenizer.pad_token,
              tokenizer.unk_token, "[MASK]", "<mask>")  # fmt: skip
     specials = {n.lower() for n in names if n}
     return typed in specials or bare in specials or typed.startswith("##") or bare.startswith("##")
 
 
-def clean_target(raw: str) -> str:
-    """A typed target word without the spaces and punctuation around it: ' bank. ' -> 'bank'.
+def clean_target(raw: str, *, keep: str = "") -> str:
+    """A typed target word without the spaces and punctuation around it: ' bank. ' -> 'bank'; the marks in
+    `keep` stay where they are.
 
     Punctuation inside the word stays ("can't"); the tokenizer decides whether that is still one word.
     """
+
+    def stripped(c: str) -> bool:
+        return c.isspace() or (unicodedata.category(c).startswith("P") and c not in keep)
+
     chars = list(raw.strip())
-    while chars and (chars[0].isspace() or unicodedata.category(chars[0]).startswith("P")):
+    while chars and stripped(chars[0]):
         chars.pop(0)
-    while chars and (chars[-1].isspace() or unicodedata.category(chars[-1]).startswith("P")):
+    while chars and stripped(chars[-1]):
         chars.pop()
     return "".join(chars)
 
