@@ -828,7 +828,11 @@ def rank_axis(
             text = f"{ranks[k]:,.0f}"
             if kept is None or (kept - k) * step >= 0.6 * font * (len(text) + len(shown[kept])) / 2 + 6:
                 shown[k], kept = text, k
-        trace.update(mode="lines+markers+text", text=shown, textposition="top center")
+        # a halo of the background's colour ("auto"): a followed piece's line or marker through a number
+        # ("2" over another line's point at rank 3) left it hard to read
+        trace.update(
+            mode="lines+markers+text", text=shown, textposition="top center", textfont={"shadow": "auto"}
+        )
     top = max(1.0, float(top_rank))
     if top > 20:
         low, high = np.log10(0.8), np.log10(top)

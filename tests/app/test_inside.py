@@ -90,6 +90,8 @@ def test_the_logit_lens_follows_typed_words_beside_its_answer(make_app, tiny_mod
         assert decode(lines[f"rank of {word}"]["y"]).tolist() == lens.followed_ranks[k].tolist()
     # the answer's line carries its numbers; a followed line none, where they would run over each other
     assert "text" in lines[f"rank of {lens.final_token}"]
+    # with a halo, readable where another line runs through a number
+    assert lines[f"rank of {lens.final_token}"]["textfont"]["shadow"] == "auto"
     assert all("text" not in t for name, t in lines.items() if name != f"rank of {lens.final_token}")
     rank_axis = figure(at, "lens_rank")["layout"]["yaxis"]
     high = 10 ** rank_axis["range"][1] if rank_axis.get("type") == "log" else rank_axis["range"][1]
