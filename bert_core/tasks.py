@@ -101,6 +101,13 @@ class TaskPasses:
         words: list[tuple[int, int, int, str, float]] = []  # (sentence, start, end, label, probability)
         index: dict[tuple[int, int], int] = {}  # (sentence, word) -> its place in `words`
         opening: set[tuple[int, int]] = set()  # words read so far as punctuation only: "(" of "(Tom)"
+        # A typed [SEP] (or [CLS], [PAD]) is no word of an entity, whatever the tagger labels it: "at 9:30.
+        # [SEP] Tom" made the TIME "at 9:30. [SEP]"
+        typed = set(self._typed_special_ids())
+        tags = [
+            (t, "O", p) if int(i) in typed else (t, label, p)
+            for (t, label, p), i in zip(tags, enc.input_ids, strict=True)
+        ]
         for i, (sentence, (start, end)) in enumerate(
             zip(enc.sequence_ids, enc.offsets.tolist(), strict=True)
         ):

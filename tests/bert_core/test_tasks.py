@@ -415,6 +415,18 @@ def test_a_words_opening_bracket_or_quote_does_not_decide_its_entity():
         assert ("PERSON", "Tom", "Tom") in found, (text, found)
 
 
+def test_a_typed_separator_is_no_part_of_an_entity():
+    """The bundled @demo-roles head tags a typed [SEP] after "at 9:30." I-TIME, which made the TIME entity
+    "at 9:30. [SEP]"; tag() still says what the tagger labelled it."""
+    from pathlib import Path
+
+    m = bert_core.load_pretrained(Path(__file__).resolve().parents[2] / "assets" / "demo-tasks" / "roles")
+    text = "Anna walked to the bank at 9:30. [SEP] Tom sat."
+    assert [label for t, label, _ in m.tag(text)][11] == "I-TIME"  # the typed one, not the last [SEP]
+    found = [(e.label, e.text) for e in m.entities(text)]
+    assert ("TIME", "at 9:30") in found and not [t for _, t in found if "[SEP]" in t]
+
+
 def test_attribution_targets_of_the_wrong_shape_are_named(task_dirs, tiny_model):
     tagger = bert_core.load_pretrained(task_dirs["bert", "tag"])
     classifier = bert_core.load_pretrained(task_dirs["bert", "classify"])
