@@ -218,8 +218,8 @@ class AnalysisPasses:
         ablation, signed and not normalised, as Michel et al. (2019) first measure heads (not their
         gradient-based importance score).
 
-        position: default the first [MASK]; token: a vocabulary piece, default the intact model's top
-        prediction there. head_mask (L, N): heads already off in every run, the intact one included. After one
+        position: default the first [MASK]; token: a vocabulary piece or its id, default the intact model's
+        top prediction there. head_mask (L, N): heads already off in every run, the intact one included. After one
         intact pass, the L x N ablated runs go through the encoder a layer at a time, as rows of batches of at
         most `max_batch_tokens` (B x S) tokens, each row with its own head mask.
         """
@@ -227,7 +227,13 @@ class AnalysisPasses:
         max_batch_tokens = check_batch_tokens(max_batch_tokens)
         enc = self.encode(text, text_pair)
         position = self._target_position(enc, position)
-        token_id = None if token is None else self._vocab_piece(token)
+        if token is None:
+            token_id = None
+        elif isinstance(token, (int, np.integer)) and not isinstance(token, bool):
+            # an id, as attribute()'s (position, token) target takes one
+            token_id = self._check_index(token, self.config.vocab_size, "token")
+        else:
+            token_id = self._vocab_piece(token)
         base = self._head_mask_tensor(head_mask)
         layers, heads = self.config.num_hidden_layers, self.config.num_attention_heads
         if base is None:

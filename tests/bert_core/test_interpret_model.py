@@ -225,6 +225,11 @@ def test_head_importance_options(mlm):
     ablated = hf_log_probs(hf, ids, position, [(0, 0), (2, 1)])[money]
     assert whole.drop[2, 1] == pytest.approx(intact - ablated, abs=TOL)
     np.testing.assert_array_equal(whole.base_head_mask, base)
+    # the piece's id picks the same piece, as attribute()'s (position, token) target takes one
+    by_id = ours.head_importance(text, position, money, head_mask=base)
+    assert by_id.token == "money" and by_id.drop.tolist() == whole.drop.tolist()
+    with pytest.raises(InputError, match="token must be an integer from 0 to"):
+        ours.head_importance(text, position, ours.config.vocab_size)
 
 
 def test_head_importance_errors(mlm, tiny_checkpoint, tmp_path):
