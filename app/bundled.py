@@ -1,8 +1,11 @@
-"""The models shipped in assets/ and the names the app's picker gives them (@demo, @demo-qa, ...). Free of
-Streamlit, so that `bertscope finetune --from @demo-qa` can read them without starting Streamlit's caches."""
+"""The models shipped in assets/ and the names the app's picker gives them (@demo, @demo-qa, ...), and the
+setting that decides whether the hub's default model can be downloaded instead of falling back to them. Free
+of Streamlit, so that `bertscope` and `bertscope finetune --from @demo-qa` can read them without starting
+Streamlit's caches."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 DEMO_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "demo-model"
@@ -17,3 +20,11 @@ def bundled_dir(name: str) -> Path | None:
     if name in DEMO_TASKS:
         return DEMO_TASKS_DIR / DEMO_TASKS[name]
     return DEMO_MODEL_DIR if name == DEMO_SOURCE else None
+
+
+ENV_ALLOW_HUB = "BERTSCOPE_ALLOW_HUB"  # "0" = no hub downloads; models already in the HF cache still load
+
+
+def hub_downloads_allowed() -> bool:
+    """Read on every use, so a test or a restart can change it."""
+    return os.environ.get(ENV_ALLOW_HUB, "").strip().lower() not in ("0", "false", "no", "off")

@@ -223,6 +223,7 @@ def run_app(argv: list[str]) -> int:
     if args.shared and not os.environ.get("BERTSCOPE_MODEL_ROOTS", "").strip(os.pathsep + " "):
         # An empty setting (an unset shell variable in `--model-roots "$ROOTS"`) would mean "anywhere".
         os.environ["BERTSCOPE_MODEL_ROOTS"] = str(Path(__file__).resolve().parents[1] / "assets")
+    from app.bundled import hub_downloads_allowed  # not app.models: Streamlit's caches log outside a server
     from app.cpus import cores, cpu_quota  # no numpy yet: it sizes its own threads when imported
 
     if "OMP_NUM_THREADS" not in os.environ and cpu_quota() is not None:
@@ -244,7 +245,7 @@ def run_app(argv: list[str]) -> int:
             )
     elif (
         not os.environ.get("BERTSCOPE_MODEL", "").strip()
-        and os.environ.get("BERTSCOPE_ALLOW_HUB", "").strip().lower() not in ("0", "false", "no", "off")
+        and hub_downloads_allowed()
         and not default_model_cached()
     ):
         # Said where the person who started the server looks while the first page waits: a download of that

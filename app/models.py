@@ -26,12 +26,19 @@ import bert_core
 from app import server
 
 # (names here too: tests stand a tiny checkpoint in for the demo model by setting models.DEMO_MODEL_DIR)
-from app.bundled import DEMO_MODEL_DIR, DEMO_SOURCE, DEMO_TASKS, DEMO_TASKS_DIR, bundled_dir  # noqa: E402
+from app.bundled import (  # noqa: E402
+    DEMO_MODEL_DIR,
+    DEMO_SOURCE,
+    DEMO_TASKS,
+    DEMO_TASKS_DIR,
+    ENV_ALLOW_HUB,
+    bundled_dir,
+    hub_downloads_allowed,
+)
 
 DEFAULT_HUB_MODEL = "bert-base-uncased"
 ENV_MODEL = "BERTSCOPE_MODEL"
 # Settings for a shared server (read on every use, so a test or a restart can change them):
-ENV_ALLOW_HUB = "BERTSCOPE_ALLOW_HUB"  # "0" = no hub downloads; models already in the HF cache still load
 ENV_EXACT = "BERTSCOPE_EXACT"  # "1" = on the CPU, the reference's own matmuls: bit-identical to transformers
 ENV_MODEL_ROOTS = "BERTSCOPE_MODEL_ROOTS"  # "/a:/b" = open local checkpoints only under these directories
 KEY_HOLD = "_model_hold"  # session state: this session's Hold (the ActiveModel the sidebar loaded)
@@ -101,10 +108,6 @@ def loaded_key(source: str) -> str:
     """The key of a loaded model and of its cached results: the checkpoint, and the arithmetic it runs (exact
     mode loads other layers, so a process that switches BERTSCOPE_EXACT must not get the other model)."""
     return model_key(source) + (" [exact]" if exact_arithmetic() else "")
-
-
-def hub_downloads_allowed() -> bool:
-    return os.environ.get(ENV_ALLOW_HUB, "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def exact_arithmetic() -> bool:
