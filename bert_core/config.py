@@ -66,7 +66,8 @@ class BertConfig:
     # Width of the embedding tables (E) when it differs from hidden_size (ALBERT, ELECTRA): the embedding output
     # is then projected to H before the first layer. None = hidden_size.
     embedding_size: int | None = None
-    # The first position id (RoBERTa: pad_token_id + 1, from fairseq); positions run from it up.
+    # The first position id (RoBERTa: pad_token_id + 1, from fairseq); positions run from it up, skipping
+    # any <pad> (bert_core.tokenizer.position_ids).
     position_offset: int = 0
     # ALBERT: layers share weights in num_hidden_groups groups of inner_group_num layers each.
     num_hidden_groups: int = 1

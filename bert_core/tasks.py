@@ -20,7 +20,7 @@ from .checks import listed
 from .errors import InputError
 from .modeling.encoder import EncoderOutput
 from .results import Attribution, Entity
-from .tokenizer import Encoding, _frozen
+from .tokenizer import Encoding, _frozen, position_ids
 
 ATTRIBUTION_METHODS = ("integrated_gradients", "gradient_x_input")
 MAX_ANSWER_TOKENS = 30  # the longest answer `answer` gives by default, in pieces
@@ -408,13 +408,13 @@ class TaskPasses:
 
 
 def _select(full: Encoding, keep: list[int], position_offset: int) -> Encoding:
-    """The pieces of `full` at `keep`, as an Encoding of their own (positions renumbered from the offset)."""
+    """The pieces of `full` at `keep`, as an Encoding of their own (positions counted afresh, as the model counts them in a window of its own)."""
     index = np.array(keep, dtype=np.intp)
     return Encoding(
         tokens=[full.tokens[i] for i in keep],
         input_ids=_frozen(full.input_ids[index]),
         token_type_ids=_frozen(full.token_type_ids[index]),
-        position_ids=_frozen(np.arange(position_offset, position_offset + len(keep), dtype=np.int64)),
+        position_ids=_frozen(position_ids(full.input_ids[index], position_offset)),
         offsets=_frozen(full.offsets[index]),
         sequence_ids=[full.sequence_ids[i] for i in keep],
         word_ids=[full.word_ids[i] for i in keep],

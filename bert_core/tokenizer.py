@@ -231,6 +231,18 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def position_ids(input_ids: np.ndarray, offset: int) -> np.ndarray:
+    """Position ids (S,) int64 for input_ids (S,). From 0 without an offset (BERT's arange). With one
+    (RoBERTa: pad_token_id + 1), fairseq and transformers count only the pieces that are not padding and give
+    padding the pad id itself, so a <pad> typed in the text takes position offset - 1 and the pieces after it
+    stay one place lower than an arange would put them."""
+    if not offset:
+        return np.arange(len(input_ids), dtype=np.int64)
+    pad_id = offset - 1
+    real = input_ids != pad_id
+    return (np.cumsum(real) * real + pad_id).astype(np.int64)
+
+
 class PieceTokenizer:
     """Any `tokenizers` model (WordPiece, byte-level BPE, Unigram) -> `Encoding`, never padded.
 
@@ -381,14 +393,11 @@ class PieceTokenizer:
         if not (text.isascii() and (text_pair is None or text_pair.isascii())):
             _cover_trailing_marks(offsets, sequence_ids, (text, text_pair))
 
-        length = len(tokens)
         return Encoding(
             tokens=tokens,
             input_ids=_frozen(input_ids),
             token_type_ids=_frozen(token_type_ids),
-            position_ids=_frozen(
-                np.arange(self.position_offset, self.position_offset + length, dtype=np.int64)
-            ),
+            position_ids=_frozen(position_ids(input_ids, self.position_offset)),
             offsets=_frozen(offsets),
             sequence_ids=sequence_ids,
             word_ids=word_ids,

@@ -290,8 +290,8 @@ class Encoder(nn.Module):
         details_layer: int | None = None,
         word_embeddings: Tensor | None = None,
     ) -> EncoderOutput:
-        """input_ids (B, S) int64; token_type_ids, position_ids (B, S) (default: zeros, and the positions from
-        the architecture's first one up); attention_mask (B, S) with 1 = real token, 0 = padding; head_mask
+        """input_ids (B, S) int64; token_type_ids, position_ids (B, S) (default: zeros, and the positions as
+        the architecture counts them); attention_mask (B, S) with 1 = real token, 0 = padding; head_mask
         (L, N) with 1 = keep, 0 = switch the head off, or (B, L, N) for a mask per row (ablating many heads in
         one batched call). keep_attentions=False returns no attention stack (1/L of the memory, for callers that
         need only vectors); details_layer asks one layer for its queries, keys, values and raw scores;
@@ -300,8 +300,11 @@ class Encoder(nn.Module):
         c = self.config
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        if position_ids is None:
-            position_ids = c.position_offset + torch.arange(s, device=input_ids.device).expand(b, s)
+        if position_ids is None and c.position_offset:  # counted as `bert_core.tokenizer.position_ids` counts
+            real = (input_ids != c.position_offset - 1).long()
+            position_ids = torch.cumsum(real, dim=1) * real + (c.position_offset - 1)
+        elif position_ids is None:
+            position_ids = torch.arange(s, device=input_ids.device).expand(b, s)
         mask = additive_mask(attention_mask)
         emb = self.embeddings(input_ids, token_type_ids, position_ids, word_embeddings)
         hidden = self.project(self.embeddings.dropout(emb.normalized))  # (B, S, E) -> (B, S, H)

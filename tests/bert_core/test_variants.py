@@ -332,3 +332,37 @@ def test_byte_level_pieces_read_as_the_text_they_spell(checkpoints):
     # other families are untouched: SentencePiece's ▁ and WordPiece's ## are characters, not bytes
     albert = bert_core.load_pretrained(checkpoints["albert", "model"]).info.piece_style
     assert not albert.byte_level and albert.display("▁café") == "␣café" and not albert.partial("é")
+
+
+def test_a_typed_pad_takes_the_position_roberta_gives_it(checkpoints):
+    """RoBERTa counts positions over the pieces that are not <pad> (fairseq's make_positions, kept by
+    transformers): a <pad> typed in the text takes position 1 and the pieces after it one place lower than an
+    arange; counted as an arange, everything after it drifted from the reference by up to 3.4 (issue 16)."""
+    directory = checkpoints["roberta", "mlm"]
+    ours = bert_core.load_pretrained(directory)
+    hf = _reference(directory, "mlm", "roberta")
+    tok = hf_tokenizer(directory, "roberta")
+    text, pair = "the bank<pad> of the <mask> .", "the <pad>river ran"
+    r = ours.analyze(text, pair)
+    enc = tok(text, pair, return_tensors="pt")
+    assert r.input_ids.tolist() == enc["input_ids"][0].tolist()
+    pad = ours.config.pad_token_id
+    assert r.tokens.count("<pad>") == 2
+    expected = (
+        transformers.models.roberta.modeling_roberta.RobertaEmbeddings.create_position_ids_from_input_ids(
+            enc["input_ids"], pad
+        )
+    )
+    assert r.position_ids.tolist() == expected[0].tolist()
+    assert r.position_ids[r.tokens.index("<pad>")] == pad
+    with torch.inference_mode():
+        out = hf(**enc, output_attentions=True, output_hidden_states=True)
+        # the encoder's own default positions (training's batches) count the same way
+        default = ours.network.base(enc["input_ids"]).last_hidden_state
+    np.testing.assert_allclose(r.attentions, torch.stack(out.attentions)[:, 0].numpy(), atol=TOL, rtol=0)
+    np.testing.assert_allclose(
+        r.hidden_states, torch.stack(out.hidden_states)[:, 0].numpy(), atol=TOL, rtol=0
+    )
+    np.testing.assert_allclose(default[0].numpy(), out.hidden_states[-1][0].numpy(), atol=TOL, rtol=0)
+    probs = ours.predict_masks(text, pair, top_k=1)[0].as_pairs()[0][1]
+    assert abs(probs - float(torch.softmax(out.logits[0, r.tokens.index("<mask>")], -1).max())) <= TOL
