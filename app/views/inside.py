@@ -214,7 +214,9 @@ elif view == "value":
         "Attention weights ignore how large the attended vectors are. Value-weighted attention ‖α·f(x)‖ "
         "(Kobayashi et al., 2020) scales each weight by the size of what the token actually contributes: "
         + ui.md_escape(f"{cls}/{sep}")
-        + " heads often have large weights but tiny vectors."
+        + " heads often have large weights but tiny vectors. f(x) is the token's value vector (bias included) "
+        "through the head's share of the output projection, whose bias is left out: it is added once, from no "
+        "token."
     )
     layer, head = layer_and_head("value")
     try:

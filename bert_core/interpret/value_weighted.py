@@ -1,9 +1,9 @@
 """Value-weighted attention (Kobayashi et al., 2020, "Attention is Not Only a Weight"): the size of what token j
 actually adds to token i's update, ||alpha_ij f(x_j)||, rather than the weight alpha_ij alone.
 
-f(x_j) is token j's vector after the head's value projection and the head's slice of the attention output
-projection (without its bias, which is added once, not per token): the part of the layer's output that
-comes from j. Heads that pile weight on [SEP] or [CLS] usually do so with tiny f vectors, so their
+f(x_j) is token j's vector after the head's value projection (its bias included, as in the paper's f) and the
+head's slice of the attention output projection (without its bias, which is added once, not per token): the
+part of the layer's output that comes from j. Heads that pile weight on [SEP] or [CLS] usually do so with tiny f vectors, so their
 value-weighted maps are nearly empty.
 
 This file combines the per-token transformed vectors with the attention weights; the model computes them
