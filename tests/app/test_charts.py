@@ -22,6 +22,22 @@ def test_heatmap_keeps_repeated_tokens_apart():
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), m)
 
 
+def test_a_heatmaps_one_bound_is_kept_and_the_other_taken_from_the_data():
+    """plotly drops a lone zmin (zauto stays on unless both bounds are set): near-uniform attention of 0.089 to
+    0.093 was drawn from white to dark, as if it had structure, under a page that asked for white = 0."""
+    m = np.array([[0.089, 0.093], [0.091, 0.090]], dtype=np.float32)
+    trace = charts.heatmap(m, ["a", "b"], ["a", "b"], zmin=0.0).data[0]
+    assert trace.zmin == 0.0 and trace.zmax == pytest.approx(0.093)
+    trace = charts.heatmap(-m, ["a", "b"], ["a", "b"], zmax=0.0).data[0]
+    assert trace.zmax == 0.0 and trace.zmin == pytest.approx(-0.093)
+    # every weight at the bound (a head switched off): still a range, not zmin == zmax
+    trace = charts.heatmap(np.zeros((2, 2)), ["a", "b"], ["a", "b"], zmin=0.0).data[0]
+    assert (trace.zmin, trace.zmax) == (0.0, 1.0)
+    # no bound asked for: plotly's own scale, as before
+    trace = charts.heatmap(m, ["a", "b"], ["a", "b"]).data[0]
+    assert trace.zmin is None and trace.zmax is None
+
+
 def test_a_heatmap_sends_no_hover_label_per_cell_and_names_every_cell_in_its_hover():
     """A 512-token map's 262,144 "row → column" labels made one figure 6.8 MB to send and parse (Inside's
     value-weighted view drew three); past 128 × 128 cells they were left out and the hover named row and column
@@ -133,6 +149,14 @@ def test_a_legend_gets_the_rows_it_wraps_into_on_a_1024_px_screen_in_normal_text
     names = ["|word|", "|segment|", "|position|", "|summed|", "|normalized|", "|projected|"]
     fig = charts.grouped_bars(["a", "b"], {n: [1.0, 2.0] for n in names}, title="Vector length per token")
     assert fig.layout.title.pad.b >= 2 * 2 * charts.BASE_FONT  # two rows of legend under the title
+
+
+def test_grouped_values_drawn_as_lines_still_start_at_zero():
+    many = charts.GROUPED_BARS_LIMIT + 1
+    fig = charts.grouped_bars(
+        [str(i) for i in range(many)], {"|normalized|": [13.6 + i / 1000 for i in range(many)]}
+    )
+    assert fig.data[0].type == "scatter" and fig.layout.yaxis.rangemode == "tozero"
 
 
 def test_a_wrapped_legend_gets_a_row_for_each_row_of_its_columns():
