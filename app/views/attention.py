@@ -78,16 +78,21 @@ if result.text_pair is not None:
 
 # -- the token axes after the options --------------------------------------------------------------------
 style = active.model.info.piece_style
+# What the toggle hides: the tokenizer's [CLS]/[SEP] and any typed into the text, which the model reads as the
+# same tokens (the Tokens page says so) and which draw attention as they do; a typed [SEP] stayed on the map
+tokenizer = active.model.tokenizer
+markers = [i for i in (tokenizer.cls_token_id, tokenizer.sep_token_id) if i is not None]
+is_marker = np.asarray(result.special_tokens_mask) | np.isin(result.input_ids, markers)
 if merge:
     groups = transforms.word_groups(result)
     names = [transforms.group_label(result.tokens, g, style) for g in groups]
     seqs = [result.sequence_ids[g[0]] for g in groups]
-    special = [bool(result.special_tokens_mask[g[0]]) for g in groups]
+    special = [bool(is_marker[g[0]]) for g in groups]
 else:
     groups = None
     names = [style.display(t) for t in result.tokens]
     seqs = list(result.sequence_ids)
-    special = result.special_tokens_mask.tolist()
+    special = is_marker.tolist()
 keep = [i for i in range(len(names)) if not (hide_special and special[i])]
 rows = [i for i in keep if direction != "A→B" or seqs[i] == 0]
 rows = [i for i in rows if direction != "B→A" or seqs[i] == 1]
@@ -147,6 +152,13 @@ if view == MODEL_VIEW:
         "Every layer (rows) and head (columns), each map scaled to its own maximum (the CSV has the "
         f"unscaled weights). The outline marks {outlined}, as chosen above. Click a map to open it as a heatmap."
     )
+    if any(r for row in roles for r in row):
+        # the roles are the heads', from every token: a label such as "previous" under an A→B map read as
+        # describing what was drawn, and nothing said what the words meant
+        caption += (
+            " A word under a map is that head's role, judged on the whole input whatever the options here hide "
+            "(Inside the model › Head roles says how)."
+        )
     if reduced:
         caption += (
             f" Maps are averaged down to {thumbs.shape[-2]}×{thumbs.shape[-1]} blocks of tokens to keep the "

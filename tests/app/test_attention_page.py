@@ -66,6 +66,20 @@ def test_hide_specials_and_merge_words(make_app, tiny_checkpoint):
     assert "The numbers count words here, not pieces." in said  # "12: ." unmerged is "10: ." merged
 
 
+def test_hiding_the_specials_hides_a_typed_sep_too(make_app, tiny_checkpoint):
+    """The model reads a typed [SEP] as the one the tokenizer adds, and it draws attention as that one does; it
+    stayed on the map with the toggle on, merged into words or not."""
+    text = "the cat [SEP] the dog"
+    r = bert_core.load_pretrained(tiny_checkpoint).analyze(text)
+    assert r.tokens.count("[SEP]") == 2 and r.special_tokens_mask.sum() == 2  # one typed, one added
+    at = make_app(PAGE, a=text, head="1")
+    at.toggle(key="att_hide_special").set_value(True).run()
+    keep = [i for i, t in enumerate(r.tokens) if t not in ("[CLS]", "[SEP]")]
+    np.testing.assert_allclose(heat(at), r.attentions[0, 0][np.ix_(keep, keep)], atol=1e-6)
+    at.toggle(key="att_merge").set_value(True).run()
+    assert not any("[SEP]" in name for name in figure(at, "att_heatmap")["layout"]["yaxis"]["ticktext"])
+
+
 def test_pair_directions(make_app, tiny_checkpoint):
     r = bert_core.load_pretrained(tiny_checkpoint).analyze("the cat", "the dog")
     at = make_app(PAGE, a="the cat", b="the dog", head="2")
@@ -84,6 +98,11 @@ def test_model_view_has_every_layer_and_head(make_app, expected):
     s = len(expected.tokens)
     first = expected.attentions[0, 0]
     np.testing.assert_allclose(mosaic[:s, :s], first / first.max(), atol=1e-6)
+    # the words under the maps are the heads' roles, and the page says what they are
+    assert any(r for row in bert_core.head_roles(expected).labels for r in row)
+    assert "whatever the options here hide (Inside the model › Head roles" in " ".join(
+        c.value for c in at.caption
+    )
     # the layer slider and head box still say something here: the chosen map, or layer, is outlined
     (outline,) = spec["layout"]["shapes"]
     at.slider(key="layer").set_value(2).run()
