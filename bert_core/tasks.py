@@ -210,19 +210,7 @@ class TaskPasses:
         specials around it repeat, the context's pieces advance by (window - stride)."""
         if isinstance(stride, bool) or not isinstance(stride, int) or stride < 0:
             raise InputError(f"stride must be a non-negative integer, got {stride!r}")
-        # read as `encode` reads every text: a typed [MASK] or <mask> is this model's own mask token
-        full = self.tokenizer.encode(
-            self._with_model_mask(question), self._with_model_mask(context), max_length=10**9
-        )
-        context_at = [i for i, seq in enumerate(full.sequence_ids) if seq == 1]
-        head = list(range(context_at[0]))  # [CLS] question [SEP] (and RoBERTa's second </s>)
-        tail = list(range(context_at[-1] + 1, len(full)))
-        room = self.tokenizer.max_length - len(head) - len(tail)
-        if room < 1:
-            raise QuestionTooLong(
-                f"the question takes {len(head)} of the model's {self.tokenizer.max_length} positions: "
-                "shorten it to leave room for the passage"
-            )
+        full, context_at, head, tail, room = self._qa_parts(question, context)
         # Neighbours share at most half a window: a stride as large as the room (the default 128 against a
         # 128-position model's ~115 left after the question) would advance one piece at a time, a window per
         # piece of the passage. The reference pipelines cap it the same way (max length // 2).
@@ -234,6 +222,39 @@ class TaskPasses:
             if start + room >= len(context_at):
                 break
         return windows
+
+    def _qa_parts(self, question: str, context: str) -> tuple[Encoding, list[int], list[int], list[int], int]:
+        """The whole (question, context) encoding, uncut; where its context pieces are; the pieces before them
+        ([CLS] question [SEP], and RoBERTa's second </s>) and after them; and how many context pieces a window
+        has room for beside the question."""
+        # read as `encode` reads every text: a typed [MASK] or <mask> is this model's own mask token
+        full = self.tokenizer.encode(
+            self._with_model_mask(question), self._with_model_mask(context), max_length=10**9
+        )
+        context_at = [i for i, seq in enumerate(full.sequence_ids) if seq == 1]
+        head = list(range(context_at[0]))
+        tail = list(range(context_at[-1] + 1, len(full)))
+        room = self.tokenizer.max_length - len(head) - len(tail)
+        if room < 1:
+            raise QuestionTooLong(
+                f"the question takes {len(head)} of the model's {self.tokenizer.max_length} positions: "
+                "shorten it to leave room for the passage"
+            )
+        return full, context_at, head, tail, room
+
+    def _qa_window_around(self, question: str, context: str, start: int, end: int) -> Encoding | None:
+        """A (question, context window) encoding with characters [start, end) of the context in its middle;
+        None when their pieces are more than a window holds. For an answer that straddles the edges of
+        `_qa_windows`' windows, as one longer than their overlap can: it fits a window placed around it."""
+        full, context_at, head, tail, room = self._qa_parts(question, context)
+        spans = full.offsets[context_at].tolist()  # (P, 2) character spans of the context's pieces
+        inside = [k for k, (s, e) in enumerate(spans) if s < end and e > start]
+        if not inside or inside[-1] - inside[0] + 1 > room:
+            return None
+        first = min(
+            max(0, inside[0] - (room - (inside[-1] - inside[0] + 1)) // 2), max(0, len(context_at) - room)
+        )
+        return _select(full, head + context_at[first : first + room] + tail, self.tokenizer.position_offset)
 
     # -- multiple choice ------------------------------------------------------------------------------------
 

@@ -92,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--skip-unreachable",
         action="store_true",
-        help="qa: leave out (and count) examples whose answer no window of the context holds, instead of stopping",
+        help="qa: leave out (and count) examples whose answer (or question) takes more of the model's positions "
+        "than there are, instead of stopping",
     )
     g.add_argument(
         "--threads", type=int, help="CPU threads for torch (on a busy machine 1 or 2 is often fastest)"

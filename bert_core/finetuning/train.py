@@ -296,9 +296,10 @@ def make_features(
                     raise InputError(
                         f"the answer {example.answer_text!r} (characters {example.answer_start}-"
                         f"{example.answer_end} of a {len(example.text_pair)}-character context) lies beyond "
-                        f"what the model reads with this question: no window of {model.tokenizer.max_length} "
-                        "pieces holds it whole. Raise --max-length (up to the model's positions), shorten the "
-                        "question or the answer, or pass --skip-unreachable to leave such examples out"
+                        f"what the model reads with this question: it takes more pieces than the "
+                        f"{model.tokenizer.max_length} positions leave beside the question. Raise --max-length "
+                        "(up to the model's positions), shorten the question or the answer, or pass "
+                        "--skip-unreachable to leave such examples out"
                     )
                 else:
                     features.append(feature)
@@ -342,23 +343,38 @@ def _first_pieces(enc: Encoding, example: Example) -> list[tuple[int, int]]:
 
 def _qa_feature(model: BertScopeModel, example: Example) -> Feature | None:
     """The (question, context window) encoding that holds the answer most centrally, with the answer's first
-    and last pieces; None when no window holds the whole answer."""
+    and last pieces; None when the answer takes more pieces than a window holds."""
     a, b = example.answer_start, example.answer_end
-    # Half a window of overlap, so an answer that straddles one window's edge lies inside the next.
-    windows = model._qa_windows(example.text, example.text_pair, model.tokenizer.max_length // 2)
-    best, best_margin = None, -1
-    for enc in windows:
+
+    def placed(enc: Encoding) -> tuple[Feature, int] | None:
+        """The feature of `enc` and the answer's distance from its nearer edge, if it holds the answer whole."""
         pieces = [i for i, s in enumerate(enc.sequence_ids) if s == 1]
         spans = enc.offsets[pieces]  # (P, 2) character spans of the window's context pieces
         if not (spans[0, 0] <= a and b <= spans[-1, 1]):
-            continue
+            return None
         inside = [p for p, (s, e) in zip(pieces, spans.tolist(), strict=True) if s < b and e > a]
         if not inside:
-            continue
-        margin = min(inside[0] - pieces[0], pieces[-1] - inside[-1])
-        if margin > best_margin:
-            best, best_margin = Feature(example, enc, (inside[0], inside[-1])), margin
-    return best
+            return None
+        return Feature(example, enc, (inside[0], inside[-1])), min(
+            inside[0] - pieces[0], pieces[-1] - inside[-1]
+        )
+
+    # The windows answer() reads, with half a window of overlap, so an answer that straddles one window's edge
+    # lies inside the next; one placed around every answer would teach that answers sit mid-window.
+    found = [
+        f
+        for f in map(
+            placed, model._qa_windows(example.text, example.text_pair, model.tokenizer.max_length // 2)
+        )
+        if f
+    ]
+    if found:
+        return max(found, key=lambda f: f[1])[0]  # the first of the most central
+    # An answer longer than the overlap can straddle every edge (8 pieces against windows of 9 advancing by 5
+    # was refused at --max-length 18, and trained at 17): a window placed around it then.
+    around = model._qa_window_around(example.text, example.text_pair, a, b)
+    hit = placed(around) if around is not None else None
+    return hit[0] if hit else None
 
 
 def _targets(features: Sequence[Feature]) -> set[int]:

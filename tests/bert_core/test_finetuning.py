@@ -154,6 +154,36 @@ def test_a_long_context_is_cut_to_the_window_holding_the_answer(tiny_checkpoint)
     assert context[enc.offsets[first][0] : enc.offsets[last][1]] == "my cash"
 
 
+def test_an_answer_that_straddles_every_windows_edge_trains_in_a_window_around_it(tiny_checkpoint):
+    """answer()'s windows overlap by half a window, so a longer answer can cross an edge of each: it was
+    refused as out of reach ("no window of 18 pieces holds it"), though one window of that size holds it."""
+    source = bert_core.load_pretrained(tiny_checkpoint, pack_weights=False)
+    model, _, _ = build_model(source, FinetuneConfig("qa"), ())
+    model.tokenizer.max_length = 18  # as finetune() sets --max-length
+    question, words = (
+        "who sat?",
+        "the bank by the river and the cat sat on the mat by the bank of the river".split(),
+    )
+    straddling = []
+    for first in range(len(words) - 7):
+        for last in range(first + 5, first + 8):
+            answer = " ".join(words[first : last + 1])
+            start = len(" ".join(words[:first])) + (first > 0)
+            windows = model._qa_windows(question, " ".join(words), 9)
+            if not any(w.offsets[w.sequence_ids.index(1)][0] <= start and start + len(answer) <= w.offsets[-2][1]
+                       for w in windows):  # fmt: skip
+                straddling.append(
+                    Example(1, question, " ".join(words), answer_start=start, answer_text=answer)
+                )
+    assert straddling  # the case exists at this size
+    features, skipped = make_features(model, straddling, "qa", ())
+    assert skipped == 0 and len(features) == len(straddling)
+    for example, feature in zip(straddling, features, strict=True):
+        enc, (first, last) = feature.encoding, feature.target
+        assert len(enc) <= 18
+        assert example.text_pair[enc.offsets[first][0] : enc.offsets[last][1]] == example.answer_text
+
+
 # -- checkpoints both libraries load ------------------------------------------------------------------------
 
 CHECKPOINTS = [("bert", "classify"), ("bert", "tag"), ("bert", "qa"), ("bert", "pair")]
