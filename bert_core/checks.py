@@ -9,6 +9,14 @@ import numpy as np
 from .errors import InputError
 
 
+def check_seed(seed, name: str = "seed") -> int:
+    """A random seed as numpy's generators take it: a whole number of 0 or more (a negative one ended in
+    numpy's traceback, several frames down from the option that set it)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"{name} must be a whole number of 0 or more, got {seed!r}")
+    return int(seed)
+
+
 def check_batch_tokens(max_batch_tokens) -> int:
     """`max_batch_tokens` (the most B x S tokens one batch of a pass holds) as an int; InputError unless it is a
     whole number (numpy's too) of at least 1."""

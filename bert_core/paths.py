@@ -11,6 +11,16 @@ import os
 import tempfile
 from pathlib import Path
 
+from .checks import check_seed
+
+
+def seed_number(value: str) -> int:
+    """argparse type for --seed: a whole number of 0 or more, named with the option by argparse."""
+    try:
+        return check_seed(int(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of 0 or more, got {value!r}") from None
+
 
 def in_path(value: str) -> Path:
     """A file to read: `~` expanded, as a shell does only at the start of a word (`--data=~/x` keeps it)."""

@@ -523,13 +523,20 @@ def test_a_lab_writes_over_its_own_earlier_checkpoint_only(tmp_path, capsys, com
         ("pretrain", ["--max-grad-norm", "-1"], "--max-grad-norm must be positive"),
         ("pretrain", ["--mlm-probability", "0"], "--mlm-probability must be more than 0"),
         ("pretrain", ["--intermediate-size", "0"], "--intermediate-size must be at least 1"),
+        # not the --intermediate-size it sets (4 x 0)
+        ("pretrain", ["--hidden-size", "0"], "--hidden-size must be at least 1"),
         ("finetune", ["--weight-decay", "-1"], "--weight-decay must not be negative"),
+        # numpy's generators take none below 0: a traceback (exit 1) or a message naming no option
+        ("pretrain", ["--seed", "-1"], "argument --seed: must be a whole number of 0 or more, got '-1'"),
+        ("finetune", ["--seed", "-5"], "argument --seed: must be a whole number of 0 or more, got '-5'"),
+        ("pretrain make-corpus", ["--seed", "-1"], "argument --seed: must be a whole number of 0 or more"),
+        ("finetune make-data", ["--task", "qa", "--seed", "x"], "argument --seed: must be a whole number"),
     ],
 )
 def test_lab_numbers_that_make_no_sense_are_refused(tmp_path, capsys, command, flags, said):
-    inputs = _lab_inputs(command, tmp_path)
+    inputs = _lab_inputs(command, tmp_path) if " " not in command else []
     with pytest.raises(SystemExit) as exc:
-        cli.main([command, *inputs, "--out", str(tmp_path / "o"), *flags])
+        cli.main([*command.split(), *inputs, "--out", str(tmp_path / "o"), *flags])
     assert exc.value.code == 2 and said in capsys.readouterr().err
 
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from ..errors import BertScopeError
-from ..paths import in_path, out_dir, out_file, replace_problem, writable_problem
+from ..paths import in_path, out_dir, out_file, replace_problem, seed_number, writable_problem
 from ..pretraining.cli import ProgressBar, _clock, in_flags
 from ..pretraining.train import SAVE_DTYPES
 from .data import COLUMNS, TASKS
@@ -80,7 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--weight-decay", type=float, default=d.weight_decay, help=f"AdamW decay ({d.weight_decay})"
     )
-    g.add_argument("--seed", type=int, default=d.seed, help=f"random seed: split, order, new head ({d.seed})")
+    g.add_argument(
+        "--seed", type=seed_number, default=d.seed, help=f"random seed: split, order, new head ({d.seed})"
+    )
     g.add_argument(
         "--eval-fraction",
         type=float,
@@ -121,7 +123,7 @@ def _make_data_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", required=True, choices=tuple(KINDS), help="which data set")
     p.add_argument("--out", required=True, type=out_file, help="file to write: .jsonl or .csv")
     p.add_argument("--examples", type=int, default=2000, help="rows to write (2000)")
-    p.add_argument("--seed", type=int, default=0, help="generator seed (0)")
+    p.add_argument("--seed", type=seed_number, default=0, help="generator seed (0)")
     return p
 
 

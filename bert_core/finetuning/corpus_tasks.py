@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..checks import check_seed
 from ..pretraining.corpus import AMBIGUOUS_WORDS, PERSON_NAMES, TOPICS, Sentence, generate_document
 from .data import write_examples
 
@@ -91,6 +92,7 @@ def make_data(kind: str, out: str | Path, examples: int, seed: int) -> Path:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     if examples < 1:
         raise ValueError(f"examples must be at least 1, got {examples}")
+    check_seed(seed)
     rows = {"senses": sense_examples, "roles": role_examples, "qa": qa_examples}[kind](examples, seed)
     return write_examples(out, rows, KINDS[kind])
 

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from ..analysis import BertScopeModel, pad_encodings
 from ..checkpoints.files import resolve_source
 from ..checkpoints.load import load_pretrained
+from ..checks import check_seed
 from ..config import read_json
 from ..errors import InputError
 from ..modeling.heads import Network
@@ -118,6 +119,7 @@ class FinetuneConfig:
     def __post_init__(self) -> None:
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {', '.join(TASKS)}, got {self.task!r}")
+        check_seed(self.seed)
         for name in ("epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

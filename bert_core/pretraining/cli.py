@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..paths import in_path, out_dir, replace_problem, writable_problem
+from ..paths import in_path, out_dir, replace_problem, seed_number, writable_problem
 from .train import (
     DEFAULT_WARMUP_STEPS,
     MASKING_MODES,
@@ -129,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--bf16", action="store_true", help="bfloat16 autocast (faster on recent CPUs)")
     g.add_argument("--threads", type=int, help="CPU threads for torch (on a busy machine 1 is often fastest)")
     g = p.add_argument_group("output")
-    g.add_argument("--seed", type=int, default=d.seed, help=f"random seed ({d.seed})")
+    g.add_argument("--seed", type=seed_number, default=d.seed, help=f"random seed ({d.seed})")
     g.add_argument(
         "--checkpoint-every",
         type=int,

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checks import check_seed
+
 log = logging.getLogger(__name__)
 
 
@@ -1100,6 +1102,7 @@ def generate_corpus(documents: int, seed: int) -> Iterator[list[Sentence]]:
 
 def write_corpus(path: str | Path, documents: int, seed: int) -> tuple[int, int]:
     """Write the corpus file; return (documents, sentences)."""
+    check_seed(seed)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     sentences = 0
@@ -1139,14 +1142,14 @@ def read_documents(path: str | Path) -> list[list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..paths import out_file
+    from ..paths import out_file, seed_number
 
     parser = argparse.ArgumentParser(
         prog="bertscope pretrain make-corpus", description="Write BERTScope's generated pre-training corpus."
     )
     parser.add_argument("--out", required=True, type=out_file, help="text file to write")
     parser.add_argument("--documents", type=int, default=12000, help="number of scenes (default 12000)")
-    parser.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    parser.add_argument("--seed", type=seed_number, default=0, help="generator seed (default 0)")
     args = parser.parse_args(argv)
     if args.documents < 2:
         parser.error("--documents must be at least 2 (next sentence prediction needs two documents)")

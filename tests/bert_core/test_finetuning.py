@@ -645,3 +645,20 @@ def test_the_cli_names_its_options_and_a_directory_given_as_data(tmp_path, tiny_
     assert "--max-length 100000 is more than the model's" in capsys.readouterr().err
     assert finetune_cli([*args[:3], str(tmp_path), *args[4:]]) == 2
     assert f"{tmp_path} is a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", [-1, 2.5, True])
+def test_a_seed_is_a_whole_number_of_zero_or_more_everywhere_the_labs_take_one(tmp_path, seed):
+    """numpy's generators refuse a negative seed several frames down, in a traceback naming no setting."""
+    from bert_core.pretraining.corpus import write_corpus
+    from bert_core.pretraining.train import TrainingConfig
+
+    for make in (
+        lambda: FinetuneConfig("classify", seed=seed),
+        lambda: TrainingConfig(seed=seed),
+        lambda: corpus_tasks.make_data("senses", tmp_path / "d.jsonl", 3, seed),
+        lambda: write_corpus(tmp_path / "c.txt", 2, seed),
+    ):
+        with pytest.raises(InputError, match="seed must be a whole number of 0 or more"):
+            make()
+    assert not list(tmp_path.iterdir())  # refused before anything was written
