@@ -58,5 +58,7 @@ ALBERT = Architecture(
     piece_style=PieceStyle(
         continuation_prefix=None, word_start_marker="▁", unk_token="<unk>", name="SentencePiece"
     ),
-    lacks=("next-sentence prediction (it has sentence-order prediction)",),
+    # the architecture's, said of every checkpoint: "(it has sentence-order prediction)" was said of checkpoints
+    # without that head too; the card's heads line names SOP where a checkpoint has it
+    lacks=("next-sentence prediction",),
 )

@@ -220,6 +220,8 @@ def test_heads_and_what_each_lacks(checkpoints):
         distil.next_sentence("the bank", "the river")
     albert = bert_core.load_pretrained(checkpoints["albert", "pretraining"])
     assert albert.info.heads == ("mlm", "sop")
+    # what the family lacks, said of an ALBERT without the SOP head too: no claim that it has one
+    assert bert_core.load_pretrained(checkpoints["albert", "mlm"]).info.lacks == ("next-sentence prediction",)
     assert albert.info.layer_weight_sets == 1 and distil.info.layer_weight_sets is None  # ALBERT shares
     assert albert.analyze("the bank").embeddings.word.shape[-1] == TINY["embedding"]  # E, not H
     with pytest.raises(MissingHeadError, match="RTD"):
