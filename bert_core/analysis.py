@@ -286,6 +286,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             hidden_states=self._numpy(hidden),
             pooled=None if out.pooled is None else self._numpy(out.pooled[row]),
             head_mask=None if head_mask is None else self._numpy(head_mask),
+            piece_style=self.architecture.piece_style,
         )
 
     def encode(self, text: str, text_pair: str | None = None) -> Encoding:

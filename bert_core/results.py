@@ -57,6 +57,9 @@ class Analysis(_ReadsEncoding):
     hidden_states: np.ndarray  # (L + 1, S, H) float32; [0] is what the first layer receives
     pooled: np.ndarray | None  # (H,) float32, or None when the checkpoint has no pooler
     head_mask: np.ndarray | None = None  # (L, N) float32 as applied, or None when no head was switched off
+    # how the model's tokenizer marks pieces, so that analyses of the result (head_roles' punctuation) read
+    # 'Ġ(' as RoBERTa does without being told
+    piece_style: PieceStyle = WORDPIECE
 
     @property
     def num_layers(self) -> int:

@@ -72,11 +72,14 @@ def is_punctuation(piece: str, style: PieceStyle = WORDPIECE) -> bool:
     return bool(chars) and all(unicodedata.category(ch).startswith("P") for ch in chars)
 
 
-def head_roles(analysis: Analysis, *, style: PieceStyle = WORDPIECE) -> HeadRoles:
+def head_roles(analysis: Analysis, *, style: PieceStyle | None = None) -> HeadRoles:
     """What every head of `analysis` attends to, and its role label (see ROLE_THRESHOLD, BROAD_THRESHOLD).
 
-    style: how the tokenizer marks pieces (`ModelInfo.piece_style`), used to recognise punctuation.
+    style: how the tokenizer marks pieces, used to recognise punctuation; the analysis's own (its model's) by
+    default. WordPiece's was the default, and RoBERTa's 'Ġ(' and ALBERT's '▁"' then counted as words.
     """
+    if style is None:
+        style = getattr(analysis, "piece_style", WORDPIECE)
     if not hasattr(analysis, "tokens"):  # its attentions alone lack the tokens the roles are named by
         raise InputError(f"head_roles takes an Analysis (model.analyze(text)), got {type(analysis).__name__}")
     att = np.asarray(analysis.attentions, dtype=np.float64)  # (L, N, S, S)
@@ -153,7 +156,7 @@ class RoleStability:
         return len(self.labels)
 
 
-def role_stability(analyses: Sequence[Analysis], *, style: PieceStyle = WORDPIECE) -> RoleStability:
+def role_stability(analyses: Sequence[Analysis], *, style: PieceStyle | None = None) -> RoleStability:
     """Head roles on every analysis, then per head its most frequent label and the share of inputs that
     gave it. A head that is `None` (no clear role) on most inputs gets the most frequent actual role, so a
     head that is "previous" on 3 of 10 inputs and unlabelled elsewhere reads as "previous", stability 0.3."""

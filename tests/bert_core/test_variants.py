@@ -368,3 +368,31 @@ def test_a_typed_pad_takes_the_position_roberta_gives_it(checkpoints):
     np.testing.assert_allclose(default[0].numpy(), out.hidden_states[-1][0].numpy(), atol=TOL, rtol=0)
     probs = ours.predict_masks(text, pair, top_k=1)[0].as_pairs()[0][1]
     assert abs(probs - float(torch.softmax(out.logits[0, r.tokens.index("<mask>")], -1).max())) <= TOL
+
+
+def test_head_roles_read_punctuation_as_the_analysed_model_marks_it(checkpoints):
+    """README's `bert_core.head_roles(r)` read every text as WordPiece: RoBERTa's 'Ġ(' and ALBERT's '▁(' were
+    words, so no head attending to them counted as a punctuation head."""
+    import dataclasses
+
+    from bert_core.pieces import WORDPIECE
+
+    for arch in ("roberta", "albert"):
+        m = bert_core.load_pretrained(checkpoints[arch, "mlm"])
+        r = m.analyze("the bank ( by the river )")
+        assert r.piece_style == m.info.piece_style
+        # the tiny vocabularies have no marked bracket (RoBERTa's "Ġ", "("; ALBERT's "▁", "<unk>"): the pieces
+        # a real one reads
+        marker = m.info.piece_style.word_start_marker
+        tokens = [marker + "(" if t in ("(", ")", "<unk>") else t for t in r.tokens]
+        assert tokens.count(marker + "(") == 2
+        r = dataclasses.replace(r, encoding=dataclasses.replace(r.encoding, tokens=tokens))
+        own, wordpiece = bert_core.head_roles(r), bert_core.head_roles(r, style=WORDPIECE)
+        assert (own.to_punctuation > wordpiece.to_punctuation).all(), arch
+        explicit = bert_core.head_roles(r, style=m.info.piece_style)
+        np.testing.assert_array_equal(own.to_punctuation, explicit.to_punctuation)
+        default, told = (
+            bert_core.role_stability([r, r]),
+            bert_core.role_stability([r, r], style=m.info.piece_style),
+        )
+        np.testing.assert_array_equal(default.mean_scores["punctuation"], told.mean_scores["punctuation"])
