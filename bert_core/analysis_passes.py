@@ -20,7 +20,7 @@ from .checks import check_batch_tokens, listed
 from .errors import InputError
 from .interpret.value_weighted import value_weighted_norms
 from .modeling.packed import linear
-from .pieces import byte_level_spelling
+from .pieces import VISIBLE_SPACE, byte_level_spelling
 from .results import (
     PLL_SCORINGS,
     Analysis,
@@ -59,10 +59,13 @@ class AnalysisPasses:
         the family marks word starts (RoBERTa's "river" is "Ġriver"; its plain "river" is the piece inside a
         word such as "upriver", which nobody typing "river" means), as typed, then normalised (an uncased
         model's "River" is "river"); a byte-level vocabulary in its own spelling of the bytes (RoBERTa's
-        "café" is "ĠcafÃ©"). A word typed with the marker keeps it."""
+        "café" is "ĠcafÃ©"). A word typed with the marker keeps it, as does one typed as the pages and messages
+        show a marked piece ("␣river"): the lens's own message offered "␣" and then refused it."""
         style = self.architecture.piece_style
         marker = style.word_start_marker or ""
         spell = byte_level_spelling if style.byte_level else (lambda text: text)
+        if marker and word.startswith(VISIBLE_SPACE):
+            word = marker + word[len(VISIBLE_SPACE) :]
         if marker and word.startswith(marker):
             guesses = [marker + spell(word[len(marker) :])]
         else:

@@ -8,6 +8,7 @@ one sentence and a pair; token ids identical to transformers' tokenizer for the 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -209,6 +210,16 @@ def test_the_logit_lens_follows_a_typed_word_as_the_piece_that_starts_it(checkpo
     assert m.lens_piece("Ã©") == "Ã©"  # given back, a piece stands for itself
     with pytest.raises(InputError, match=r"reads it as 'c', 'a', 'fé'"):  # named as read, not as bytes
         m.lens_piece("café")
+    # a marked piece typed as the pages and messages show it ("␣bank") is that piece; and every piece a
+    # refusal offers ("follow one of those") can be followed
+    assert m.lens_piece("␣bank") == "Ġbank"
+    albert = bert_core.load_pretrained(checkpoints["albert", "mlm"])
+    assert albert.lens_piece("␣bank") == "▁bank"
+    for model, word in ((albert, "river"), (m, "café")):
+        with pytest.raises(InputError) as refused:
+            model.lens_piece(word)
+        offered = re.findall(r"'([^']*)'", str(refused.value).split("reads it as")[1])
+        assert offered and all(model.lens_piece(piece) for piece in offered), offered
 
 
 def test_heads_and_what_each_lacks(checkpoints):
