@@ -189,6 +189,14 @@ class Feature:
     target: int | np.ndarray | tuple[int, int]
 
 
+class UnknownLabels(InputError):
+    """Labels of the data that the checkpoint's own head lacks (`unknown`), so the caller can name a line."""
+
+    def __init__(self, unknown: Sequence[str], message: str) -> None:
+        super().__init__(message)
+        self.unknown = tuple(unknown)
+
+
 # -- the head and the network -----------------------------------------------------------------------------
 
 
@@ -211,9 +219,10 @@ def build_model(
         known = source._label_names(source.config.num_labels) if head != "qa" else ()
         unknown = [label for label in labels if label not in known]
         if unknown:
-            raise InputError(
+            raise UnknownLabels(
+                unknown,
                 f"the data has labels the model's {head} head does not know: {', '.join(unknown)} (the model's "
-                f"labels: {', '.join(known)}); relabel the data, or start a new head with --new-head"
+                f"labels: {', '.join(known)}); relabel the data, or start a new head with --new-head",
             )
         labels = tuple(known)
     elif source.task is not None:
@@ -581,7 +590,11 @@ def _finetune(
         raise InputError(
             f"the data has a single label ({', '.join(data_labels)}); a classifier needs two or more"
         )
-    model, labels, new_weights = build_model(source, config, data_labels)
+    try:
+        model, labels, new_weights = build_model(source, config, data_labels)
+    except UnknownLabels as exc:  # named by the first line that has one, as every other fault of the data is
+        first = next(e for e in examples if not set(e.tags or (e.label,)).isdisjoint(exc.unknown))
+        raise InputError(f"line {first.line}: {exc}") from exc
     del source
     limit = model.config.max_tokens
     if config.max_length is not None:

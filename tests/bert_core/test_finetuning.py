@@ -243,8 +243,16 @@ def test_labels_the_models_head_does_not_have_are_refused(tmp_path, tiny_checkpo
     data = tmp_path / "data.csv"
     data.write_text("text,label\nthe river,river\nthe cash,money\nthe bank,POS\n", encoding="utf-8")
     examples = read_examples(data, "classify")
-    with pytest.raises(InputError, match="labels the model's classify head does not know: money, river"):
+    # named by the first line with one, as README says of every fault of the data
+    with pytest.raises(
+        InputError, match="^line 2: the data has labels the model's classify head does not know: money, river"
+    ):
         finetune(examples, source, FinetuneConfig("classify"))
+    tagger = make_task_checkpoint(tmp_path / "ner", "bert", "tag", ["O", "B-LOC", "I-LOC"])
+    tagged = [Example(4, "the bank", words=("the", "bank"), tags=("O", "B-LOC")),
+              Example(5, "the cash", words=("the", "cash"), tags=("O", "B-MONEY"))]  # fmt: skip
+    with pytest.raises(InputError, match="^line 5: .* does not know: B-MONEY"):
+        finetune(tagged, tagger, FinetuneConfig("tag"))
     result = finetune(examples, source, FinetuneConfig("classify", epochs=1, eval_fraction=0, new_head=True))
     assert result.labels == ("POS", "money", "river") and result.eval_examples == 0
     # labels the head knows keep its order and its weights
