@@ -301,12 +301,18 @@ def _main(argv: list[str]) -> int:
         documents = read_documents(corpus)
     except ValueError as exc:
         parser.error(str(exc))
-    if config.pair_task != "none" and len(documents) < 2:
-        # Said here, before the vocabulary is trained, as the other input errors are: training itself says it
-        # too, but only after that wait, and with exit status 1.
+    # Said here, before the vocabulary is trained, as the other input errors are: training itself says it too,
+    # but only after that wait, and with exit status 1. NSP draws its negatives from another document; SOP
+    # swaps two segments of one, and a corpus of one document was refused for it too.
+    if config.pair_task == "nsp" and len(documents) < 2:
         parser.error(
-            f"--pair-task {config.pair_task} needs at least two documents in --corpus (documents are separated "
-            f"by blank lines; {corpus} holds {len(documents)}); or train the MLM alone with --pair-task none"
+            f"--pair-task nsp needs at least two documents in --corpus (documents are separated by blank lines; "
+            f"{corpus} holds {len(documents)}); or train the MLM alone with --pair-task none"
+        )
+    if config.pair_task == "sop" and not any(len(d) >= 2 for d in documents):
+        parser.error(
+            f"--pair-task sop needs a document of two sentences or more in --corpus ({corpus} has none); or "
+            "train the MLM alone with --pair-task none"
         )
     info = {"corpus": corpus.name, "command": "bertscope pretrain " + shlex.join(argv)}
     return _run(

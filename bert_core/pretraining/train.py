@@ -250,10 +250,11 @@ class PretrainingData:
             if sentences:
                 self.documents.append(sentences)
         if config.pair_task != "none":
-            if len(self.documents) < 2:
+            # NSP's negatives come from another document; SOP swaps two segments of one
+            if config.pair_task == "nsp" and len(self.documents) < 2:
                 raise ValueError(
-                    "next sentence / sentence order prediction needs at least two documents (documents are "
-                    "separated by blank lines); or train the MLM alone with 'pair_task' = 'none'"
+                    "next sentence prediction needs at least two documents (documents are separated by blank "
+                    "lines); or train the MLM alone with 'pair_task' = 'none'"
                 )
             self.starts = pair_starts(self.documents)
         else:

@@ -733,6 +733,43 @@ def test_cli_names_a_bad_setting_by_its_option_before_any_work(tmp_path, capsys,
     assert not (tmp_path / "m").exists()
 
 
+def test_sop_trains_on_one_document_where_nsp_needs_two(tmp_path, capsys):
+    """SOP swaps two segments of one document; only NSP draws from another. A one-document corpus was refused
+    for both."""
+    from bert_core.pretraining.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat.\nthe dog ran.\nthe bank is by the river.\nwe sat there.\n")
+    tiny = [
+        "--hidden-size",
+        "16",
+        "--layers",
+        "1",
+        "--heads",
+        "2",
+        "--vocab-size",
+        "60",
+        "--max-positions",
+        "32",
+    ]
+    run = ["--corpus", str(corpus), *tiny, "--steps", "2", "--batch-size", "2", "--threads", "1"]
+    with pytest.raises(SystemExit) as stopped:
+        main([*run, "--out", str(tmp_path / "nsp"), "--pair-task", "nsp"])
+    assert (
+        stopped.value.code == 2 and "--pair-task nsp needs at least two documents" in capsys.readouterr().err
+    )
+    with one_thread():
+        assert main([*run, "--out", str(tmp_path / "sop"), "--pair-task", "sop"]) == 0
+    assert bert_core.load_pretrained(tmp_path / "sop").heads == ("mlm", "sop")
+    corpus.write_text("the cat sat.\n\nthe dog ran.\n")  # no document with a second sentence to swap
+    with pytest.raises(SystemExit) as stopped:
+        main([*run, "--out", str(tmp_path / "none"), "--pair-task", "sop"])
+    assert (
+        stopped.value.code == 2
+        and "--pair-task sop needs a document of two sentences" in capsys.readouterr().err
+    )
+
+
 def test_cli_reports_a_missing_corpus(tmp_path, capsys):
     from bert_core.pretraining.cli import main
 
