@@ -363,7 +363,15 @@ def _resume_main(argv: list[str], command: list[str]) -> int:
     # resume() runs on the run's own thread count unless told otherwise: another sums in another order, and
     # the weights end a few bits apart from the uninterrupted run's.
     threads = state.get("threads")
-    if args.threads and threads and args.threads != threads:
+    seen = state.get("threads_seen") or [threads]
+    if len(seen) > 1:
+        print(
+            f"bertscope pretrain resume: parts of this run trained on {' and '.join(map(str, seen))} threads, so "
+            "its weights already differ in their last bits from an uninterrupted run's; it goes on with "
+            f"{args.threads or threads}",
+            file=sys.stderr,
+        )
+    elif args.threads and threads and args.threads != threads:
         print(
             f"bertscope pretrain resume: the run trained on {threads} thread(s); on {args.threads} its weights "
             "will differ in their last bits from an uninterrupted run's",

@@ -784,6 +784,12 @@ def _train(
     state: dict[str, Any] | None = None,
 ) -> TrainingResult:
     start_time = time.monotonic() - (state["elapsed_s"] if state else 0.0)
+    # The thread counts the run has trained on, its first first. The first stays the run's own, which a plain
+    # resume goes back to: a resume on another count recorded that one as "the run's", and said so after.
+    seen = []
+    if state and state.get("threads"):
+        seen = state.get("threads_seen") or [state["threads"]]
+    threads_seen = list(dict.fromkeys([*seen, torch.get_num_threads()]))
     rng = np.random.default_rng(config.seed)
     # Before the vocabulary is trained and the corpus read, not after: the vocabulary asked for stands in for
     # the one to be trained (its MLM logits are a small share of the estimate).
@@ -881,7 +887,8 @@ def _train(
                 "elapsed_s": time.monotonic() - start_time,
                 # Not the weights' business, but their last bits': the same steps on another thread count sum
                 # in another order, so a resume on it ends a little apart from the uninterrupted run.
-                "threads": torch.get_num_threads(),
+                "threads": threads_seen[0],
+                "threads_seen": threads_seen,
             }
         was_training = network.training
         network.eval()

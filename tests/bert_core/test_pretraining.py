@@ -1084,6 +1084,42 @@ def test_cli_ctrl_c_stops_after_the_step_with_a_checkpoint_and_resume_finishes_i
     assert "finished (step 8)" in capsys.readouterr().err
 
 
+def test_a_resume_on_other_threads_keeps_the_runs_own_and_says_the_weights_are_apart_after(tmp_path, capsys):
+    """The state recorded the last part's thread count as the run's: after a resume on 2 of a run started on 1,
+    the next resume said "the run trained on 2 thread(s)" and a plain one went on with 2."""
+    import torch
+
+    from bert_core.pretraining import cli
+    from bert_core.pretraining.corpus import read_documents, write_corpus
+    from bert_core.pretraining.train import TrainingConfig, load_training_state, resume, train
+
+    corpus = tmp_path / "corpus.txt"
+    write_corpus(corpus, 30, seed=4)
+    documents, out = read_documents(corpus), tmp_path / "m"
+    config = TrainingConfig(vocab_size=120, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                            intermediate_size=32, max_position_embeddings=32, steps=6, batch_size=2,
+                            warmup_steps=1, eval_sequences=4, checkpoint_every=1)  # fmt: skip
+    steps = []
+
+    def stop_at(n):
+        return lambda: bool(steps) and steps[-1] >= n
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        train(documents, config, out_dir=out, on_step=lambda s: steps.append(s.step), stop=stop_at(2))
+        torch.set_num_threads(3)  # the caller's; resume() trains on 2 as told, then puts this back
+        resume(documents, out, threads=2, on_step=lambda s: steps.append(s.step), stop=stop_at(4))
+        state = load_training_state(out)
+        assert (state["threads"], state["threads_seen"], state["step"]) == (1, [1, 2], 4)
+        assert torch.get_num_threads() == 3
+        assert cli.main(["resume", "--corpus", str(corpus), "--out", str(out), "--quiet"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    err = capsys.readouterr().err
+    assert "parts of this run trained on 1 and 2 threads" in err and "goes on with 1" in err
+
+
 def test_cli_ctrl_c_before_training_and_with_sigint_ignored(tmp_path, capsys, monkeypatch, ctrl_c_stops):
     import os
     import signal
