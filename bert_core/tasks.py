@@ -166,6 +166,10 @@ class TaskPasses:
         self.network.head("qa")
         if not isinstance(question, str) or not question.strip():
             raise InputError("the question is empty: type a question about the passage")
+        if (
+            isinstance(context, str) and not context.strip()
+        ):  # it was "text_pair is empty", a name nobody gave
+            raise InputError("the passage (context) is empty: give the text the answer is to be found in")
         top_k = self._check_top_k(top_k)
         if (
             isinstance(max_answer_tokens, bool)

@@ -961,6 +961,8 @@ def _read_vocab_file(path: Path) -> list[str]:
         raise ModelLoadError(f"cannot read {path}: {exc}") from exc
     if not lines:
         raise ModelLoadError(f"{path} is empty; a BERT vocab.txt has one piece per line")
+    if lines[0].lstrip().startswith("{"):  # a tokenizer.json or vocab.json: read as pieces, it "lacked [UNK]"
+        raise ModelLoadError(f"{path} is JSON, not a vocab.txt (one piece per line)")
     return lines
 
 

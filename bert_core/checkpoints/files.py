@@ -62,7 +62,12 @@ def resolve_source(
     """Return a local directory holding the checkpoint, downloading from the hub when `source` is a hub id."""
     if isinstance(source, os.PathLike):
         source = os.fspath(source)
-    if not isinstance(source, str) or not source.strip():
+    if not isinstance(source, str):  # load_pretrained(3) was told "no model given"
+        raise ModelLoadError(
+            f"a model is a local directory or a hub id such as 'bert-base-uncased', as a string or path; got "
+            f"{type(source).__name__} {source!r}"
+        )
+    if not source.strip():
         raise ModelLoadError("no model given: pass a local directory or a hub id such as 'bert-base-uncased'")
     source = source.strip()
     try:

@@ -655,13 +655,15 @@ def _finetune(
     )
     result = FinetuneResult(model, labels, len(train_set), len(held_out), skipped, new_weights)
     log.info(
-        "fine-tuning a %s %s head on %d examples (%d held out), %d steps; new weights: %s",
+        # the family's name first: "a ALBERT", "a ELECTRA" were said before it; and "1 step", not "1 steps"
+        "fine-tuning %s with a %s head on %d examples (%d held out), %d step%s; new weights: %s",
         model.architecture.name,
         head,
         len(train_set),
         len(held_out),
         total,
-        ", ".join(new_weights),
+        "" if total == 1 else "s",
+        ", ".join(new_weights) or "none",
     )
 
     def record(epoch: int, train_loss: float | None) -> None:

@@ -567,9 +567,9 @@ class Network(nn.Module):
                     f"{'an' if self.config.model_type[:1] in 'aeiou' else 'a'} {self.config.model_type} model has none"
                 )
             )
-            raise MissingHeadError(
-                f"this model has no {head.label} head ({head.description}): {where}; {head.hint}"
-            )
+            # "no multiple choice head (multiple choice)" said its name twice
+            described = f" ({head.description})" if head.description != head.label else ""
+            raise MissingHeadError(f"this model has no {head.label} head{described}: {where}; {head.hint}")
         return self.get_submodule(self.head_table[name].path)
 
     def logits(self, name: str, vectors: Tensor) -> Tensor:

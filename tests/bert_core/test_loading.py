@@ -231,6 +231,15 @@ def test_missing_directory(tmp_path):
         bert_core.load_pretrained(tmp_path / "does" / "not" / "exist")
 
 
+@pytest.mark.parametrize(
+    ("source", "said"), [(3, "got int 3"), (None, "got NoneType None"), ("  ", "no model given")]
+)
+def test_a_source_that_is_no_string_is_named_for_what_it_is(source, said):
+    """load_pretrained(3) was told "no model given"."""
+    with pytest.raises(ModelLoadError, match=said):
+        bert_core.load_pretrained(source)
+
+
 def test_file_instead_of_directory(tmp_path, tiny_checkpoint):
     with pytest.raises(ModelLoadError, match="is a file"):
         bert_core.load_pretrained(tiny_checkpoint / "config.json")

@@ -135,6 +135,14 @@ def test_long_context_is_read_in_overlapping_windows(task_dirs):
     assert all(context[a:b] == t for t, a, b, _, _ in best)
     with pytest.raises(InputError, match="question is empty"):
         m.answer("  ", context)
+    with pytest.raises(
+        InputError, match=r"^the passage \(context\) is empty"
+    ):  # not "text_pair", never named
+        m.answer("who?", " ")
+    # a head the model lacks is named once: "no multiple choice head (multiple choice)" said it twice
+    with pytest.raises(bert_core.MissingHeadError, match="no multiple choice head: ") as told:
+        m.choose("the bank", ["a", "b"])
+    assert "(multiple choice)" not in str(told.value)
 
 
 def test_a_stride_as_large_as_the_window_still_advances_by_half_a_window(task_dirs):

@@ -568,6 +568,12 @@ def test_missing_vocabulary(tmp_path):
         ("vocab.txt", b"\xff\xfe\x00bad", "not UTF-8"),
         ("vocab.txt", b"", "empty"),
         ("vocab.txt", b"the\ncat\n", r"lacks \[UNK\]"),
+        # a tokenizer.json named where a vocab.txt goes (pre-training's --vocab): read as pieces, it "lacked [UNK]"
+        (
+            "vocab.txt",
+            b'{\n  "version": "1.0",\n  "model": {"type": "WordPiece"}\n}\n',
+            "is JSON, not a vocab.txt",
+        ),
         ("tokenizer.json", b"{not json", "not valid JSON"),
         ("tokenizer.json", b'{"model": {"type": "BPE", "vocab": {}, "merges": []}}', "BPE"),
         (
