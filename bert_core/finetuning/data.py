@@ -149,18 +149,27 @@ def _csv_rows(text: str, task: str, name: str) -> Iterator[tuple[int, dict[str, 
             f"{name}: the header row has no {', '.join(repr(c) for c in missing)} column; {task} needs "
             f"{', '.join(COLUMNS[task])} (found {', '.join(header) or 'nothing'})"
         )
+    started = reader.line_num + 1  # the line the row being read begins on: a quoted value may span lines
     try:
         for row in reader:
-            line = reader.line_num
+            line, first = reader.line_num, started
+            started = line + 1
+            # A row over several lines is named by its first: a quote left open there ran it on, and the
+            # fault was named at the file's last line.
+            where = (
+                f"line {line}"
+                if first == line
+                else f"line {first} (a row running on to line {line}: is a quote left open?)"
+            )
             if None in row:  # DictReader files values beyond the header under the key None
                 raise InputError(
-                    f"{name}, line {line}: {len(header) + len(row[None])} values for {len(header)} columns "
+                    f"{name}, {where}: {len(header) + len(row[None])} values for {len(header)} columns "
                     "(quote a value that contains a comma)"
                 )
             absent = [c for c in COLUMNS[task] if row.get(c) is None]
             if absent:
                 raise InputError(
-                    f"{name}, line {line}: the row has no value for {', '.join(repr(c) for c in absent)} "
+                    f"{name}, {where}: the row has no value for {', '.join(repr(c) for c in absent)} "
                     f"({len([v for v in row.values() if v is not None])} values for {len(header)} columns)"
                 )
             yield line, row

@@ -271,6 +271,12 @@ def test_labels_the_models_head_does_not_have_are_refused(tmp_path, tiny_checkpo
         ("classify", "text\nthe bank\n", r"header row has no 'label' column; classify needs text, label"),
         ("classify", "text,label\nthe bank,river\nthe cash\n", r"line 3: the row has no value for 'label'"),
         ("classify", "text,label\nthe bank,river,extra\n", r"line 2: 3 values for 2 columns"),
+        # a quote left open runs the row on to the file's end, where the fault was named
+        (
+            "classify",
+            'text,label\nthe bank,river\n"the cash,money\nthe bank,river\n',
+            r"line 3 \(a row running on to line 4: is a quote left open\?\): the row has no value for 'label'",
+        ),
         ("classify", "text,label\n  ,river\n", r"line 2: 'text' is empty"),
         ("tag", "tokens,tags\nthe river bank,O B-LOC\n", r"line 2: 3 tokens but 2 tags"),
         ("pair", "text,label\na,b\n", r"no 'text_pair' column"),
