@@ -194,8 +194,11 @@ def sidebar() -> None:
             )
             # A box of two lines, not one: the Task page's QA passage lives here, and a one-line box showed ~35
             # of its characters. (Like A, it is applied with Ctrl+Enter or a click outside.)
+            # A QA head needs B, its passage: "(optional)" said otherwise where the Task page then asked for it.
+            # The key alone names the widget, so what was typed stays when the label changes with the model.
+            qa = active is not None and active.model.info.task == "qa"
             st.text_area(
-                "Sentence B (optional)",
+                "Sentence B: the passage this QA model answers from" if qa else "Sentence B (optional)",
                 value="",
                 key=inputs.KEY_TEXT_B,
                 bind="query-params",

@@ -127,3 +127,15 @@ def test_an_example_for_any_model_after_one_for_its_own_goes_back_to_the_model_b
     at.selectbox(key="model").set_value("@demo-senses").run()
     at.selectbox(key="example").set_value(hidden.label).run()
     assert at.session_state[models.KEY_HOLD].active.source == "@demo-senses"
+
+
+def test_sentence_b_says_it_is_the_passage_for_a_qa_model_and_keeps_what_was_typed(make_app):
+    """Sentence B read "(optional)" while the Task page asked for the QA model's passage there."""
+    at = make_app("views/task.py", model="@demo", b="We sat by the river on Monday.")
+    box = at.sidebar.text_area(key=inputs.KEY_TEXT_B)
+    assert box.label == "Sentence B (optional)"
+    at.selectbox(key="model").set_value("@demo-qa").run()
+    box = at.sidebar.text_area(key=inputs.KEY_TEXT_B)
+    assert box.label == "Sentence B: the passage this QA model answers from"
+    assert box.value == "We sat by the river on Monday."  # the label changed, the text stayed
+    assert not at.exception
