@@ -19,6 +19,13 @@ HEAD_VIEW_FULL_LIMIT = 64  # above this many tokens, the head view draws each to
 ALL_TOKENS = "(all tokens)"
 KEY_FOCUS_UNIT = "att_focus_unit"
 THUMB_SIDE = 24  # model-view thumbnails are average-pooled to at most this many rows and columns
+# Said under every view: learners meet attention here first, and read a heavy weight as "this token matters"
+# (Clark et al. 2019 find heavy [SEP] attention is likely a no-op; Kobayashi et al. 2020 that the weights
+# leave out how large the vectors passed on are).
+NOT_IMPORTANCE = (
+    "A weight says how much of a token's value vector is mixed in, not how much that token matters: Inside the "
+    "model's value-weighted attention and rollout go further."
+)
 
 st.header("Attention")
 active, inputs = ui.page_model()
@@ -157,13 +164,14 @@ if view == MODEL_VIEW:
         # describing what was drawn, and nothing said what the words meant
         caption += (
             " A word under a map is that head's role, judged on the whole input whatever the options here hide "
-            "(Inside the model › Head roles says how)."
+            "(Inside the model › Head roles says how); a cls or sep role often marks a head with little to do."
         )
     if reduced:
         caption += (
             f" Maps are averaged down to {thumbs.shape[-2]}×{thumbs.shape[-1]} blocks of tokens to keep the "
             "page light (the CSV holds these block means); the heatmap shows every token."
         )
+    caption += " " + NOT_IMPORTANCE
 
     def block_names(names: list[str], n_blocks: int) -> list[str]:
         if len(names) == n_blocks:
@@ -222,7 +230,7 @@ if view == HEATMAP:
         separator=" → ",
         positions=(rows, cols),  # each token's own number, with [CLS] or a sentence hidden too
     )
-    caption = "Row = the token that attends (query); column = the token attended to (key)."
+    caption = "Row = the token that attends (query); column = the token attended to (key). " + NOT_IMPORTANCE
     ui.show_figure(fig, key="att_heatmap", data=table, filename=slug, caption=caption)
 else:
     # One list for both sides: "k: tok → …" isolates a query row (what it attends to), "… → k: tok" a key
@@ -309,7 +317,7 @@ else:
     )
     caption = (
         "Left: the token that attends; right: what it attends to. Line width and opacity = weight. "
-        "Click a token to isolate it; click it again for every token."
+        "Click a token to isolate it; click it again for every token. " + NOT_IMPORTANCE
     )
     if all_heads:
         caption += " Each head has its own colour and its own lane around each token; choose heads above."

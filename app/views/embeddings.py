@@ -200,7 +200,11 @@ elif len(seg) >= 2:
         key="emb_segments",
         data=pd.DataFrame(seg[:2], index=["A", "B"]).reset_index(names="segment"),
         filename="segment_embeddings",
-        caption="Every token of sentence A gets the first vector added, every token of B the second."
+        # the specials too: the first [SEP] closes A and takes A's vector, the last closes B
+        caption=ui.md_escape(
+            f"{active.model.tokenizer.cls_token}, sentence A and the {active.model.tokenizer.sep_token} after it "
+            f"get the first vector added; sentence B and its {active.model.tokenizer.sep_token} the second."
+        )
         + ("" if result.text_pair is not None else " Type a sentence B to see both used."),
     )
 else:

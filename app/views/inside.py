@@ -212,9 +212,10 @@ if view == "qk":
 elif view == "value":
     st.caption(
         "Attention weights ignore how large the attended vectors are. Value-weighted attention ‖α·f(x)‖ "
-        "(Kobayashi et al., 2020) scales each weight by the size of what the token actually contributes: "
+        "(Kobayashi et al., 2020) scales each weight by the size of what the token actually contributes: in "
+        "bert-base they found that heads weighting "
         + ui.md_escape(f"{cls}/{sep}")
-        + " heads often have large weights but tiny vectors. f(x) is the token's value vector (bias included) "
+        + " heavily mostly pass on tiny vectors there (another model, the small demo one say, may differ). f(x) is the token's value vector (bias included) "
         "through the head's share of the output projection, whose bias is left out: it is added once, from no "
         "token."
     )
@@ -251,7 +252,8 @@ elif view == "rollout":
         "each layer's (0.5·mean over heads + 0.5·I) maps up to a layer; flow treats them as capacities of a "
         "layered graph and takes the maximum flow from each token at that layer to each input token, each row "
         "then scaled to sum to 1 (Abnar & Zuidema, 2020). Row = the token at that layer, column = the input "
-        "token."
+        "token. Both still count attention weights only, not the size of the vectors moved nor the feed-forward "
+        "layers, and the half-identity standing for the residual connection is an assumption."
     )
     layer, _ = layer_and_head("rollout", heads=False)
     rolled = cache.attention_rollout(active, inputs.text_a, inputs.text_b, result)
@@ -269,7 +271,10 @@ elif view == "roles":
         + ui.md_escape(f"{cls} or {sep}")
         + ", to the previous or next token, to itself, to punctuation, or broadly. A head is labelled when, on "
         "average over its rows, at least half of a row goes to one kind of target (every separator together, "
-        "say); 'broad' when no target has that and its rows' entropy is at least 80 % of a uniform row's."
+        "say); 'broad' when no target has that and its rows' entropy is at least 80 % of a uniform row's. "
+        "A cls or sep role often marks a head with little to do (Clark et al. find heavy [SEP] attention is "
+        "likely a no-op: check it under Value-weighted attention), and roles are judged on this input: the "
+        "toggle below checks them across the preset sentences."
     )
     roles = bert_core.head_roles(result, style=style)
     rows = []
@@ -430,7 +435,7 @@ elif view == "ablation":
             st.caption(
                 ui.md_escape(
                     f"Cosine of 'bank' between “{BANKS[0]}” and “{BANKS[1]}” at every layer, with every head "
-                    "and with the picked heads off: how much those heads do to tell the two senses apart."
+                    "and with the picked heads off: how switching them off changes this one pair's cosine."
                 )
             )
     else:
@@ -464,7 +469,8 @@ elif view == "lens":
     st.caption(
         "The MLM head applied to every layer's vector at one position (the logit lens, nostalgebraist 2020): "
         "at which layer does the final answer appear, and where do the words you name under *Also follow* rise "
-        "or fall? " + LAYER_0
+        "or fall? The head was trained on the last layer's vectors only, so earlier layers read through it are "
+        "approximate: a late rise may be partly that mismatch, not the answer forming late. " + LAYER_0
     )
     if not info.has_mlm_head:
         ui.no_mlm_head(info, "show the logit lens")

@@ -241,7 +241,9 @@ st.subheader("Why")
 st.caption(
     "Integrated gradients (Sundararajan et al., 2017) credit each token with its share of the change in the "
     "explained score (a logit, before the softmax) between a baseline (every word replaced by padding, the "
-    "special tokens kept) and the input. Gradient × input multiplies the gradient at the input by the word "
+    "special tokens kept) and the input, through the word embeddings only (positions and segments held "
+    "fixed). The split depends on that baseline, and padding is not a neutral input: in training the model "
+    "never attended to it. Gradient × input multiplies the gradient at the input by the word "
     "embedding itself: a quick local reading with no baseline, which credits special tokens too and can "
     "disagree with integrated gradients, even in sign."
 )
@@ -332,7 +334,8 @@ if info.task == "classify":
         filename="first_token_attention",
         caption="Where the first token looks is not why the head decided: attention weights leave out the size "
         "of what each token passes on, and the layers below have mixed the tokens already (Inside the model: "
-        "Value-weighted attention, Rollout & flow). The attributions above measure each token's share of the score.",
+        "Value-weighted attention, Rollout & flow). Integrated gradients above split the score's change from "
+        "their baseline among the tokens' word embeddings; gradient × input is a local slope, not a share.",
     )
 # In this session (a markdown link opened a new tab, a new session on the server's default model): the model,
 # the sentences and every page's choices come along, and the analysis is already cached.

@@ -24,8 +24,9 @@ TARGET_ROLES = ("cls", "sep", "punctuation", "previous", "next", "self")
 BROAD = "broad"
 ROLES = (*TARGET_ROLES, BROAD)
 
-# A head is labelled with a target role when, averaged over the query tokens, at least this share of each
-# row's attention goes to that target: more than everything else together, so the label is not a guess.
+# A head is labelled with a target role when, averaged over the query tokens (rows), at least this share of a
+# row's attention goes to that target: as much as everything else together, so the label is not a guess.
+# Single rows may fall below it.
 ROLE_THRESHOLD = 0.5
 # ... and "broad" when no target dominates and its rows are nearly uniform: mean row entropy at least this
 # fraction of the uniform row's, log(S).

@@ -3,8 +3,9 @@ actually adds to token i's update, ||alpha_ij f(x_j)||, rather than the weight a
 
 f(x_j) is token j's vector after the head's value projection (its bias included, as in the paper's f) and the
 head's slice of the attention output projection (without its bias, which is added once, not per token): the
-part of the layer's output that comes from j. Heads that pile weight on [SEP] or [CLS] usually do so with tiny f vectors, so their
-value-weighted maps are nearly empty.
+part of the layer's output that comes from j. In bert-base, heads that pile weight on [SEP] or [CLS] usually
+do so with small f vectors there, so their value-weighted maps are much fainter than their weights (Kobayashi
+et al.; not so in every model).
 
 This file combines the per-token transformed vectors with the attention weights; the model computes them
 (`BertScopeModel.value_weighted_attention`). Summing over heads takes the norm of the summed vectors, as the

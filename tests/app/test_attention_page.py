@@ -41,6 +41,10 @@ def test_mean_of_heads_and_token_labels(make_app, expected):
     np.testing.assert_allclose(heat(at), expected.attentions[0].mean(axis=0), atol=1e-6)
     spec = figure(at, "att_heatmap")
     assert spec["layout"]["yaxis"]["ticktext"] == expected.tokens
+    # where learners meet attention first, it says a weight is not importance, under every view
+    for view in ("Heatmap", "Head view", "Model view"):
+        at.radio(key="att_view").set_value(view).run()
+        assert any("not how much that token matters" in c.value for c in at.caption), view
 
 
 def test_a_link_opens_the_same_layer_and_head(make_app, expected):
