@@ -420,8 +420,9 @@ def _check_scoring(scoring: str) -> None:
 
 
 def _too_long(text: str, enc: Encoding) -> str:
+    shown = text if len(text) <= 60 else text[:60].rstrip() + "…"  # cut as the minimal pairs' notes cut
     return (
-        f"{text[:60]!r} is longer than the {len(enc.input_ids)} pieces the model reads: a pseudo-log-likelihood "
+        f"{shown!r} is longer than the {len(enc.input_ids)} pieces the model reads: a pseudo-log-likelihood "
         "would leave out the rest and read as the whole text's; score a shorter text"
     )
 

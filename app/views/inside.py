@@ -440,9 +440,11 @@ elif view == "ablation":
             )
     else:
         # An empty picker and nothing under it read as a broken view.
+        # the masked-word guesses only where there is a head to guess (a QA model's page promised them)
+        guesses = " the masked-word guesses and" if info.has_mlm_head else ""
         st.info(
             "Pick heads above (e.g. 1.1) to switch them off: the page then draws how far each token's vector "
-            "moves, and what the heads' absence does to the masked-word guesses and to the two 'bank's."
+            f"moves, and what the heads' absence does to{guesses} the two 'bank's."
         )
     if not info.has_mlm_head:
         ui.no_mlm_head(info, "measure each head's importance for a masked word")
@@ -497,24 +499,38 @@ elif view == "lens":
         "layer, beside the last layer's answer. A word is followed as the piece it starts a word as (RoBERTa's "
         "'river' as 'Ġriver'); a word the model splits into several pieces can't be followed whole.",
     )
-    followed: list[str] = []
-    words = list(dict.fromkeys(w for w in re.split(r"[\s,]+", typed_follow) if w))
-    if len(words) > MAX_FOLLOWED:
-        st.caption(
-            ui.md_escape(
-                f"Up to {MAX_FOLLOWED} words are followed; left out: {', '.join(words[MAX_FOLLOWED:])}."
-            )
-        )
-    marker = style.word_start_marker
-    inner = []  # words followed as a piece inside words: their vocabulary has no piece that starts a word so
-    for word in words[:MAX_FOLLOWED]:
+    # Up to MAX_FOLLOWED distinct pieces beside the answer, and one more in hand should the answer be among
+    # them: the cap counted typed strings, so 'River' and 'river' (one piece), a refused word or the answer
+    # itself took the place of a word that was then left out.
+    typed_as: dict[str, str] = {}  # piece -> the word typed for it, first spelling first
+    left_out: list[str] = []
+    for word in dict.fromkeys(w for w in re.split(r"[\s,]+", typed_follow) if w):
+        if len(typed_as) > MAX_FOLLOWED:
+            left_out.append(word)
+            continue
         try:
-            followed.append(active.model.lens_piece(word))  # each alone: one word it can't follow spoils none
+            piece = active.model.lens_piece(word)  # each alone: one word it can't follow spoils none
         except bert_core.InputError as exc:
             st.warning(ui.user_message(exc))
             continue
-        if marker and not word.startswith(marker) and not followed[-1].startswith(marker):
-            inner.append(word)
+        typed_as.setdefault(piece, word)
+    try:
+        lens = cache.logit_lens(active, inputs.text_a, inputs.text_b, position, tuple(typed_as))
+    except bert_core.BertScopeError as exc:
+        st.error(ui.user_message(exc))
+        st.stop()
+    drawn = [p for p in typed_as if p != lens.final_token]  # the answer's own line is drawn anyway
+    left_out[:0] = [typed_as[p] for p in drawn[MAX_FOLLOWED:]]
+    drawn = drawn[:MAX_FOLLOWED]
+    if left_out:
+        st.caption(ui.md_escape(f"Up to {MAX_FOLLOWED} words are followed; left out: {', '.join(left_out)}."))
+    marker = style.word_start_marker
+    # words followed as a piece inside words: their vocabulary has no piece that starts a word so
+    inner = [
+        typed_as[p]
+        for p in drawn
+        if marker and not typed_as[p].startswith(marker) and not p.startswith(marker)
+    ]
     if inner:
         # RoBERTa reads " money" as "Ġ", "money" where its vocabulary lacks "Ġmoney": the piece followed is the
         # one it uses inside words, which the help's "as the piece it starts a word as" did not cover
@@ -524,13 +540,6 @@ elif view == "lens":
                 f"the piece {'it is' if len(inner) == 1 else 'they are'} inside words."
             )
         )
-    try:
-        lens = cache.logit_lens(
-            active, inputs.text_a, inputs.text_b, position, tuple(dict.fromkeys(followed))
-        )
-    except bert_core.BertScopeError as exc:
-        st.error(ui.user_message(exc))
-        st.stop()
     if mask_id is not None and int(result.input_ids[position]) != mask_id:
         # A visible word is its own best guess from layer 0 on: "the answer at layer 0" is then no finding.
         st.caption(
@@ -547,7 +556,7 @@ elif view == "lens":
         for t, r, p in zip(
             lens.followed_tokens, lens.followed_ranks, lens.followed_probabilities, strict=True
         )
-        if t != lens.final_token
+        if t in drawn
     ]
     shown = [style.display(t) for t, _, _ in ranked]
     names = [s if shown.count(s) == 1 else t for s, (t, _, _) in zip(shown, ranked, strict=True)]
@@ -567,7 +576,8 @@ elif view == "lens":
         {f"rank of {name}": rank for name, (_, rank, _) in zip(names, ranked, strict=True)},
         title=f"Rank of {answer}, by layer (1 = top)"
         if len(ranked) == 1
-        else f"Ranks by layer (1 = top) of {answer}, and the pieces followed",
+        # short enough for one line at 1024 px in normal text, where the longer one ran off the chart's edge
+        else f"Ranks by layer (1 = top): the answer '{names[0]}' and the words followed",
         value_name="rank",
         font_size=fs,
     )

@@ -100,12 +100,16 @@ def test_the_logit_lens_follows_typed_words_beside_its_answer(make_app, tiny_mod
     assert at.text_input(key="lens_follow").value == "River, money riverbank"
     at.text_input(key="lens_follow").set_value("").run()
     assert len(figure(at, "lens_rank")["data"]) == 1 and not at.warning
-    # the answer itself, followed, is its own line once; words past the fifth are said to be left out
-    at.text_input(key="lens_follow").set_value(f"{lens.final_token} the a of on we sat by").run()
+    # the answer itself, followed, is its own line once, and five others beside it: neither the answer, nor a
+    # second spelling of a piece, nor a word that can't be followed takes one of their places (each did, and
+    # words with room left were said to be left out); words past those five are
+    others = [w for w in ["the", "a", "of", "on", "we", "sat", "by"] if w != lens.final_token]
+    typed = [lens.final_token, others[0].upper(), others[0], "riverbank", *others[1:]]
+    at.text_input(key="lens_follow").set_value(" ".join(typed)).run()
     names = [t["name"] for t in figure(at, "lens_rank")["data"]]
     assert names.count(f"rank of {lens.final_token}") == 1 and len(names) == len(set(names))
-    assert len(names) == len({lens.final_token, "the", "a", "of", "on"})
-    assert any("left out: we, sat, by" in c.value.replace("\\", "") for c in at.caption)
+    assert set(names) == {f"rank of {w}" for w in [lens.final_token, *others[:5]]}
+    assert any(f"left out: {', '.join(others[5:])}." in c.value.replace("\\", "") for c in at.caption)
 
 
 def test_importance_without_a_mask_is_an_inline_message(make_app):
@@ -486,7 +490,8 @@ def test_a_sentence_too_long_to_score_whole_still_leaves_the_minimal_pairs(make_
     """Its score would be of the pieces the model reads only: said, and the ranking below, which does not read
     sentence A, is still there."""
     at = open_view(make_app, "pll", " ".join(["the cat sat on the bank"] * 200))
-    assert "longer than" in " ".join(e.value for e in at.error)
+    said = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "longer than" in said and "'the cat sat on the bank the cat sat on the bank the cat sat…'" in said
     assert "Minimal pairs" in [h.value for h in at.subheader]
     assert not [m for m in at.metric if "PLL of sentence A" in m.label]  # no partial total shown as its score
     assert at.table or at.dataframe  # the preset's lines ranked
@@ -501,3 +506,18 @@ def test_a_link_may_name_the_view_by_its_short_key(make_app):
     at.radio(key="inside_view").set_value("pll").run()  # and the user's choice then wins
     assert at.radio(key="inside_view").value == "pll"
     assert make_app(PAGE, a=TEXT, inside_view="Logit lens").radio(key="inside_view").value == "lens"
+
+
+def test_the_ablation_hint_promises_masked_word_guesses_only_where_there_is_a_head_to_guess(make_app):
+    """A QA model's page said the picked heads' effect on the masked-word guesses would be drawn, beside a box
+    saying it has no MLM head."""
+    hint = [
+        i.value
+        for i in make_app(PAGE, model="@demo-qa", inside_view="ablation").info
+        if "Pick heads" in i.value
+    ]
+    assert hint and "masked-word" not in hint[0] and "the two 'bank's" in hint[0]
+    hint = [
+        i.value for i in make_app(PAGE, model="@demo", inside_view="ablation").info if "Pick heads" in i.value
+    ]
+    assert hint and "masked-word guesses" in hint[0]
