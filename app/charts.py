@@ -1117,6 +1117,11 @@ def _chunks(text: str, limit: int = CHIP_CHARS) -> list[str]:
     return [*out, text] if text or not out else out
 
 
+# A span_chips label for text past what the model reads: drawn hollow, apart from "other text", which the model
+# read and found nothing in (a cut-off half of a long text looked like that)
+NOT_READ = "not read (past the model's length)"
+
+
 def span_chips(
     pieces: Sequence[tuple[str, str | None]],
     *,
@@ -1146,11 +1151,14 @@ def span_chips(
         x += w + 0.4
     fig = go.Figure()
     kinds = list(dict.fromkeys(k for _, k in pieces))
-    named = sorted({*(k for k in kinds if k is not None), *(all_labels or ())})
-    colours = {kind: SEQUENCE_COLORS[n % 8] for n, kind in enumerate(named)}
+    named = sorted({*(k for k in kinds if k not in (None, NOT_READ)), *(all_labels or ())})
+    colours = {kind: SEQUENCE_COLORS[n % 8] for n, kind in enumerate(named)} | {
+        None: "#e8e8e8",
+        NOT_READ: "#ffffff",
+    }
     # Legend in the colours' order, the unlabelled text last: in the order of first appearance, sentence A's
     # legend read PERSON, LOCATION and B's LOCATION, PERSON.
-    for kind in [k for k in named if k in kinds] + [None] * (None in kinds):
+    for kind in [k for k in named if k in kinds] + [k for k in (None, NOT_READ) if k in kinds]:
         idx = [i for i, (_, k) in enumerate(pieces) if k == kind]
         fig.add_trace(
             go.Bar(
@@ -1163,7 +1171,8 @@ def span_chips(
                 textposition="inside",
                 insidetextanchor="middle",
                 textangle=0,  # plotly turns a short chip's text 90° to fit it (a one-word answer in large text)
-                marker_color="#e8e8e8" if kind is None else colours[kind],
+                marker_color=colours[kind],
+                marker_line={"color": "#aaaaaa", "width": 1} if kind == NOT_READ else None,
                 hovertemplate="%{text}<extra>" + label(kind or "") + "</extra>",
             )
         )

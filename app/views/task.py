@@ -63,7 +63,8 @@ if text:
                 f"{len(enc.tokens)} the model reads at once, so the passage is read in overlapping windows, as "
                 "transformers' pipeline reads it: all of it is read, and each answer is scored in its own window."
             )
-            ui.untrained_positions_note(active, len(enc.tokens))
+            # said of a window: "This input has 128 pieces" sat under "the question and passage are 200"
+            ui.untrained_positions_note(active, len(enc.tokens), what="Each window")
         else:
             ui.length_notes(active, enc)
 if info.task == "qa":
@@ -171,11 +172,18 @@ elif info.task == "tag":
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
         st.stop()
+    read = active.model.encode(text, pair)  # tokenising only: where a long text was cut
     for sentence, typed in ((0, text), (1, pair)):
         if typed is None:
             continue
         own = [e for e in entities if e.sentence == sentence]
         spans = [(e.start, e.end, e.label) for e in own]
+        ends = [
+            int(end) for (_, end), s in zip(read.offsets, read.sequence_ids, strict=True) if s == sentence
+        ]
+        if read.truncated and max(ends, default=0) < len(typed.rstrip()):
+            # the cut-off end is drawn as not read, not as text the head read and found no entity in
+            spans.append((max(ends, default=0), len(typed), charts.NOT_READ))
         ui.show_figure(
             charts.span_chips(
                 transforms.labelled_fragments(typed, spans),
@@ -191,7 +199,7 @@ elif info.task == "tag":
     # The head labels special tokens too, but was never trained on them (their targets are ignored) and no
     # word takes their label: a [SEP] read as B-PERSON at 0.99 read as a finding to a room. (The table and
     # the saliency's choices below list these pieces, by their positions.)
-    special = active.model.encode(text, pair).special_tokens_mask  # tokenising only
+    special = read.special_tokens_mask
     tagged = [(i, token, label, p) for i, (token, label, p) in enumerate(tags) if not special[i]]
     tag_table = pd.DataFrame(tagged, columns=["position", "token", "label", "probability"])
     tag_table.insert(2, "shown as", [style.display(t) for t in tag_table["token"]])

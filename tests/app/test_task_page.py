@@ -377,3 +377,34 @@ def test_a_fine_tuned_pooler_is_said_to_be_trained_by_its_task(heads, monkeypatc
         in said
     )
     assert "trained only for" not in said and "weak sentence embedding" not in said
+
+
+def test_a_taggers_entities_draw_the_cut_off_end_of_a_long_text_as_not_read(heads, monkeypatch):
+    """Past the model's positions the head reads nothing, but the cut-off end was drawn as "other text", as
+    if it had been read and held no entity."""
+    from app import charts
+
+    text = " ".join(["we sat by the river bank"] * 30)  # well past the tiny model's 64 pieces
+    model = bert_core.load_pretrained(heads["tag"])
+    enc = model.encode(text)
+    assert enc.truncated
+    read_to = max(int(end) for (_, end), s in zip(enc.offsets, enc.sequence_ids, strict=True) if s == 0)
+    at = _app(monkeypatch, heads["tag"], a=text)
+    traces = {t["name"]: t for t in figure(at, "task_entities_a")["data"]}
+    unread = "".join(traces[charts.NOT_READ]["text"]).replace(" ", "")
+    assert unread == text[read_to:].replace(" ", "")  # the end, and only the end
+    assert traces[charts.NOT_READ]["marker"]["color"] != traces["other text"]["marker"]["color"]
+    # a text the model reads whole has nothing not read
+    short = _app(monkeypatch, heads["tag"], a="we sat by the river bank")
+    assert charts.NOT_READ not in {t["name"] for t in figure(short, "task_entities_a")["data"]}
+
+
+def test_a_windowed_passages_trained_length_warning_speaks_of_a_window(monkeypatch):
+    """ "This input has 128 pieces" sat under "The question and passage are 200 pieces": the 128 is a window."""
+    from app import models
+
+    passage = " ".join(["Anna sold fish at the market by the river on Monday."] * 16)
+    at = _app(monkeypatch, models.DEMO_TASKS_DIR / "qa", a="Who sold fish?", b=passage)
+    warned = [w.value for w in at.warning if "pre-trained on inputs of at most" in w.value]
+    assert warned and warned[0].startswith("Each window has 128 pieces"), warned
+    assert any("read in overlapping windows" in c.value for c in at.caption)
