@@ -569,7 +569,13 @@ elif view == "lens":
         }
         | {f"rank of '{name}'": rank for name, (_, rank, _) in zip(names, ranked, strict=True)}
     )
-    ui.table(table, key="lens_table")
+    if st.session_state.get(ui.KEY_LARGE) and len(ranked) > 1:
+        # In Large text the followed words' columns ran past a 1024 px projector's page, behind a scroll bar
+        # nobody in the room sees: the table keeps the answer's rank, the chart and its CSV have all of them.
+        ui.table(table.iloc[:, :5], key="lens_table")
+        st.caption("The followed words' ranks: the chart below, and its CSV.")
+    else:
+        ui.table(table, key="lens_table")
     answer = f"'{names[0]}', the last layer's answer"
     rank_fig = charts.lines(
         list(range(len(lens.final_token_rank))),

@@ -521,3 +521,21 @@ def test_the_ablation_hint_promises_masked_word_guesses_only_where_there_is_a_he
         i.value for i in make_app(PAGE, model="@demo", inside_view="ablation").info if "Pick heads" in i.value
     ]
     assert hint and "masked-word guesses" in hint[0]
+
+
+def test_in_large_text_the_lens_table_leaves_the_followed_ranks_to_the_chart(
+    make_app, tiny_model, figure_data
+):
+    """Four followed words' columns ran past a 1024 px projector's page in Large text, behind a scroll bar."""
+    at = open_view(make_app, "lens", TEXT)
+    at.text_input(key="lens_follow").set_value("river money").run()
+    at.toggle(key="large").set_value(True).run()
+    [shown] = [t for t in at.table if "top prediction" in t.value.columns]
+    lens = tiny_model.logit_lens(TEXT, 5, follow=["river", "money"])
+    answer = [c for c in shown.value.columns if c.startswith("rank of")]
+    assert len(answer) == 1 and lens.final_token in answer[0].replace("\\", "")
+    assert any("The followed words' ranks: the chart below" in c.value for c in at.caption)
+    csv = figure_data["lens_rank"]  # every rank still in the chart's CSV
+    assert {"rank of 'river'", "rank of 'money'"} <= set(csv.columns)
+    at.toggle(key="large").set_value(False).run()  # in normal text the table has them all
+    assert {"rank of 'river'", "rank of 'money'"} <= set(at.dataframe[0].value.columns)
