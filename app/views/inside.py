@@ -499,29 +499,27 @@ elif view == "lens":
         "layer, beside the last layer's answer. A word is followed as the piece it starts a word as (RoBERTa's "
         "'river' as 'Ġriver'); a word the model splits into several pieces can't be followed whole.",
     )
-    # Up to MAX_FOLLOWED distinct pieces beside the answer, and one more in hand should the answer be among
-    # them: the cap counted typed strings, so 'River' and 'river' (one piece), a refused word or the answer
-    # itself took the place of a word that was then left out.
+    # Up to MAX_FOLLOWED distinct pieces beside the answer, counted once every word is read as its piece: the
+    # cap counted typed strings, so 'River' and 'river' (one piece), a refused word or the answer itself took
+    # the place of a word that was then left out. (The box holds 200 characters, so few words to look up.)
     typed_as: dict[str, str] = {}  # piece -> the word typed for it, first spelling first
-    left_out: list[str] = []
     for word in dict.fromkeys(w for w in re.split(r"[\s,]+", typed_follow) if w):
-        if len(typed_as) > MAX_FOLLOWED:
-            left_out.append(word)
-            continue
         try:
             piece = active.model.lens_piece(word)  # each alone: one word it can't follow spoils none
         except bert_core.InputError as exc:
             st.warning(ui.user_message(exc))
             continue
         typed_as.setdefault(piece, word)
-    try:
-        lens = cache.logit_lens(active, inputs.text_a, inputs.text_b, position, tuple(typed_as))
+    pieces = list(typed_as)
+    try:  # one piece more than is drawn, should the answer be among them
+        lens = cache.logit_lens(
+            active, inputs.text_a, inputs.text_b, position, tuple(pieces[: MAX_FOLLOWED + 1])
+        )
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
         st.stop()
-    drawn = [p for p in typed_as if p != lens.final_token]  # the answer's own line is drawn anyway
-    left_out[:0] = [typed_as[p] for p in drawn[MAX_FOLLOWED:]]
-    drawn = drawn[:MAX_FOLLOWED]
+    others = [p for p in pieces if p != lens.final_token]  # the answer's own line is drawn anyway
+    drawn, left_out = others[:MAX_FOLLOWED], [typed_as[p] for p in others[MAX_FOLLOWED:]]
     if left_out:
         st.caption(ui.md_escape(f"Up to {MAX_FOLLOWED} words are followed; left out: {', '.join(left_out)}."))
     marker = style.word_start_marker
@@ -588,7 +586,7 @@ elif view == "lens":
         font_size=fs,
     )
     # The followed pieces' lines carry no numbers: written over each other where their ranks meet, they read as
-    # one jumble; the table has them.
+    # one jumble; the table has them (in normal text), the hover and the CSV always.
     charts.rank_axis(
         rank_fig,
         float(max(np.max(rank) for _, rank, _ in ranked)),

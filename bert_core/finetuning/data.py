@@ -42,7 +42,7 @@ JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 class Example:
     """One row of a data file. Which fields a task fills is in the comments."""
 
-    line: int  # 1-based line of the file the row ends on, for messages
+    line: int  # 1-based line of the file the row begins on, for messages
     text: str  # classify / pair: the (first) text; tag: the words joined by single spaces; qa: the question
     text_pair: str | None = None  # pair: the second text; qa: the context
     label: str | None = None  # classify / pair
@@ -141,7 +141,8 @@ def write_examples(path: str | Path, rows: Sequence[dict[str, Any]], task: str) 
 
 
 def _csv_rows(text: str, task: str, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    reader = csv.DictReader(text.splitlines(keepends=True))
+    lines = text.splitlines(keepends=True)
+    reader = csv.DictReader(lines)
     header = reader.fieldnames or []
     missing = [c for c in COLUMNS[task] if c not in header]
     if missing:
@@ -149,13 +150,16 @@ def _csv_rows(text: str, task: str, name: str) -> Iterator[tuple[int, dict[str, 
             f"{name}: the header row has no {', '.join(repr(c) for c in missing)} column; {task} needs "
             f"{', '.join(COLUMNS[task])} (found {', '.join(header) or 'nothing'})"
         )
-    started = reader.line_num + 1  # the line the row being read begins on: a quoted value may span lines
+    ended = reader.line_num  # the line the last row read ends on: a quoted value may span lines
     try:
         for row in reader:
-            line, first = reader.line_num, started
-            started = line + 1
-            # A row over several lines is named by its first: a quote left open there ran it on, and the
-            # fault was named at the file's last line.
+            # A row is named by the line it begins on, the first after the last row that is not blank (the
+            # reader skips blank lines): a quote left open there ran the row on, and its fault was named at the
+            # file's last line.
+            line, first = reader.line_num, ended + 1
+            while first < line and not lines[first - 1].strip("\r\n"):
+                first += 1
+            ended = line
             where = (
                 f"line {line}"
                 if first == line
@@ -172,7 +176,7 @@ def _csv_rows(text: str, task: str, name: str) -> Iterator[tuple[int, dict[str, 
                     f"{name}, {where}: the row has no value for {', '.join(repr(c) for c in absent)} "
                     f"({len([v for v in row.values() if v is not None])} values for {len(header)} columns)"
                 )
-            yield line, row
+            yield first, row
     except csv.Error as exc:
         raise InputError(f"{name}, line {reader.line_num}: {exc}") from exc
 

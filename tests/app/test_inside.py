@@ -105,6 +105,7 @@ def test_the_logit_lens_follows_typed_words_beside_its_answer(make_app, tiny_mod
     # words with room left were said to be left out); words past those five are
     others = [w for w in ["the", "a", "of", "on", "we", "sat", "by"] if w != lens.final_token]
     typed = [lens.final_token, others[0].upper(), others[0], "riverbank", *others[1:]]
+    typed += [others[1].upper(), lens.final_token.upper()]  # and after the cap: drawn already, not left out
     at.text_input(key="lens_follow").set_value(" ".join(typed)).run()
     names = [t["name"] for t in figure(at, "lens_rank")["data"]]
     assert names.count(f"rank of {lens.final_token}") == 1 and len(names) == len(set(names))

@@ -277,6 +277,14 @@ def test_labels_the_models_head_does_not_have_are_refused(tmp_path, tiny_checkpo
             'text,label\nthe bank,river\n"the cash,money\nthe bank,river\n',
             r"line 3 \(a row running on to line 4: is a quote left open\?\): the row has no value for 'label'",
         ),
+        # blank lines, which the reader skips, are no part of the row after them
+        (
+            "classify",
+            "text,label\nthe bank,river\n\n\nthe cash\n",
+            r"line 5: the row has no value for 'label'",
+        ),
+        # a row over several lines is named by its first, whatever its fault
+        ("classify", 'text,label\n\n"the bank\nof the river",\n', r"line 3: 'label' is empty"),
         ("classify", "text,label\n  ,river\n", r"line 2: 'text' is empty"),
         ("tag", "tokens,tags\nthe river bank,O B-LOC\n", r"line 2: 3 tokens but 2 tags"),
         ("pair", "text,label\na,b\n", r"no 'text_pair' column"),
@@ -676,3 +684,11 @@ def test_a_seed_is_a_whole_number_of_zero_or_more_everywhere_the_labs_take_one(t
         with pytest.raises(InputError, match="seed must be a whole number of 0 or more"):
             make()
     assert not list(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_a_numpy_seed_is_kept_as_a_python_int_the_checkpoints_json_can_hold():
+    """Accepted, an np.int64 seed trained and then failed at the save: 'int64 is not JSON serializable'."""
+    from bert_core.pretraining.train import TrainingConfig
+
+    for config in (FinetuneConfig("classify", seed=np.int64(3)), TrainingConfig(seed=np.int64(3))):
+        assert type(config.seed) is int and json.loads(json.dumps(config.to_dict()))["seed"] == 3
