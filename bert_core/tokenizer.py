@@ -195,7 +195,9 @@ class Encoding:
     tokens: list[str]  # S pieces, with [CLS]/[SEP]
     input_ids: np.ndarray  # (S,) int64
     token_type_ids: np.ndarray  # (S,) int64, 0 = sentence A, 1 = sentence B
-    position_ids: np.ndarray  # (S,) int64, position_offset .. position_offset + S - 1 (offset 0; RoBERTa 2)
+    position_ids: (
+        np.ndarray
+    )  # (S,) int64, from position_offset up (0; RoBERTa 2, a typed <pad> 1: position_ids())
     offsets: np.ndarray  # (S, 2) int64, see above
     sequence_ids: list[int | None]  # 0 = A, 1 = B, None = added [CLS]/[SEP]
     word_ids: list[int | None]  # index of the word within its own sentence, None for added specials
@@ -962,7 +964,12 @@ def _read_vocab_file(path: Path) -> list[str]:
     if not lines:
         raise ModelLoadError(f"{path} is empty; a BERT vocab.txt has one piece per line")
     if lines[0].lstrip().startswith("{"):  # a tokenizer.json or vocab.json: read as pieces, it "lacked [UNK]"
-        raise ModelLoadError(f"{path} is JSON, not a vocab.txt (one piece per line)")
+        try:  # ("{" alone is a piece many vocabularies have: only a file that is JSON is refused)
+            json.loads("".join(lines))
+        except ValueError:
+            pass
+        else:
+            raise ModelLoadError(f"{path} is JSON, not a vocab.txt (one piece per line)")
     return lines
 
 

@@ -64,7 +64,7 @@ if text:
                 "transformers' pipeline reads it: all of it is read, and each answer is scored in its own window."
             )
             # said of a window: "This input has 128 pieces" sat under "the question and passage are 200"
-            ui.untrained_positions_note(active, len(enc.tokens), what="Each window")
+            ui.untrained_positions_note(active, len(enc.tokens), what="A full window")
         else:
             ui.length_notes(active, enc)
 if info.task == "qa":

@@ -119,7 +119,8 @@ class FinetuneConfig:
     def __post_init__(self) -> None:
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {', '.join(TASKS)}, got {self.task!r}")
-        check_seed(self.seed)
+        # as a Python int: numpy's, accepted, could not be written to the checkpoint's JSON after training
+        object.__setattr__(self, "seed", check_seed(self.seed))
         for name in ("epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -370,8 +371,9 @@ def _qa_feature(model: BertScopeModel, example: Example) -> Feature | None:
             inside[0] - pieces[0], pieces[-1] - inside[-1]
         )
 
-    # The windows answer() reads, with half a window of overlap, so an answer that straddles one window's edge
-    # lies inside the next; one placed around every answer would teach that answers sit mid-window.
+    # Windows laid as answer() lays them, with half a window of overlap (answer()'s is at most 128 pieces), so
+    # an answer that straddles one window's edge lies inside the next; one placed around every answer would
+    # teach that answers sit mid-window.
     found = [
         f
         for f in map(

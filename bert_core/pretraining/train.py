@@ -124,7 +124,8 @@ class TrainingConfig:
             raise ValueError(f"masking must be one of {MASKING_MODES}, got {self.masking!r}")
         if self.save_dtype not in SAVE_DTYPES:
             raise ValueError(f"save_dtype must be one of {tuple(SAVE_DTYPES)}, got {self.save_dtype!r}")
-        check_seed(self.seed)
+        # as a Python int: numpy's, accepted, could not be written to the checkpoint's JSON after training
+        object.__setattr__(self, "seed", check_seed(self.seed))
         if self.hidden_size < 1:  # before intermediate_size, which the CLI derives from it (4 x 0 was named)
             raise ValueError(f"hidden_size must be at least 1, got {self.hidden_size}")
         for name in ("steps", "batch_size", "max_segment_sentences", "static_duplicates", "eval_sequences"):

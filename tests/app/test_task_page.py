@@ -406,5 +406,5 @@ def test_a_windowed_passages_trained_length_warning_speaks_of_a_window(monkeypat
     passage = " ".join(["Anna sold fish at the market by the river on Monday."] * 16)
     at = _app(monkeypatch, models.DEMO_TASKS_DIR / "qa", a="Who sold fish?", b=passage)
     warned = [w.value for w in at.warning if "pre-trained on inputs of at most" in w.value]
-    assert warned and warned[0].startswith("Each window has 128 pieces"), warned
+    assert warned and warned[0].startswith("A full window has 128 pieces"), warned
     assert any("read in overlapping windows" in c.value for c in at.caption)

@@ -574,6 +574,7 @@ def test_missing_vocabulary(tmp_path):
             b'{\n  "version": "1.0",\n  "model": {"type": "WordPiece"}\n}\n',
             "is JSON, not a vocab.txt",
         ),
+        ("vocab.txt", b"{\n}\nthe\n", r"lacks \[UNK\]"),  # "{" is a piece: a vocabulary may start with it
         ("tokenizer.json", b"{not json", "not valid JSON"),
         ("tokenizer.json", b'{"model": {"type": "BPE", "vocab": {}, "merges": []}}', "BPE"),
         (

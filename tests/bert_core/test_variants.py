@@ -407,3 +407,26 @@ def test_head_roles_read_punctuation_as_the_analysed_model_marks_it(checkpoints)
             bert_core.role_stability([r, r], style=m.info.piece_style),
         )
         np.testing.assert_array_equal(default.mean_scores["punctuation"], told.mean_scores["punctuation"])
+
+
+def test_a_roberta_qa_window_counts_a_typed_pads_position_as_roberta_does(tmp_path):
+    """Each window of a long passage is an input of its own to the model: its positions are counted afresh,
+    over the pieces that are not <pad>, as transformers counts the window's ids."""
+    from tests.variants import make_task_checkpoint
+
+    m = bert_core.load_pretrained(make_task_checkpoint(tmp_path / "qa", "roberta", "qa"))
+    hf = transformers.RobertaForQuestionAnswering.from_pretrained(
+        tmp_path / "qa", attn_implementation="eager"
+    )
+    context = " ".join(["the river ran by the bank<pad> and"] * 12)
+    windows = m._qa_windows("who <pad>sat?", context, stride=8)
+    assert len(windows) > 2 and all("<pad>" in w.tokens for w in windows)
+    create = transformers.models.roberta.modeling_roberta.RobertaEmbeddings.create_position_ids_from_input_ids
+    for w in windows:
+        ids = torch.tensor([w.input_ids])
+        assert w.position_ids.tolist() == create(ids, m.config.pad_token_id)[0].tolist()
+    # and the start scores of a window are transformers' for those ids
+    with torch.inference_mode():
+        expected = hf(input_ids=torch.tensor([windows[1].input_ids])).start_logits[0]
+    ours = m._task_logits("qa", [windows[1]])[0, : len(windows[1]), 0]
+    np.testing.assert_allclose(ours.numpy(), expected.numpy(), atol=TOL, rtol=0)
