@@ -1119,7 +1119,7 @@ def _chunks(text: str, limit: int = CHIP_CHARS) -> list[str]:
 
 # A span_chips label for text past what the model reads: drawn hollow, apart from "other text", which the model
 # read and found nothing in (a cut-off half of a long text looked like that)
-NOT_READ = "not read (past the model's length)"
+NOT_READ = "not read (cut off)"
 
 
 def span_chips(
