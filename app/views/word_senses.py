@@ -208,7 +208,8 @@ if missing:
         # said of the target: "'banks' is not 'bank'" under the target "river" said nothing (and "'citys'"
         # would be no word)
         "The target word is not in these sentences "
-        + ui.md_escape(f"(whole words only: '{target}' inside a longer word does not count)")
+        # the target cut as the sentences are: a 300-character one was quoted whole
+        + ui.md_escape(f"(whole words only: '{ui.clip(target, 60)}' inside a longer word does not count)")
         # named as the other warnings name sentences: "3. Two banks merged.; 6. …" ran one into the next
         + ", which are left out: "
         + ", ".join(ui.md_escape(f"sentence {n + 1} (“{ui.clip(sentences[n], 60)}”)") for n in missing)

@@ -316,6 +316,10 @@ def test_the_whole_words_example_uses_the_target(senses):
         "(whole words only: 'river' inside a longer word does not count), which are left out: sentence 2"
         in warned
     )
+    # a long target is cut in the message, as the sentences are (a 300-character one was quoted whole)
+    long = "river" * 60
+    warned = text_of(senses(["the river bank", f"the {long}s ran"], target=long).warning)
+    assert f"'{long[:59]}…' inside a longer word" in warned and long not in warned
 
 
 def test_a_line_with_only_a_sense_is_said_to_be_left_out(senses):
