@@ -273,6 +273,16 @@ def labelled_fragments(text: str, spans: Sequence[tuple[int, int, str]]) -> list
     return [(t, k) for t, k in out if t.strip()]
 
 
+def read_part(encoding, text: str, sentence: int) -> str:
+    """What the model read of `text`, sentence `sentence` (0 = A, 1 = B) of `encoding`: all of it, or where the
+    encoding was cut, up to its last piece read and "…"."""
+    ends = [
+        int(end) for (_, end), s in zip(encoding.offsets, encoding.sequence_ids, strict=True) if s == sentence
+    ]
+    end = max(ends, default=0)
+    return text if end >= len(text.rstrip()) else text[:end].rstrip() + " …"
+
+
 def pair_template(encoding, names: tuple[str, str] = ("A", "B")) -> str:
     """How the model's tokenizer lays out a pair, e.g. '[CLS] A [SEP] B [SEP]' or RoBERTa's
     '<s> A </s> </s> B </s>': `encoding` is any pair's Encoding; its special tokens are kept and each sentence's

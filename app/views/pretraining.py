@@ -192,12 +192,24 @@ else:
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
         st.stop()
-    drawn = [(e, score) for e, score in zip(examples, scores, strict=True) if e[4]]
+    # Each pair as the model read it: a long sentence is cut to the model's length, and the whole of it, shown,
+    # read as what the pair head judged (a 300-word A under "the model reads 128 pieces").
+    encodings = [tokenizer.encode(first, second) for _, _, first, second, _ in examples]
+    examples = [
+        (task, label, transforms.read_part(enc, first, 0), transforms.read_part(enc, second, 1), chosen)
+        for (task, label, first, second, chosen), enc in zip(examples, encodings, strict=True)
+    ]
+    if any(enc.truncated for enc in encodings):
+        st.caption(
+            f"The model reads {tokenizer.max_length} pieces of a pair: each example is shown as far as it was "
+            "read (…), and was judged on that."
+        )
+    drawn = [(e, score, enc) for e, score, enc in zip(examples, scores, encodings, strict=True) if e[4]]
     cols = st.columns(2)
-    for col, ((task, label, first, second, _), score) in zip(cols, drawn, strict=True):
+    for col, ((task, label, first, second, _), score, enc) in zip(cols, drawn, strict=True):
         with col:
             st.markdown(f"**{task} example this draw — {ui.md_escape(label)}**")
-            st.text(transforms.pair_template(tokenizer.encode(first, second), (first, second)))
+            st.text(transforms.pair_template(enc, (first, second)))
             st.metric(f"model's {head}", f"{score:.3f}")
     ui.table(
         pd.DataFrame(

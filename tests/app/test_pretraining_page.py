@@ -146,3 +146,22 @@ def test_an_embedding_table_larger_than_the_vocabulary_never_yields_a_token_less
     for _ in range(5):
         at.button(key="pt_redraw").click().run()
         assert not at.exception, [e.value for e in at.exception]
+
+
+def test_a_pair_longer_than_the_model_is_shown_as_far_as_it_was_read(page, tiny_checkpoint):
+    """The examples printed a 300-word A whole, under a note that the model reads 64 pieces, beside the pair
+    head's answer on the cut text."""
+    a, b = " ".join(["the cat sat on the bank"] * 30), "she was by the river"
+    at = page(a=a, b=b)
+    assert not at.error
+    pairs = _table(at, "model's P(IsNext)")
+    enc = bert_core.load_pretrained(tiny_checkpoint).tokenizer.encode(a, b)
+    assert enc.truncated
+    read_to = max(int(e) for (_, e), s in zip(enc.offsets, enc.sequence_ids, strict=True) if s == 0)
+    assert pairs.iloc[0]["sentence 1"] == a[:read_to] + " …" and pairs.iloc[0]["sentence 2"] == b
+    assert all(a not in t.value for t in at.text)  # the example boxes too
+    assert any("each example is shown as far as it was read" in c.value for c in at.caption)
+    # a pair the model reads whole is shown whole, with no such note
+    at = page(a="the cat sat", b=b)
+    assert _table(at, "model's P(IsNext)").iloc[0]["sentence 1"] == "the cat sat"
+    assert not any("as far as it was read" in c.value for c in at.caption)
