@@ -255,9 +255,18 @@ if "rtd" in info.heads:
                 choices = {f"{w + 1}: {word}": w for w, word in words.items()}
                 c1, c2 = st.columns(2)
                 middle = spans[len(spans) // 2][0]
-                ui.start_value("sv_rtd_word", f"{middle + 1}: {words[middle]}", lambda v: v in choices)
+                # In the link, as the replacement is: a link gave "ship" for the middle word, not for the word
+                # picked. The default (the middle word) moves with the text until a word is picked, as the
+                # logit lens's position does.
+                names = list(choices)
+                ui.follow_default("sv_rtd_word", f"{middle + 1}: {words[middle]}", lambda v: v in choices)
+                start = names.index(
+                    ui.start("sv_rtd_word", f"{middle + 1}: {words[middle]}", lambda v: v in choices)
+                )
                 word = choices[
-                    c1.selectbox("Word", list(choices), key="sv_rtd_word", persist_state="session")
+                    c1.selectbox(
+                        "Word", names, index=start, **ui.bound("sv_rtd_word"), persist_state="session"
+                    )
                 ]
                 replacement = c2.text_input(
                     "Replacement",

@@ -253,6 +253,14 @@ def test_replaced_tokens_view_for_an_electra_discriminator(family_dirs, monkeypa
         at.text_input(key="sv_rtd_with").value == "cash"
         and at.selectbox(key="sv_rtd_word").value == "2: bank"
     )
+    # and a link reopens on the same swap: the word was kept for the session only, so a link put "cash" in
+    # place of the middle word
+    assert at.query_params["sv_rtd_word"] in ("2: bank", ["2: bank"])
+    link = _app(monkeypatch, family_dirs["electra"], "views/sentence_vector.py", a=text, sv_rtd_word="2: bank",
+                sv_rtd_with="cash")  # fmt: skip
+    assert link.selectbox(key="sv_rtd_word").value == "2: bank"
+    np.testing.assert_allclose(decode(figure(link, "sv_rtd_edited")["data"][0]["z"]).reshape(-1)[: len(edited)],
+                               edited, atol=1e-6)  # fmt: skip
     metrics = {m.label.replace("\\", ""): float(m.value) for m in at.metric}
     # "mean of its pieces" said of the word that has several, whichever side (it was said of the left one)
     assert abs(metrics["P(replaced) of 'bank'"] - expected[2]) < 1e-3
