@@ -347,3 +347,24 @@ def test_a_vocabulary_much_smaller_than_the_word_table_is_said(make_app, tmp_pat
     at = make_app(model=str(padded))
     assert not [w for w in at.sidebar.warning if "word table" in w.value]
     assert not at.exception
+
+
+def test_a_large_text_table_writes_a_tiny_probability_as_a_number_not_zero():
+    """st.table writes four decimals: Pre-training's P(original) of 0.000004 read "0.0000" beside a loss of
+    12.3, where st.dataframe (normal text) showed it."""
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import pandas as pd
+        import streamlit as st
+
+        from app import ui
+
+        st.session_state[ui.KEY_LARGE] = True
+        ui.table(pd.DataFrame({"p": [0.9796, 4.2e-06, 0.0], "loss": [0.02, 12.32, 1.0]}))
+
+    at = AppTest.from_function(script, default_timeout=30).run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = at.table[0].value
+    assert shown["p"].tolist() == ["0.9796", "4.2e-06", "0.0000"]
+    assert shown["loss"].tolist() == [0.02, 12.32, 1.0]  # a column with nothing to lose stays numbers
