@@ -14,7 +14,7 @@ KEY_SECOND = "model2"  # the URL keeps both models: the sidebar's `model` and th
 SENSES = inputs.COMPARE_SENSES
 TARGET = "bank"
 
-# Where each side is drawn, as the page says it: Large text stacks the two sides, and "left:" in the legend
+# Where each side is drawn, as the page's caption says it: Large text stacks the two sides, and "on the left"
 # named a model drawn above the other.
 WHERE = (
     {"left": "above", "right": "below"} if ui.stacked() else {"left": "on the left", "right": "on the right"}
@@ -217,9 +217,13 @@ for name, active in sides:
         continue
     cos = np.stack([transforms.cosine_matrix(np.stack(vectors)[:, k]) for k in range(len(vectors[0]))])
     # (L + 1, 3, 3): river with river, river with money
-    curves[
-        f"{WHERE[name].removeprefix('on the ')}: {active.model.info.architecture_name} ({active.source})"
-    ] = (np.linspace(0.0, 1.0, len(cos)), cos[:, 0, 2], cos[:, 0, 1])
+    # named by model, not by place: the page's own CSS stacks the sides where it is narrow, which the script
+    # cannot tell, and "left:" then named the model drawn above (the same model on both sides is one line)
+    curves[f"{active.model.info.architecture_name} ({NAMES[name]})"] = (
+        np.linspace(0.0, 1.0, len(cos)),
+        cos[:, 0, 2],
+        cos[:, 0, 1],
+    )
 if curves:
     fig = charts.lines(
         next(iter(curves.values()))[0],

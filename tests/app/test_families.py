@@ -306,7 +306,9 @@ def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
     masks = figure(at, "cmp_masks_right")
     assert len(masks["data"][0]["y"]) == 5 or len(decode(masks["data"][0]["x"])) == 5
     senses = figure(at, "cmp_senses")
-    assert [t["name"].split(":")[0] for t in senses["data"]] == ["left", "right"]  # one curve per model
+    # one curve per model, named by its model, not by a place the page's own CSS may change
+    names = [t["name"] for t in senses["data"]]
+    assert [n.split(" (")[0] for n in names] == ["BERT", "DistilBERT"] and not any(":" in n for n in names)
     assert at.query_params["model2"] == [str(family_dirs["distilbert"])] or at.query_params["model2"] == str(
         family_dirs["distilbert"]
     )
@@ -317,8 +319,8 @@ def test_compare_page_shows_two_models_side_by_side_with_both_in_the_url(
     at.text_area(key="a").set_value("we sat on the [MASK] of the river " * 3).run()
     ticks = figure(at, "cmp_attention_left")["layout"]["xaxis"]["tickvals"]
     assert len(ticks) * 1.15 * 22 <= 560
-    # Stacked, the page and the legend say above and below, not left and right
-    assert [t["name"].split(":")[0] for t in figure(at, "cmp_senses")["data"]] == ["above", "below"]
+    # Stacked, the page says above and below, not left and right; the legend names the models as before
+    assert [t["name"] for t in figure(at, "cmp_senses")["data"]] == names
     assert "the sidebar's model above, the one picked here below" in at.caption[0].value
     assert len(at.columns) == 0  # no side by side at all
     # Side by side: the two model cards, the two attention sides, the two masked-word sides.
@@ -352,7 +354,7 @@ def test_compare_says_once_that_a_mask_is_needed(family_dirs, monkeypatch, tiny_
     # cross-sense one (a river bank to another river bank, minus to a money bank), from the core's vectors
     from app.inputs import COMPARE_SENSES as SENSES
 
-    lines = {t["name"].split(":")[0]: t for t in figure(at, "cmp_senses")["data"]}
+    lines = dict(zip(("left", "right"), figure(at, "cmp_senses")["data"], strict=True))
     for side, source in (("left", tiny_checkpoint), ("right", second)):
         w = bert_core.load_pretrained(source).word_vectors(list(SENSES), "bank")
         assert [n for n, _ in w.found] == [0, 1, 2]
