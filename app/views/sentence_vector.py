@@ -146,6 +146,16 @@ else:
         st.info("At least two of the sentences must have something to analyse.")
         batch = None
 if batch is not None:
+    # A vector of a sentence past the model's length is of its first pieces only: said, as the sidebar's
+    # sentences are ("sentence 3 is cut" at 1,000 characters was all a 1,000-character line got)
+    cut = [(n, r.encoding) for n, r in zip(batch.used, batch.results, strict=True) if r.encoding.truncated]
+    if cut:
+        st.warning(
+            f"The model reads at most {active.model.tokenizer.max_length} pieces, so these vectors are of the "
+            "start of their sentence only: "
+            + ", ".join(f"sentence {n + 1} ({enc.num_tokens_before_truncation} pieces)" for n, enc in cut)
+            + "."
+        )
     lines = [lines[n] for n in batch.used]
     numbers = [n + 1 for n in batch.used]
     vectors = np.stack([sentence_vector(r, kind) for r in batch.results])

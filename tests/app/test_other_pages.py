@@ -590,3 +590,15 @@ def test_masked_words_default_word_is_one_the_model_was_trained_at(
     at = make_app("views/masked_words.py", a="the cat sat on the bank of the river and the dog ran quickly")
     assert not at.exception
     assert at.multiselect(key="mask_words").value == ["word 9: river"]  # not "quickly", past piece 10
+
+
+def test_the_sentence_list_says_which_vectors_are_of_a_cut_sentence(make_app):
+    """A line past the model's length got "sentence 3 is cut" at 1,000 characters and nothing about the pieces
+    the model then cut, though its vector is of the first 64 alone."""
+    long = " ".join(["the cat sat on the bank"] * 30)  # 150 words, well past the tiny model's 64 pieces
+    at = make_app("views/sentence_vector.py")
+    at.text_area(key="sv_sentences").set_value(f"the cat\nthe dog\n{long}").run()
+    said = [w.value for w in at.warning if "start of their sentence only" in w.value]
+    assert len(said) == 1 and "sentence 3 (" in said[0] and "sentence 1" not in said[0]
+    at.text_area(key="sv_sentences").set_value("the cat\nthe dog").run()
+    assert not [w for w in at.warning if "start of their sentence only" in w.value]
