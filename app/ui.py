@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -91,6 +91,19 @@ def bound(key: str) -> dict[str, str]:
     if key in st.session_state:
         st.session_state[key] = st.session_state[key]
     return {"key": key, "bind": "query-params"}
+
+
+def option_by_name(key: str, labels: Mapping[str, str]) -> None:
+    """Read a link that names a radio's option by its own name (`labels` maps each name to the label shown)
+    as one naming its label. A bound radio's link holds the label shown (Streamlit writes the shown value), so a
+    hand-written "inside_view=lens" or "senses_occurrence=last" opened the default view without a word. The
+    address is rewritten and the page run again, as the radio reads the address only as it starts: set
+    through session state, the option showed but the address dropped the key, so a reload lost it. Only for
+    a session with no value yet (never over one the user picked). Call it before the radio."""
+    given = st.query_params.get(key)
+    if key not in st.session_state and given in labels and labels[given] != given:
+        st.query_params[key] = labels[given]
+        st.rerun()
 
 
 def follow_default(key: str, default: object, valid: Callable[[object], bool]) -> None:

@@ -75,6 +75,7 @@ tokens = ui.token_labels(result.tokens, active.model.info.piece_style)
 fs = ui.font_size()
 
 st.subheader("Per token")
+ui.option_by_name("emb_component", COMPONENTS)
 ui.start("emb_component", "word", lambda v: v in COMPONENTS)  # a choice this model lacks starts over
 component = st.radio(
     "Component",

@@ -67,14 +67,7 @@ style = info.piece_style
 tokenizer = active.model.tokenizer
 cls, sep, mask = tokenizer.cls_token, tokenizer.sep_token, tokenizer.mask_token
 fs = ui.font_size()
-# A link names the view by its label (Streamlit writes a bound radio's shown value); a hand-written link's short
-# key ("inside_view=lens") opened Query & key without a word. It is rewritten as the label, then the page run
-# again, as the radio reads the address only as it starts: set through session state, the view opened but the
-# address dropped the key, so a reload opened Query & key. Only for a session with no view yet (never over one
-# the user picked).
-if st.query_params.get("inside_view") in VIEWS and "inside_view" not in st.session_state:
-    st.query_params["inside_view"] = VIEWS[st.query_params["inside_view"]]
-    st.rerun()
+ui.option_by_name("inside_view", VIEWS)  # a hand-written "inside_view=lens" opened Query & key
 view = st.radio("View", list(VIEWS), format_func=VIEWS.get, **ui.bound("inside_view"), horizontal=True)
 result = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b)
 labels = ui.token_labels(result.tokens, style)
@@ -652,6 +645,7 @@ elif view == "pll":
         "of its word) and add up the log-probability the model gives the true piece. Higher (less negative) = more natural to the model; compare sentences "
         "that differ in one place."
     )
+    ui.option_by_name("pll_scoring", PLL_SCORING_NAMES)
     scoring_start = ui.start("pll_scoring", "piece", lambda v: v in PLL_SCORING_NAMES)
     scoring = st.radio(
         "Mask each piece",

@@ -80,6 +80,7 @@ if not info.has_pooler:
             "vector is used instead."
         )
     )
+ui.option_by_name("sv_kind", {k: KIND_LABELS[k] for k in kinds})
 ui.start("sv_kind", kinds[0], lambda v: v in kinds)  # a kept choice may be another model's pooler
 kind = st.radio(
     "Sentence vector",

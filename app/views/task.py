@@ -255,6 +255,7 @@ st.caption(
     "embedding itself: a quick local reading with no baseline, which credits special tokens too and can "
     "disagree with integrated gradients, even in sign."
 )
+ui.option_by_name("task_method", METHODS)
 method = st.radio(
     "Method",
     list(METHODS),
@@ -265,9 +266,11 @@ method = st.radio(
 )
 target = None  # the head's own default: a classifier's predicted class
 if info.task == "qa":
+    ENDS = {"start": "the answer's start", "end": "the answer's end"}
+    ui.option_by_name("task_qa_end", ENDS)
     target = st.radio(
-        "Explain", ["start", "end"], **ui.bound("task_qa_end"), horizontal=True, persist_state="session",
-        format_func={"start": "the answer's start", "end": "the answer's end"}.__getitem__,
+        "Explain", list(ENDS), **ui.bound("task_qa_end"), horizontal=True, persist_state="session",
+        format_func=ENDS.__getitem__,
     )  # fmt: skip
 elif info.task == "tag":
     # Any piece's label, not only the first's: the tagger's answer is one label per piece. Labels as choices

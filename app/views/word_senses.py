@@ -90,6 +90,7 @@ typed_target = c2.text_input(
     help="Whole words only ('banks' is not 'bank'). Spaces and punctuation around it are ignored.",
 )
 OCCURRENCE_CHOICES = {"first": "the first", "last": "the last", "each": "each one (a point each)"}
+ui.option_by_name("senses_occurrence", OCCURRENCE_CHOICES)
 which = c2.radio(
     "Where it appears more than once in a sentence, use",
     list(OCCURRENCE_CHOICES),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import bert_core
 from tests.app.conftest import decode, figure, table_with
 
@@ -368,3 +370,41 @@ def test_a_large_text_table_writes_a_tiny_probability_as_a_number_not_zero():
     shown = at.table[0].value
     assert shown["p"].tolist() == ["0.9796", "4.2e-06", "0.0000"]
     assert shown["loss"].tolist() == [0.02, 12.32, 1.0]  # a column with nothing to lose stays numbers
+
+
+@pytest.mark.parametrize(
+    ("page", "key", "name", "label", "query"),
+    [
+        ("views/word_senses.py", "senses_occurrence", "last", "the last", {}),
+        ("views/embeddings.py", "emb_component", "position", "position embedding", {}),
+        ("views/sentence_vector.py", "sv_kind", "mean", "mean of the pieces, last layer", {}),
+        (
+            "views/inside.py",
+            "pll_scoring",
+            "word_l2r",
+            "with the later pieces of its word",
+            {"inside_view": "pll"},
+        ),
+        (
+            "views/task.py",
+            "task_method",
+            "gradient_x_input",
+            "gradient × input",
+            {"model": "@demo-qa", "a": "Who sat?", "b": "Anna sat by the river."},
+        ),
+        (
+            "views/task.py",
+            "task_qa_end",
+            "end",
+            "the answer's end",
+            {"model": "@demo-qa", "a": "Who sat?", "b": "Anna sat by the river."},
+        ),
+    ],
+)
+def test_a_link_may_name_a_radios_option_by_its_own_name(make_app, page, key, name, label, query):
+    """A link holds the label shown; one naming the option itself ("senses_occurrence=last") opened the
+    default without a word, as "inside_view=lens" once did."""
+    at = make_app(page, **query, **{key: name})
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.radio(key=key).value == name
+    assert at.query_params[key] in (label, [label])  # written as the page's own links write it
