@@ -433,7 +433,8 @@ class TaskPasses:
 
 
 def _select(full: Encoding, keep: list[int], position_offset: int) -> Encoding:
-    """The pieces of `full` at `keep`, as an Encoding of their own (positions counted afresh, as the model counts them in a window of its own)."""
+    """The pieces of `full` at `keep`, as an Encoding of their own (positions counted afresh, as the model
+    counts them in a window of its own)."""
     index = np.array(keep, dtype=np.intp)
     return Encoding(
         tokens=[full.tokens[i] for i in keep],

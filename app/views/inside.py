@@ -208,9 +208,9 @@ elif view == "value":
         "(Kobayashi et al., 2020) scales each weight by the size of what the token actually contributes: in "
         "bert-base they found that heads weighting "
         + ui.md_escape(f"{cls}/{sep}")
-        + " heavily mostly pass on tiny vectors there (another model, the small demo one say, may differ). f(x) is the token's value vector (bias included) "
-        "through the head's share of the output projection, whose bias is left out: it is added once, from no "
-        "token."
+        + " heavily mostly pass on tiny vectors there (another model, the small demo one say, may differ). "
+        "f(x) is the token's value vector (bias included) through the head's share of the output projection, "
+        "whose bias is left out: it is added once, from no token."
     )
     layer, head = layer_and_head("value")
     try:
