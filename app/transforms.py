@@ -88,9 +88,9 @@ def fill_mask_text(
     text = texts[seq] or ""
     start, end = (int(x) for x in enc.offsets[position])
     before = text[:start].rstrip() if style.is_continuation(token) else text[:start]
-    read = max(int(e) for (_, e), q in zip(enc.offsets, enc.sequence_ids, strict=True) if q == seq)
+    cut = read_end(enc, seq)
     filled = before + style.strip(token)
-    rest = text[end:read] + (" …" if enc.truncated and text[read:].strip() else text[read:])
+    rest = text[end:] if cut is None else text[end:cut] + " …"
     whole = filled + rest
     return whole if len(whole) <= limit else excerpt(whole, [(len(before), len(filled))])
 
@@ -273,14 +273,24 @@ def labelled_fragments(text: str, spans: Sequence[tuple[int, int, str]]) -> list
     return [(t, k) for t, k in out if t.strip()]
 
 
-def read_part(encoding, text: str, sentence: int) -> str:
-    """What the model read of `text`, sentence `sentence` (0 = A, 1 = B) of `encoding`: all of it, or where the
-    encoding was cut, up to its last piece read and "…"."""
-    ends = [
+def read_end(encoding, sentence: int) -> int | None:
+    """Where the model stopped reading sentence `sentence` (0 = A, 1 = B) of `encoding`: the end of its last
+    piece read, in characters of what was typed; None where the sentence lost none of its pieces (characters
+    the tokenizer drops, a trailing zero-width space say, are no cut)."""
+    kept = sum(1 for s in encoding.sequence_ids if s == sentence)
+    if not encoding.truncated or kept >= encoding.pieces_before_truncation[sentence]:
+        return None
+    ends = (
         int(end) for (_, end), s in zip(encoding.offsets, encoding.sequence_ids, strict=True) if s == sentence
-    ]
-    end = max(ends, default=0)
-    return text if end >= len(text.rstrip()) else text[:end].rstrip() + " …"
+    )
+    return max(ends, default=0)
+
+
+def read_part(encoding, text: str, sentence: int) -> str:
+    """What the model read of `text`, sentence `sentence` of `encoding`: all of it, or where the encoding cut
+    it, up to its last piece read and "…"."""
+    end = read_end(encoding, sentence)
+    return text if end is None else text[:end].rstrip() + " …"
 
 
 def pair_template(encoding, names: tuple[str, str] = ("A", "B")) -> str:

@@ -194,7 +194,8 @@ else:
         st.stop()
     # Each pair as the model read it: a long sentence is cut to the model's length, and the whole of it, shown,
     # read as what the pair head judged (a 300-word A under "the model reads 128 pieces").
-    encodings = [tokenizer.encode(first, second) for _, _, first, second, _ in examples]
+    # (as the pair head read them: the model's encode reads another family's mask spelling as its own)
+    encodings = [model.encode(first, second) for _, _, first, second, _ in examples]
     examples = [
         (task, label, transforms.read_part(enc, first, 0), transforms.read_part(enc, second, 1), chosen)
         for (task, label, first, second, chosen), enc in zip(examples, encodings, strict=True)

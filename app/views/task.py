@@ -178,12 +178,9 @@ elif info.task == "tag":
             continue
         own = [e for e in entities if e.sentence == sentence]
         spans = [(e.start, e.end, e.label) for e in own]
-        ends = [
-            int(end) for (_, end), s in zip(read.offsets, read.sequence_ids, strict=True) if s == sentence
-        ]
-        if read.truncated and max(ends, default=0) < len(typed.rstrip()):
-            # the cut-off end is drawn as not read, not as text the head read and found no entity in
-            spans.append((max(ends, default=0), len(typed), charts.NOT_READ))
+        cut = transforms.read_end(read, sentence)
+        if cut is not None:  # the cut-off end drawn as not read, not as text read and found to hold no entity
+            spans.append((cut, len(typed), charts.NOT_READ))
         ui.show_figure(
             charts.span_chips(
                 transforms.labelled_fragments(typed, spans),

@@ -218,3 +218,18 @@ def test_excerpt_keeps_the_text_around_each_span():
     # widened to whole words, never beginning or ending inside one
     words = "one two three four [MASK] five six seven eight"
     assert transforms.excerpt(words, [(19, 25)], around=6) == "… three four [MASK] five six …"
+
+
+def test_read_part_cuts_only_a_sentence_that_lost_pieces(tiny_model):
+    """Characters the tokenizer drops at a sentence's end (a zero-width space) read as a cut, with "…"."""
+    enc = tiny_model.encode("the cat sat\u200b", "the dog")
+    assert not enc.truncated and transforms.read_end(enc, 0) is None
+    assert transforms.read_part(enc, "the cat sat\u200b", 0) == "the cat sat\u200b"
+    long = " ".join(["the cat sat"] * 40)  # past the tiny model's 64 pieces; B stays whole
+    enc = tiny_model.encode(long, "the dog")
+    end = transforms.read_end(enc, 0)
+    assert enc.truncated and end is not None and transforms.read_end(enc, 1) is None
+    kept = sum(1 for s in enc.sequence_ids if s == 0)
+    assert len(tiny_model.encode(long[:end]).tokens) - 2 == kept  # the text up to the end is what was read
+    assert transforms.read_part(enc, long, 0) == long[:end].rstrip() + " …"
+    assert transforms.read_part(enc, "the dog", 1) == "the dog"
