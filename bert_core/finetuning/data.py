@@ -16,6 +16,7 @@ The file's suffix decides the format: .csv is CSV, .jsonl / .json / .ndjson JSON
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
 from collections.abc import Iterable, Iterator, Sequence
@@ -141,7 +142,9 @@ def write_examples(path: str | Path, rows: Sequence[dict[str, Any]], task: str) 
 
 
 def _csv_rows(text: str, task: str, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    lines = text.splitlines(keepends=True)
+    # Lines as the csv module counts them (newline=""): str.splitlines also breaks at U+2028, form feeds and
+    # the like, which a value may hold, and "the bank\u2028river" was refused as a row without its label.
+    lines = list(io.StringIO(text, newline=""))
     reader = csv.DictReader(lines)
     header = reader.fieldnames or []
     missing = [c for c in COLUMNS[task] if c not in header]
@@ -182,7 +185,8 @@ def _csv_rows(text: str, task: str, name: str) -> Iterator[tuple[int, dict[str, 
 
 
 def _jsonl_rows(text: str, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    for line, raw in enumerate(text.splitlines(), 1):
+    # split at line feeds only: a JSON string may hold U+2028 and the like, where str.splitlines breaks
+    for line, raw in enumerate(text.split("\n"), 1):
         if not raw.strip():
             continue
         # a whole file as one JSON array is the likeliest slip: say what the format is

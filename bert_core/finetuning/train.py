@@ -23,7 +23,7 @@ import math
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from ..pretraining.train import (
     TRAINING_STATE_FILE,
     checkpoint_state,
     checkpoint_step,
+    config_dict,
     init_bert_weights,
     optimizer_and_schedule,
     optimizer_step,
@@ -119,8 +120,7 @@ class FinetuneConfig:
     def __post_init__(self) -> None:
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {', '.join(TASKS)}, got {self.task!r}")
-        # as a Python int: numpy's, accepted, could not be written to the checkpoint's JSON after training
-        object.__setattr__(self, "seed", check_seed(self.seed))
+        check_seed(self.seed)
         for name in ("epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -145,9 +145,7 @@ class FinetuneConfig:
         return int(self.warmup) if self.warmup >= 1 else round(self.warmup * total_steps)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["adam_betas"] = list(self.adam_betas)
-        return data
+        return config_dict(self)
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,14 @@ STALE_SHARD = re.compile(r"(model|pytorch_model)-\d+-of-\d+\.(safetensors|bin)")
 DEFAULT_WARMUP_STEPS = 200  # the most a run warms up for by default (a tenth of its steps when shorter)
 
 
+def config_dict(config: Any) -> dict[str, Any]:
+    """A lab's configuration as its checkpoint's JSON holds it: numpy numbers as Python's (an np.int64 seed or
+    epochs, accepted, failed at the save after training) and adam_betas as a list."""
+    data = {k: v.item() if isinstance(v, np.generic) else v for k, v in asdict(config).items()}
+    data["adam_betas"] = list(config.adam_betas)
+    return data
+
+
 @dataclass(frozen=True)
 class TrainingConfig:
     # -- the model ------------------------------------------------------------------------------------
@@ -124,8 +132,7 @@ class TrainingConfig:
             raise ValueError(f"masking must be one of {MASKING_MODES}, got {self.masking!r}")
         if self.save_dtype not in SAVE_DTYPES:
             raise ValueError(f"save_dtype must be one of {tuple(SAVE_DTYPES)}, got {self.save_dtype!r}")
-        # as a Python int: numpy's, accepted, could not be written to the checkpoint's JSON after training
-        object.__setattr__(self, "seed", check_seed(self.seed))
+        check_seed(self.seed)
         if self.hidden_size < 1:  # before intermediate_size, which the CLI derives from it (4 x 0 was named)
             raise ValueError(f"hidden_size must be at least 1, got {self.hidden_size}")
         for name in ("steps", "batch_size", "max_segment_sentences", "static_duplicates", "eval_sequences"):
@@ -177,9 +184,7 @@ class TrainingConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["adam_betas"] = list(self.adam_betas)
-        return data
+        return config_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainingConfig:

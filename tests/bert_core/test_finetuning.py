@@ -283,6 +283,12 @@ def test_labels_the_models_head_does_not_have_are_refused(tmp_path, tiny_checkpo
             "text,label\nthe bank,river\n\n\nthe cash\n",
             r"line 5: the row has no value for 'label'",
         ),
+        # a value holding U+2028 (a line break to str.splitlines, not to CSV) is no row cut in two
+        (
+            "classify",
+            "text,label\nthe\u2028bank,river\nthe cash\n",
+            r"line 3: the row has no value for 'label'",
+        ),
         # a row over several lines is named by its first, whatever its fault
         ("classify", 'text,label\n\n"the bank\nof the river",\n', r"line 3: 'label' is empty"),
         ("classify", "text,label\n  ,river\n", r"line 2: 'text' is empty"),
@@ -686,9 +692,27 @@ def test_a_seed_is_a_whole_number_of_zero_or_more_everywhere_the_labs_take_one(t
     assert not list(tmp_path.iterdir())  # refused before anything was written
 
 
-def test_a_numpy_seed_is_kept_as_a_python_int_the_checkpoints_json_can_hold():
-    """Accepted, an np.int64 seed trained and then failed at the save: 'int64 is not JSON serializable'."""
+def test_numpy_numbers_in_a_config_are_written_as_the_checkpoints_json_holds_them():
+    """Accepted, an np.int64 seed (or epochs, steps) trained and then failed at the save: 'int64 is not JSON
+    serializable'."""
     from bert_core.pretraining.train import TrainingConfig
 
-    for config in (FinetuneConfig("classify", seed=np.int64(3)), TrainingConfig(seed=np.int64(3))):
-        assert type(config.seed) is int and json.loads(json.dumps(config.to_dict()))["seed"] == 3
+    for config in (
+        FinetuneConfig("classify", seed=np.int64(3), epochs=np.int64(2), learning_rate=np.float32(1e-4)),
+        TrainingConfig(seed=np.int64(3), steps=np.int64(20)),
+    ):
+        written = json.loads(json.dumps(config.to_dict()))
+        assert written["seed"] == 3 and type(written["seed"]) is int and written["adam_betas"]
+
+
+def test_a_json_lines_string_may_hold_a_line_separator(tmp_path):
+    """U+2028 is a line break to str.splitlines, not to JSON Lines: a row holding one was cut in two."""
+    path = tmp_path / "data.jsonl"
+    path.write_text(
+        '{"text": "the\u2028bank", "label": "river"}\n{"text": "cash", "label": "money"}\n', "utf-8"
+    )
+    examples = read_examples(path, "classify")
+    assert [(e.line, e.text, e.label) for e in examples] == [
+        (1, "the\u2028bank", "river"),
+        (2, "cash", "money"),
+    ]
