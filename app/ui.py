@@ -101,7 +101,8 @@ def option_by_name(key: str, labels: Mapping[str, str]) -> None:
     through session state, the option showed but the address dropped the key, so a reload lost it. Only for
     a session with no value yet (never over one the user picked). Call it before the radio."""
     given = st.query_params.get(key)
-    if key not in st.session_state and given in labels and labels[given] != given:
+    # (never a label that is some option's name too: rewritten, it would be read as that option, or rerun on)
+    if key not in st.session_state and given in labels and labels[given] not in labels:
         st.query_params[key] = labels[given]
         st.rerun()
 
@@ -194,7 +195,7 @@ def table(data: Any, *, key: str | None = None) -> None:
             values = frame[column]
             # st.table writes four decimals: a probability of 0.000004 read "0.0000" beside its loss of 12.3
             # (Pre-training), where st.dataframe shows it whole. Such a column is written out, each number alike.
-            if values.dtype.kind == "f" and ((values.abs() < 5e-5) & (values != 0)).any():
+            if values.dtype.kind == "f" and ((values.abs() < SMALLEST_4DP) & (values != 0)).any():
                 shown[column] = [_table_number(v) for v in values]
         shown.columns = [md_escape(c) for c in frame.columns]
         st.table(shown, hide_index=True)
@@ -202,12 +203,15 @@ def table(data: Any, *, key: str | None = None) -> None:
         st.dataframe(frame, hide_index=True, key=key)
 
 
+SMALLEST_4DP = 5e-5  # below it, four decimals write a number as 0.0000
+
+
 def _table_number(value: float) -> str:
     """A number of a column st.table would round to 0: four decimals as st.table writes them, or two
     significant digits where those would read 0 ("4.2e-06")."""
     if not math.isfinite(value):
         return "" if math.isnan(value) else str(value)
-    return f"{value:.2g}" if value and abs(value) < 5e-5 else f"{value:.4f}"
+    return f"{value:.2g}" if value and abs(value) < SMALLEST_4DP else f"{value:.4f}"
 
 
 def large_text_style() -> None:

@@ -195,9 +195,7 @@ class Encoding:
     tokens: list[str]  # S pieces, with [CLS]/[SEP]
     input_ids: np.ndarray  # (S,) int64
     token_type_ids: np.ndarray  # (S,) int64, 0 = sentence A, 1 = sentence B
-    position_ids: (
-        np.ndarray
-    )  # (S,) int64, from position_offset up (0; RoBERTa 2, a typed <pad> 1: position_ids())
+    position_ids: np.ndarray  # (S,) int64, from position_offset up (0; RoBERTa 2): see position_ids()
     offsets: np.ndarray  # (S, 2) int64, see above
     sequence_ids: list[int | None]  # 0 = A, 1 = B, None = added [CLS]/[SEP]
     word_ids: list[int | None]  # index of the word within its own sentence, None for added specials

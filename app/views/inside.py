@@ -494,15 +494,20 @@ elif view == "lens":
     )
     # Up to MAX_FOLLOWED distinct pieces beside the answer, counted once every word is read as its piece: the
     # cap counted typed strings, so 'River' and 'river' (one piece), a refused word or the answer itself took
-    # the place of a word that was then left out. (The box holds 200 characters, so few words to look up.)
+    # the place of a word that was then left out. (The box holds 200 characters: a hundred words at most.)
     typed_as: dict[str, str] = {}  # piece -> the word typed for it, first spelling first
+    refused: list[str] = []
     for word in dict.fromkeys(w for w in re.split(r"[\s,]+", typed_follow) if w):
         try:
             piece = active.model.lens_piece(word)  # each alone: one word it can't follow spoils none
         except bert_core.InputError as exc:
-            st.warning(ui.user_message(exc))
+            if len(refused) < MAX_FOLLOWED:  # a warning each, as many as could be drawn; then a count
+                st.warning(ui.user_message(exc))
+            refused.append(word)
             continue
         typed_as.setdefault(piece, word)
+    if len(refused) > MAX_FOLLOWED:
+        st.caption(f"{len(refused) - MAX_FOLLOWED} more of the words typed can't be followed either.")
     pieces = list(typed_as)
     try:  # one piece more than is drawn, should the answer be among them
         lens = cache.logit_lens(

@@ -106,7 +106,7 @@ if not_a_word(typed_piece, tokenizer):  # "[mask]" too
     # Stripped of its punctuation it became "MASK" or "ing", and the page said the word was not in sentences
     # that visibly held it.
     st.info(
-        ui.md_escape(f"'{typed_piece[:40]}'")
+        ui.md_escape(f"'{ui.clip(typed_piece, 40)}'")
         + " is a special token or a word piece, not a word: its vector is no word's meaning to compare. Type a "
         "whole word of the sentences (its pieces are averaged into one vector)."
     )
@@ -120,7 +120,11 @@ if len(target.split()) > 1:
     st.stop()
 if target != typed_target.strip():
     # "Bank!" drew the charts of "bank" without a word of the "!" left behind
-    st.caption(ui.md_escape(f"Looking for '{target}': the punctuation typed around it is no part of a word."))
+    st.caption(
+        ui.md_escape(
+            f"Looking for '{ui.clip(target, 60)}': the punctuation typed around it is no part of a word."
+        )
+    )
 style = active.model.info.piece_style
 try:
     target_enc = tokenizer.encode(target)
@@ -135,11 +139,9 @@ if len(target_words) > 1:
         + ". Pick one of those words."
     )
     st.stop()
-if target != typed_target:
+if target == typed_target.strip() != typed_target:  # only spaces: punctuation was said above ("Bank!" twice)
     st.caption(
-        "Looking for "
-        + ui.md_escape(f"'{target}'")
-        + " (spaces and punctuation around the word are ignored)."
+        "Looking for " + ui.md_escape(f"'{ui.clip(target, 60)}'") + " (spaces around the word are ignored)."
     )
 items, senseless = parse(raw)
 if senseless:  # dropped without a word, a lecturer's "| money" line looked read
@@ -281,7 +283,7 @@ if len(read_as) > 1 or any(len(idx) > 1 for _, idx, *_ in found):
         if any(len(idx) > 1 for _, idx, *_ in found)
         else "."
     )
-    st.caption(ui.md_escape(f"'{target}' is read as {' and as '.join(ways)}") + mean)
+    st.caption(ui.md_escape(f"'{ui.clip(target, 60)}' is read as {' and as '.join(ways)}") + mean)
 n_layers = vectors.shape[1] - 1
 full_names = [f"{n + 1}. {sense or 'sentence'}{suffix}" for n, _, suffix, sense in found]  # for the CSVs
 # a long sense cut on the axes, as Sentence vector's lines are ("money and financial institutions where…"

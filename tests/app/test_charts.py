@@ -136,7 +136,7 @@ def test_large_text_sets_every_text_size_explicitly():
 def test_a_legend_that_wraps_on_a_projector_keeps_clear_of_the_title():
     """Two models' names fit one legend row at 900 px, but not on a 1024 px projector's ~560 px: the legend ran
     into the title there."""
-    series = {"left: BERT (@demo)": [0.1, 0.2], "right: BERT (@demo-senses)": [0.3, 0.1]}
+    series = {"BERT (@demo)": [0.1, 0.2], "BERT (@demo-senses)": [0.3, 0.1]}
     normal = charts.lines([0.0, 1.0], series, title="'bank' (river) vs 'bank' (money)")
     large = charts.lines([0.0, 1.0], series, title="'bank' (river) vs 'bank' (money)", font_size=22)
     assert normal.layout.title.pad.b < 2 * 2 * charts.BASE_FONT  # one row

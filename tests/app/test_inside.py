@@ -540,3 +540,11 @@ def test_in_large_text_the_lens_table_leaves_the_followed_ranks_to_the_chart(
     assert {"rank of 'river'", "rank of 'money'"} <= set(csv.columns)
     at.toggle(key="large").set_value(False).run()  # in normal text the table has them all
     assert {"rank of 'river'", "rank of 'money'"} <= set(at.dataframe[0].value.columns)
+
+
+def test_the_lens_warns_of_as_many_unfollowable_words_as_it_could_draw_then_counts_the_rest(make_app):
+    """Every typed word is read as its piece now, so a box of 40 unusable words made 40 warnings."""
+    at = open_view(make_app, "lens", TEXT)
+    at.text_input(key="lens_follow").set_value(" ".join(f"riverbank{i}" for i in range(9))).run()
+    assert not at.exception and len(at.warning) == 5
+    assert any("4 more of the words typed can't be followed either." in c.value for c in at.caption)

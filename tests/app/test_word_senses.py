@@ -371,3 +371,19 @@ def test_punctuation_typed_with_the_target_is_said_to_be_left_out(senses):
     assert "Looking for 'Bank': the punctuation typed around it" in text_of(at.caption)
     assert figure(at, "senses_matrix")
     assert "Looking for" not in text_of(senses(lines, target="bank").caption)
+
+
+def test_a_target_typed_with_punctuation_is_said_once_what_is_looked_for(senses):
+    """ "Bank!" got two captions saying the same; a target with spaces only gets the spaces one."""
+    said = [
+        c.value
+        for c in senses(["the river bank", "my bank"], target="Bank!").caption
+        if "Looking for" in c.value
+    ]
+    assert len(said) == 1 and "punctuation typed around it" in said[0]
+    said = [
+        c.value
+        for c in senses(["the river bank", "my bank"], target=" bank ").caption
+        if "Looking for" in c.value
+    ]
+    assert len(said) == 1 and "spaces around the word are ignored" in said[0]

@@ -423,10 +423,10 @@ def test_a_roberta_qa_window_counts_a_typed_pads_position_as_roberta_does(tmp_pa
     assert len(windows) > 2 and all("<pad>" in w.tokens for w in windows)
     create = transformers.models.roberta.modeling_roberta.RobertaEmbeddings.create_position_ids_from_input_ids
     for w in windows:
-        ids = torch.tensor([w.input_ids])
+        ids = torch.from_numpy(np.array(w.input_ids))[None]
         assert w.position_ids.tolist() == create(ids, m.config.pad_token_id)[0].tolist()
     # and the start scores of a window are transformers' for those ids
     with torch.inference_mode():
-        expected = hf(input_ids=torch.tensor([windows[1].input_ids])).start_logits[0]
+        expected = hf(input_ids=torch.from_numpy(np.array(windows[1].input_ids))[None]).start_logits[0]
     ours = m._task_logits("qa", [windows[1]])[0, : len(windows[1]), 0]
     np.testing.assert_allclose(ours.numpy(), expected.numpy(), atol=TOL, rtol=0)
