@@ -4,6 +4,7 @@ query-parameter names)."""
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,26 @@ def parse_examples(text: str) -> list[Example]:
             continue
         out.append(Example(parts[0], parts[1], *(parts[2:4] + ["", ""])[:2]))
     return out
+
+
+# The page widgets that are number boxes bound to the link (st.number_input): see unreadable_numbers
+NUMBER_KEYS = ("mask_topk", "pt_draw")
+
+
+def unreadable_numbers() -> list[str]:
+    """The number boxes' link parameters that hold no finite number ("inf", "1e400", "nan"), on a session's
+    first run (before any widget holds a value); a value that is no number at all Streamlit ignores itself."""
+    bad = []
+    for key in NUMBER_KEYS:
+        given = st.query_params.get(key)
+        if given is None or key in st.session_state:
+            continue
+        try:
+            if not math.isfinite(float(given)):
+                bad.append(key)
+        except ValueError:
+            pass
+    return bad
 
 
 def examples() -> list[Example]:

@@ -226,6 +226,14 @@ def main() -> None:
         twin = st.Page(first.file, title=first.title, url_path=first.url_path, visibility="hidden")
         pages = [home, *(st.Page(p.file, title=p.title, url_path=p.url_path) for p in specs[1:]), twin]
         page = st.navigation(pages)
+        unreadable = inputs.unreadable_numbers()
+        if unreadable:
+            # Streamlit 1.67 seeds a number box from the link as the session starts and reads "inf" (or "1e400",
+            # "nan") as a float it then cannot make a whole number of: the page was lost to an OverflowError.
+            # Deleting the parameter does not help (the seed reads the address the session opened with); the
+            # page opened again with the address less those parameters does.
+            kept = {k: st.query_params.get_all(k) for k in st.query_params if k not in unreadable}
+            st.switch_page(home if page is twin else page, query_params=kept)
         if page is twin:
             try:
                 st.switch_page(home, query_params={k: st.query_params.get_all(k) for k in st.query_params})
