@@ -53,7 +53,7 @@ from ..pretraining.train import (
     warmup_problem,
     write_checkpoint,
 )
-from ..tasks import QuestionTooLong, word_owner
+from ..tasks import QA_STRIDE, QuestionTooLong, word_owner
 from ..tokenizer import Encoding
 from . import metrics
 from .data import TASKS, Example, example_labels
@@ -369,16 +369,10 @@ def _qa_feature(model: BertScopeModel, example: Example) -> Feature | None:
             inside[0] - pieces[0], pieces[-1] - inside[-1]
         )
 
-    # Windows laid as answer() lays them, with half a window of overlap (answer()'s is at most 128 pieces), so
-    # an answer that straddles one window's edge lies inside the next; one placed around every answer would
+    # The windows answer() (the Task page) reads, neighbours sharing QA_STRIDE pieces (at most half a window),
+    # so an answer that straddles one window's edge lies inside the next; one placed around every answer would
     # teach that answers sit mid-window.
-    found = [
-        f
-        for f in map(
-            placed, model._qa_windows(example.text, example.text_pair, model.tokenizer.max_length // 2)
-        )
-        if f
-    ]
+    found = [f for f in map(placed, model._qa_windows(example.text, example.text_pair, QA_STRIDE)) if f]
     if found:
         return max(found, key=lambda f: f[1])[0]  # the first of the most central
     # An answer longer than the overlap can straddle every edge (8 pieces against windows of 9 advancing by 5
@@ -498,9 +492,7 @@ def evaluate(
         em, f1 = [], []
         for feature in features:
             example = feature.example
-            answer = model.answer(example.text, example.text_pair, stride=model.tokenizer.max_length // 2)[0][
-                0
-            ]
+            answer = model.answer(example.text, example.text_pair)[0][0]  # as the Task page reads it
             em.append(metrics.exact_match(example.answer_text, answer))
             f1.append(metrics.token_f1(example.answer_text, answer))
         scores.update(exact_match=float(np.mean(em)), f1=float(np.mean(f1)))

@@ -15,8 +15,9 @@ from bert_core import InputError
 from bert_core.finetuning import corpus_tasks, metrics
 from bert_core.finetuning.cli import main as finetune_cli
 from bert_core.finetuning.data import Example, read_examples, write_examples
-from bert_core.finetuning.train import FinetuneConfig, build_model, finetune, make_features
+from bert_core.finetuning.train import FinetuneConfig, build_model, evaluate, finetune, make_features
 from bert_core.pretraining.corpus import PERSON_NAMES, SHARED_SLOTS, TOPICS
+from tests.conftest import make_checkpoint
 from tests.variants import FAMILY_PREFIX, TASK_CLASSES, make_task_checkpoint, make_variant
 
 transformers = pytest.importorskip("transformers")
@@ -182,6 +183,32 @@ def test_an_answer_that_straddles_every_windows_edge_trains_in_a_window_around_i
         enc, (first, last) = feature.encoding, feature.target
         assert len(enc) <= 18
         assert example.text_pair[enc.offsets[first][0] : enc.offsets[last][1]] == example.answer_text
+
+
+def test_qa_training_windows_and_its_scores_read_a_long_passage_as_answer_does(tmp_path):
+    """Training placed its windows, and scored each epoch, with neighbours sharing half a window, where
+    answer() (the Task page) shares at most 128 pieces: from ~258 pieces of room the two layouts part, and a
+    --max-length 512 run trained and was scored on windows the app never reads."""
+    from bert_core.tasks import QA_STRIDE
+
+    source = bert_core.load_pretrained(
+        make_checkpoint(tmp_path / "long", "mlm", max_position_embeddings=512), pack_weights=False
+    )
+    model, _, _ = build_model(source, FinetuneConfig("qa", max_length=400), ())
+    model.tokenizer.max_length = 400  # as finetune() sets --max-length
+    question = "who sat?"
+    words = ("the cat sat on the mat by the bank of the river and " * 60).split()
+    start = len(" ".join(words[:500])) + 1  # past the first window, which both layouts share
+    example = Example(1, question, " ".join(words), answer_start=start, answer_text=" ".join(words[500:502]))
+    [feature], skipped = make_features(model, [example], "qa", ())
+    answer_windows = {
+        tuple(w.offsets[:, 0]) for w in model._qa_windows(question, example.text_pair, QA_STRIDE)
+    }
+    assert skipped == 0 and tuple(feature.encoding.offsets[:, 0]) in answer_windows
+    strided = []
+    model.answer = lambda *args, **kwargs: (strided.append(kwargs.get("stride", QA_STRIDE)), [("", 0.0)])[1]
+    evaluate(model, [feature], "qa", ())
+    assert strided == [QA_STRIDE]
 
 
 # -- checkpoints both libraries load ------------------------------------------------------------------------
