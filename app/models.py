@@ -1053,13 +1053,17 @@ def short_names(sources: list[str]) -> list[str]:
     cut = [n if len(n) <= 28 else n[:13] + "…" + n[-14:] for n in names]
     if len(set(cut)) == len(set(names)):
         return cut
-    # the cut took the part that differs ("-base-uncased-" against "-base-cased-"): from a little before it
-    start = max(
-        0, next((i for i, chars in enumerate(zip(*names, strict=False)) if len(set(chars)) > 1), 0) - 8
+    # the cut took the part that differs ("-base-uncased-" against "-base-cased-"): from a little before it,
+    # the end of the shorter where one name begins the other
+    differs = next(
+        (i for i, chars in enumerate(zip(*names, strict=False)) if len(set(chars)) > 1), min(map(len, names))
     )
-    return [
+    start = max(0, differs - 8)
+    around = [
         n
         if len(n) <= 28
         else ("…" if start else "") + n[start : start + 26] + ("…" if start + 26 < len(n) else "")
         for n in names
     ]
+    # three or more can still part past that window: whole names then, long titles over two that read alike
+    return around if len(set(around)) == len(set(names)) else names

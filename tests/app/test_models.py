@@ -1048,3 +1048,10 @@ def test_short_names_tell_two_models_apart():
         and "-cased" in cased_name
         and max(map(len, (uncased_name, cased_name))) <= 28
     )
+    # names that differ only in length, or where they differ past the first place two of three part, stay apart
+    for sources in (
+        ["x" * 30, "x" * 31],
+        ["a" * 20 + "b" * 30 + "c", "a" * 20 + "b" * 30 + "d", "a" * 20 + "z"],
+    ):
+        names = models.short_names(sources)
+        assert len(set(names)) == len(sources), names
