@@ -123,7 +123,8 @@ def parse_examples(text: str) -> list[Example]:
     return out
 
 
-# The page widgets that are number boxes bound to the link (st.number_input): see unreadable_numbers
+# The page widgets that are number boxes bound to the link (st.number_input): see unreadable_numbers; a test
+# (tests/app/test_inputs.py) reads the pages for every such box and fails where one is missing here
 NUMBER_KEYS = ("mask_topk", "pt_draw")
 
 

@@ -139,3 +139,33 @@ def test_sentence_b_says_it_is_the_passage_for_a_qa_model_and_keeps_what_was_typ
     assert box.label == "Sentence B: the passage this QA model answers from"
     assert box.value == "We sat by the river on Monday."  # the label changed, the text stayed
     assert not at.exception
+
+
+def test_every_number_box_bound_to_the_link_is_one_the_entry_checks_for_infinity():
+    """A link holding `inf` in a number box's parameter lost the page (Streamlit makes an int of what the address
+    held): the entry reopens it without that parameter, for the boxes inputs.NUMBER_KEYS lists by hand."""
+    import ast
+    from pathlib import Path
+
+    bound = set()
+    for path in (Path(inputs.__file__).parent / "views").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {
+            t.id: node.value.value
+            for node in tree.body
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        }
+        for call in ast.walk(tree):
+            if not (isinstance(call, ast.Call) and getattr(call.func, "attr", None) == "number_input"):
+                continue
+            for kw in call.keywords:  # **ui.bound(KEY): the box takes its value from the link
+                if (
+                    kw.arg is None
+                    and isinstance(kw.value, ast.Call)
+                    and getattr(kw.value.func, "attr", "") == "bound"
+                ):
+                    key = kw.value.args[0]
+                    bound.add(key.value if isinstance(key, ast.Constant) else names[key.id])
+    assert len(bound) >= 2 and bound <= set(inputs.NUMBER_KEYS), bound
