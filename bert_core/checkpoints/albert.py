@@ -16,9 +16,19 @@ from ..pieces import PieceStyle
 from ..tokenizer import PieceTokenizer
 from .architecture import Architecture, rename_keys
 
+# AlbertConfig's defaults where config.json leaves a key out (ALBERT-xxlarge's sizes, not BERT-base's)
+DEFAULTS = {
+    "vocab_size": 30000,
+    "embedding_size": 128,
+    "hidden_size": 4096,
+    "num_attention_heads": 64,
+    "intermediate_size": 16384,
+    "hidden_act": "gelu_new",
+}
+
 
 def read_config(raw: Mapping[str, Any]) -> BertConfig:
-    config = BertConfig.from_dict({"embedding_size": 128, "hidden_act": "gelu_new", **raw})
+    config = BertConfig.from_dict({**DEFAULTS, **raw})
     if config.inner_group_num != 1:
         # Each run of a group would then be several layers deep; every public ALBERT uses 1.
         raise ModelLoadError(

@@ -27,14 +27,20 @@ _KEYS = {
     "dropout": "hidden_dropout_prob",
     "attention_dropout": "attention_probs_dropout_prob",
 }
+# transformers' DistilBertConfig reads these three under BERT's names too, and then the BERT name wins; the rest
+# of BERT's names it ignores
+_ALIASED = ("dim", "n_layers", "n_heads")
+# DistilBertConfig's defaults where config.json leaves a key out (six layers, not BertConfig's twelve)
+DEFAULTS = {"dim": 768, "n_layers": 6, "n_heads": 12, "hidden_dim": 3072, "activation": "gelu"}
 
 
 def read_config(raw: Mapping[str, Any]) -> BertConfig:
-    data = {k: v for k, v in raw.items() if k not in _KEYS.values()}  # its own names win, as in transformers
+    raw = {**DEFAULTS, **raw}
+    data = {k: v for k, v in raw.items() if k not in _KEYS.values()}
     for theirs, ours in _KEYS.items():
         if theirs in raw:
-            data[ours] = raw[theirs]
-    if not isinstance(raw.get("n_layers", 6), int) or not isinstance(raw.get("dim", 768), int):
+            data[ours] = raw[ours] if theirs in _ALIASED and ours in raw else raw[theirs]
+    if not isinstance(data["num_hidden_layers"], int) or not isinstance(data["hidden_size"], int):
         raise ModelLoadError("config keys 'n_layers' and 'dim' must be integers")
     # no segment table; DistilBERT's LayerNorms all use 1e-12
     data.update(type_vocab_size=0, layer_norm_eps=1e-12)

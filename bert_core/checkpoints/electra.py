@@ -15,8 +15,13 @@ from ..pieces import WORDPIECE
 from .architecture import Architecture, rename_keys
 from .bert import read_wordpiece
 
+# ElectraConfig's defaults where config.json leaves a key out (a small discriminator's, not BERT-base's): a
+# missing embedding_size is 128, and a missing head count 4
+DEFAULTS = {"embedding_size": 128, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 1024}
+
 
 def read_config(raw: Mapping[str, Any]) -> BertConfig:
+    raw = {**DEFAULTS, **raw}
     config = BertConfig.from_dict(raw)
     if config.embedding_size == config.hidden_size:
         # transformers builds no projection then; neither do we

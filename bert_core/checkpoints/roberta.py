@@ -14,9 +14,13 @@ from ..pieces import PieceStyle
 from ..tokenizer import PieceTokenizer
 from .architecture import Architecture, rename_keys
 
+# RobertaConfig's defaults where config.json leaves a key out: a missing pad_token_id is 1 there, not BERT's 0,
+# and positions are counted from it
+DEFAULTS = {"pad_token_id": 1, "vocab_size": 50265}
+
 
 def read_config(raw) -> BertConfig:
-    config = BertConfig.from_dict(raw)
+    config = BertConfig.from_dict({**DEFAULTS, **raw})
     return dataclasses.replace(config, position_offset=config.pad_token_id + 1)
 
 

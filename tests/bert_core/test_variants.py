@@ -94,6 +94,63 @@ def test_mid_size_matches_transformers(tmp_path, arch):
     )
 
 
+# config.json keys each family's transformers config has its own default for
+LEFT_OUT = {
+    "bert": ["pad_token_id", "hidden_act"],
+    "roberta": ["pad_token_id", "vocab_size"],
+    "distilbert": ["n_layers", "n_heads", "dim", "hidden_dim", "activation"],
+    "albert": ["embedding_size", "hidden_size", "num_attention_heads", "intermediate_size", "hidden_act"],
+    "electra": ["embedding_size", "hidden_size", "num_attention_heads", "intermediate_size"],
+}
+SIZES = ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"]
+
+
+@pytest.mark.parametrize("arch", list(CLASSES))
+def test_a_config_that_leaves_keys_out_reads_as_transformers_reads_it(tmp_path, checkpoints, arch):
+    """A config.json without RoBERTa's pad_token_id counted positions from BERT's 0 (hidden states 2.7 apart),
+    and one without ELECTRA's embedding_size was refused: each family's own defaults fill what is left out."""
+    from bert_core.checkpoints.load import read_config
+
+    source = checkpoints[arch, "mlm"]
+    raw = json.loads((source / "config.json").read_text())
+    for key in LEFT_OUT[arch]:
+        raw.pop(key)
+    if arch == "distilbert":  # BERT's names for its sizes, which transformers reads too, and prefers
+        raw.update(num_attention_heads=2, hidden_size=raw.pop("hidden_size", None) or 768)
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    theirs = transformers.AutoConfig.from_pretrained(tmp_path)
+    _, ours, _, _ = read_config(tmp_path)
+    distil = arch == "distilbert"  # its own names for two of them
+    expected = {k: getattr(theirs, k) for k in SIZES if not (distil and k == "intermediate_size")}
+    expected.update(
+        hidden_act=theirs.activation if distil else theirs.hidden_act,
+        embedding_size=getattr(theirs, "embedding_size", theirs.hidden_size),
+        intermediate_size=theirs.hidden_dim if distil else theirs.intermediate_size,
+    )
+    got = {k: getattr(ours, k) for k in expected}
+    got["embedding_size"] = ours.embedding_size or ours.hidden_size
+    assert got == expected
+    if arch == "roberta":
+        assert ours.pad_token_id == theirs.pad_token_id == 1
+
+
+def test_a_roberta_config_without_pad_token_id_computes_what_transformers_does(tmp_path, checkpoints):
+    import shutil
+
+    directory = shutil.copytree(checkpoints["roberta", "mlm"], tmp_path / "roberta")
+    raw = json.loads((directory / "config.json").read_text())
+    assert raw.pop("pad_token_id") == 1
+    (directory / "config.json").write_text(json.dumps(raw))
+    ours, hf = bert_core.load_pretrained(directory), _reference(directory, "mlm", "roberta")
+    text = TEXTS[0][0]
+    r = ours.analyze(text)
+    with torch.inference_mode():
+        out = hf(**hf_tokenizer(directory, "roberta")(text, return_tensors="pt"), output_hidden_states=True)
+    np.testing.assert_allclose(
+        r.hidden_states, torch.stack(out.hidden_states)[:, 0].numpy(), atol=TOL, rtol=0
+    )
+
+
 TOKENIZER_TEXTS = [
     "The bank of the river.",
     "  leading and trailing spaces  ",
