@@ -493,6 +493,10 @@ class PieceTokenizer:
         else:
             wanted = "tokenizer.json (or vocab.json and merges.txt)" if model == "BPE" else "tokenizer.json"
             raise ModelLoadError(f"no tokenizer in {directory}: looked for {wanted}")
+        if model == "BPE":
+            _byte_level_options(backend, config, config_path)
+        else:
+            _warn_unigram_options(backend, config, json_path)
         return cls(backend, max_length=limit, position_offset=position_offset, **names)
 
 
@@ -989,6 +993,48 @@ def _byte_level_bpe(directory: Path, names: Mapping[str, str]) -> Tokenizer:
         (sep_token, sep_id), (cls_token, cls_id), trim_offsets=True, add_prefix_space=False
     )
     return backend
+
+
+def _byte_level_options(backend: Tokenizer, config: Mapping[str, Any], path: Path) -> None:
+    """RoBERTa's add_prefix_space and trim_offsets from tokenizer_config.json, over what tokenizer.json says:
+    transformers builds its byte-level pipeline from the config's values (and its 4.x releases rewrote the
+    file's to match), so "the bank" read with a leading space there was "t", "he" here."""
+    given = {k: config[k] for k in ("add_prefix_space", "trim_offsets") if k in config}
+    for key, value in given.items():
+        if not isinstance(value, bool):
+            raise ModelLoadError(f"{path}: {key!r} must be true or false, got {value!r}")
+    if not given:
+        return
+    state = json.loads(backend.pre_tokenizer.__getstate__()) if backend.pre_tokenizer is not None else {}
+    if state.get("type") == "ByteLevel" and "add_prefix_space" in given:
+        backend.pre_tokenizer = pre_tokenizers.ByteLevel(
+            add_prefix_space=given["add_prefix_space"], use_regex=state.get("use_regex", True)
+        )
+    state = json.loads(backend.post_processor.__getstate__()) if backend.post_processor is not None else {}
+    if state.get("type") == "RobertaProcessing":
+        backend.post_processor = processors.RobertaProcessing(
+            tuple(state["sep"]),
+            tuple(state["cls"]),
+            trim_offsets=given.get("trim_offsets", state.get("trim_offsets", True)),
+            add_prefix_space=given.get("add_prefix_space", state.get("add_prefix_space", False)),
+        )
+
+
+def _warn_unigram_options(backend: Tokenizer, config: Mapping[str, Any], path: Path) -> None:
+    """ALBERT's do_lower_case and keep_accents: tokenizer.json's normaliser is read as it stands (transformers
+    4.x did; 5.x rebuilds it from the config), so a config that disagrees with it is named, not followed."""
+    steps = json.loads(backend.to_str()).get("normalizer") or {}
+    types = {n.get("type") for n in steps.get("normalizers", [steps]) if isinstance(n, dict)}
+    in_file = {"do_lower_case": "Lowercase" in types, "keep_accents": "StripAccents" not in types}
+    differing = [k for k, v in in_file.items() if isinstance(config.get(k), bool) and config[k] != v]
+    if differing:
+        logger.warning(
+            "%s says %s, which its tokenizer.json does not do; BERTScope reads %s as it stands (transformers 5 "
+            "follows the config, so its ids may differ)",
+            TOKENIZER_CONFIG_FILE,
+            ", ".join(f"{k} = {str(config[k]).lower()}" for k in differing),
+            path,
+        )
 
 
 def _read_tokenizer_json(path: Path, expect: str = "WordPiece") -> Tokenizer:

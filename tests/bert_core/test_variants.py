@@ -163,6 +163,38 @@ TOKENIZER_TEXTS = [
 ]
 
 
+def test_robertas_prefix_space_and_offset_trimming_follow_tokenizer_config(tmp_path, checkpoints):
+    """transformers reads add_prefix_space and trim_offsets from tokenizer_config.json over tokenizer.json's own
+    pipeline: "the bank" became "t", "he", "Ġbank" here where transformers read "Ġthe", "Ġbank"."""
+    import shutil
+
+    directory = shutil.copytree(checkpoints["roberta", "model"], tmp_path / "roberta")
+    path = directory / "tokenizer_config.json"
+    for options in ({"add_prefix_space": True}, {"add_prefix_space": True, "trim_offsets": False}):
+        path.write_text(json.dumps({**json.loads(path.read_text()), **options}))
+        ours, tok = bert_core.load_pretrained(directory).tokenizer, hf_tokenizer(directory, "roberta")
+        for text in TOKENIZER_TEXTS[:5]:
+            for pair in (None, "the river ran by."):
+                enc, theirs = ours.encode(text, pair), tok(text, pair, return_offsets_mapping=True)
+                assert enc.input_ids.tolist() == theirs["input_ids"], (options, text, pair)
+                assert enc.offsets.tolist() == [list(o) for o in theirs["offset_mapping"]], (options, text)
+        assert ours.encode("the bank").tokens == ["<s>", "Ġthe", "Ġbank", "</s>"]
+
+
+def test_albert_options_its_tokenizer_json_does_not_follow_are_named(tmp_path, checkpoints, caplog):
+    import shutil
+
+    directory = shutil.copytree(checkpoints["albert", "model"], tmp_path / "albert")
+    path = directory / "tokenizer_config.json"
+    with caplog.at_level("WARNING", logger="bert_core"):
+        bert_core.load_pretrained(directory)
+    assert "tokenizer.json does not do" not in caplog.text
+    path.write_text(json.dumps({**json.loads(path.read_text()), "do_lower_case": False}))
+    with caplog.at_level("WARNING", logger="bert_core"):
+        bert_core.load_pretrained(directory)
+    assert "do_lower_case = false, which its tokenizer.json does not do" in caplog.text
+
+
 @pytest.mark.parametrize("arch", ["roberta", "albert"])
 def test_token_ids_equal_transformers_tokenizer(checkpoints, arch):
     directory = checkpoints[arch, "model"]
