@@ -151,6 +151,11 @@ class BertConfig:
             or not isinstance(self.position_offset, int)
             or not 0 <= self.position_offset < self.max_position_embeddings - 2
         ):
+            if self.position_offset == 0:  # BERT's positions count from 0: only the table is too small
+                raise ModelLoadError(
+                    f"config key 'max_position_embeddings' = {self.max_position_embeddings} is too small: a "
+                    "start token, one piece and an end token need 3 positions"
+                )
             raise ModelLoadError(
                 f"the first position id ({self.position_offset!r}, from 'pad_token_id') leaves no room in "
                 f"'max_position_embeddings' = {self.max_position_embeddings}"

@@ -343,9 +343,15 @@ class PieceTokenizer:
         limit = self.max_length if max_length is None else _check_max_length(max_length)
         num_added = self._num_added[is_pair]
         if limit < num_added + 1 + is_pair:
+            added = f"{self.cls_token} and {self.sep_token} take {num_added} positions and each sentence needs one"
+            if max_length is None:  # the model's own limit, which a page's user cannot raise
+                raise InputError(
+                    f"this model reads at most {limit} pieces, which leaves no room for the text: {added}"
+                    + ("; type one sentence, or use a model with more positions" if is_pair else "")
+                )
             raise InputError(
-                f"max_length={limit} leaves no room for the text: [CLS] and [SEP] take {num_added} "
-                f"positions and each sentence needs at least one; use max_length >= {num_added + 1 + is_pair}"
+                f"max_length={limit} leaves no room for the text: {added}; use max_length >= "
+                f"{num_added + 1 + is_pair}"
             )
 
         # Always encoded in full (the backend never truncates), so the full length is known and no

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -90,6 +91,49 @@ class WeightsMismatch(ModelLoadError):
     """The checkpoint's weights are not the ones its config.json describes (missing, unknown or misshapen)."""
 
 
+def _model_type_hint(state: StateDict) -> str:
+    """The family whose names the weights carry, where config.json named another (or none: BERT)."""
+    # a base-model file's keys took the named family's prefix on the way in ("bert.distilbert.embeddings...")
+    named = [
+        a
+        for a in ARCHITECTURES.values()
+        if any(
+            k.startswith(f"{a.base_prefix}.embeddings.") or f".{a.base_prefix}.embeddings." in k
+            for k in state
+        )
+    ]
+    if not named:
+        return ": is it a checkpoint of one of the families BERTScope reads?"
+    found = named[0]
+    return f": its weights are named as {found.name}'s; set model_type to {found.model_type!r} in config.json"
+
+
+def _mismatch_hint(keys: list[str], config: BertConfig, tie: bool, *, missing: bool) -> str:
+    """The config key behind weights that are missing or unknown, where their names tell it."""
+    if any("token_type_embeddings" in k for k in keys):
+        return f" (config.json gives type_vocab_size = {config.type_vocab_size})"
+    if any("embeddings_project" in k or "embedding_hidden_mapping_in" in k for k in keys):
+        given = config.embedding_size or config.hidden_size
+        return (
+            f" (config.json gives embedding_size = {given} and hidden_size = {config.hidden_size}: a projection "
+            "between them exists only where they differ)"
+        )
+    if (
+        missing
+        and not tie
+        and any(k.endswith("decoder.weight") or k.endswith("lm_head.weight") for k in keys)
+    ):
+        return " (config.json gives tie_word_embeddings = false, so the head needs its own decoder weights)"
+    layers = [re.search(r"\.layer\.(\d+)\.", k) for k in keys]
+    if all(layers):
+        found, n = {int(m.group(1)) for m in layers}, config.num_hidden_layers
+        if missing and found == set(range(min(found), n)):
+            return f" (config.json gives num_hidden_layers = {n}; the checkpoint has {min(found)})"
+        if not missing and min(found) >= n:
+            return f" (config.json gives num_hidden_layers = {n}; the checkpoint has {max(found) + 1})"
+    return " (is it a checkpoint of a different architecture, or with a different config.json?)"
+
+
 def build_network(
     arch: Architecture,
     config: BertConfig,
@@ -110,7 +154,8 @@ def build_network(
         )
     if not any(k.startswith(f"{arch.base_prefix}.embeddings.") for k in state):
         raise ModelLoadError(
-            f"the checkpoint has no {arch.model_type} embeddings: is this a {arch.model_type} checkpoint?"
+            f"the checkpoint has no {arch.name} embeddings ({arch.base_prefix}.embeddings.*), though config.json "
+            f"reads as model_type {arch.model_type!r}" + _model_type_hint(state)
         )
     # Built on the meta device: no memory is allocated until the checkpoint's own tensors are assigned.
     with torch.device("meta"), _NoNormalInit():
@@ -131,12 +176,12 @@ def build_network(
     if unexpected:
         raise WeightsMismatch(
             f"the checkpoint has weights this {arch.model_type} model does not know: {_summarise(unexpected)}"
-            " (is it a different architecture, or a config with fewer layers?)"
+            + _mismatch_hint(unexpected, config, tie_word_embeddings, missing=False)
         )
     if missing:
         raise WeightsMismatch(
             f"the checkpoint lacks weights the config requires: {_summarise(missing)}"
-            " (does config.json describe more layers than the checkpoint has?)"
+            + _mismatch_hint(missing, config, tie_word_embeddings, missing=True)
         )
     mismatched = [
         f"{k}: checkpoint {tuple(state[k].shape)}, config expects {tuple(expected[k].shape)}"

@@ -51,6 +51,11 @@ def test_invalid_values_name_the_key(overrides, key):
         BertConfig.from_dict(overrides)
 
 
+def test_a_bert_position_table_too_small_for_one_piece_names_its_size_not_pad_token_id():
+    with pytest.raises(ModelLoadError, match=r"^config key 'max_position_embeddings' = 2 is too small"):
+        BertConfig.from_dict({"max_position_embeddings": 2})
+
+
 def test_null_pad_token_id_means_zero():
     assert BertConfig.from_dict({"pad_token_id": None}).pad_token_id == 0
 

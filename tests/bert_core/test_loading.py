@@ -296,7 +296,41 @@ def test_config_with_more_layers_than_the_checkpoint(tmp_path, tiny_checkpoint):
     config = json.loads((directory / "config.json").read_text())
     config["num_hidden_layers"] = 3
     (directory / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ModelLoadError, match="lacks weights.*encoder.layer.2"):
+    with pytest.raises(
+        ModelLoadError, match=r"lacks weights.*encoder.layer.2.*num_hidden_layers = 3; the .* has 2"
+    ):
+        bert_core.load_pretrained(directory)
+    config["num_hidden_layers"] = 1
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(
+        ModelLoadError, match=r"does not know.*num_hidden_layers = 1; the checkpoint has 2\)$"
+    ):
+        bert_core.load_pretrained(directory)
+
+
+def test_weights_a_config_key_leaves_out_name_that_key(tmp_path, tiny_checkpoint):
+    """Every unknown weight was put down to "a config with fewer layers", every missing one to "more layers":
+    a segment table, an embedding projection or an untied decoder is a config key's doing, named now."""
+    directory = _copy(tmp_path, tiny_checkpoint)
+    config = json.loads((directory / "config.json").read_text())
+    for changes, expected in [
+        ({"type_vocab_size": 0}, r"token_type_embeddings.*\(config.json gives type_vocab_size = 0\)$"),
+        ({"embedding_size": 16}, r"lacks.*embeddings_project.*embedding_size = 16 and hidden_size = 32"),
+        ({"tie_word_embeddings": False}, r"lacks.*decoder.weight.*tie_word_embeddings = false"),
+    ]:
+        (directory / "config.json").write_text(json.dumps({**config, **changes}))
+        with pytest.raises(ModelLoadError, match=expected):
+            bert_core.load_pretrained(directory)
+
+
+def test_distilbert_weights_under_a_config_without_model_type_name_the_family(tmp_path):
+    from tests.variants import make_variant
+
+    directory = make_variant(tmp_path / "distil", "distilbert", "mlm")
+    config = json.loads((directory / "config.json").read_text())
+    del config["model_type"]
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError, match="named as DistilBERT's; set model_type to 'distilbert'"):
         bert_core.load_pretrained(directory)
 
 

@@ -326,6 +326,16 @@ def test_max_length_too_small_or_invalid(tiny, pair, max_length):
         tiny.encode("the cat", pair, max_length=max_length)
 
 
+def test_a_pair_past_the_models_own_limit_says_what_the_user_can_do():
+    """The message named max_length, which a page's user cannot set, and BERT's [CLS]/[SEP] for any model."""
+    tok = WordPieceTokenizer.from_vocab(TINY_VOCAB, max_length=4)
+    with pytest.raises(InputError, match=r"^this model reads at most 4 pieces.*type one sentence"):
+        tok.encode("the cat", "the cat")
+    tok.cls_token = "<s>"
+    with pytest.raises(InputError, match=r"^max_length=3 .*: <s> and \[SEP\] take 3 .*max_length >= 5$"):
+        tok.encode("the cat", "the cat", max_length=3)
+
+
 # -- input checks -----------------------------------------------------------------------------------------
 
 
