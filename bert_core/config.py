@@ -22,6 +22,11 @@ SUPPORTED_ACTIVATIONS = (
     "silu",
     "swish",
     "tanh",
+    "gelu_accurate",
+    "gelu_python",
+    "quick_gelu",
+    "mish",
+    "linear",
 )
 SUPPORTED_POSITION_EMBEDDINGS = ("absolute",)
 

@@ -27,4 +27,9 @@ ACTIVATIONS = {
     "silu": F.silu,
     "swish": F.silu,
     "tanh": torch.tanh,
+    "gelu_accurate": _gelu_tanh_formula,  # transformers' spells the same formula with its constant precomputed
+    "gelu_python": lambda x: x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0))),
+    "quick_gelu": lambda x: x * torch.sigmoid(1.702 * x),
+    "mish": F.mish,
+    "linear": lambda x: x,
 }

@@ -128,8 +128,27 @@ def test_mask_predictions_match_transformers_probabilities(tmp_path):
         assert p.tokens == [TINY_VOCAB[i] for i in p.token_ids]
 
 
-@pytest.mark.parametrize("act", ["gelu_new", "relu", "silu", "gelu_pytorch_tanh"])
+@pytest.mark.parametrize(
+    "act",
+    [
+        "gelu_new",
+        "relu",
+        "silu",
+        "gelu_pytorch_tanh",
+        "gelu_accurate",
+        "gelu_python",
+        "quick_gelu",
+        "mish",
+        "linear",
+    ],
+)
 def test_other_activations_match(tmp_path, act):
+    from bert_core.config import SUPPORTED_ACTIVATIONS
+    from bert_core.modeling.activations import ACTIVATIONS
+
+    assert set(SUPPORTED_ACTIVATIONS) == set(
+        ACTIVATIONS
+    )  # what the config accepts is what the model computes
     directory = make_checkpoint(tmp_path / act, "pretraining", hidden_act=act)
     ours = bert_core.load_pretrained(directory)
     hf = _reference(directory, "pretraining")
