@@ -29,13 +29,19 @@ TOKEN_COLORS = {
     "continuation": "#f2a541",  # a piece that continues the word before it
     "word": "#4c9be8",  # a word or a word's first piece
 }
-# Twelve distinguishable colours for heads drawn together (bert-base has 12 heads).
-HEAD_COLORS = [
-    "#4c9be8", "#e15759", "#59a14f", "#f2a541", "#b07aa1", "#76b7b2",
-    "#edc948", "#ff9da7", "#9c755f", "#7b61ff", "#2f4b7c", "#bab0ac",
+# Colours that stay apart for red-green colour blindness: Okabe and Ito's set (grey for its black, which a dark
+# theme hides), then for heads past eight four of Paul Tol's. The earlier red and green (#e15759, #59a14f) sat
+# side by side and read as one colour to a deuteranope (CIE76 difference 0.9): heads 2 and 3, or Embeddings'
+# |position| and |summed|.
+SEQUENCE_COLORS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#999999"]
+HEAD_COLORS = [  # twelve, bert-base's heads per layer
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00",
+    "#F0E442", "#999999", "#332288", "#882255", "#117733", "#DDCC77",
 ]  # fmt: skip
-SEQUENCE_COLORS = ["#4c9be8", "#f2a541", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7"]
 BASE_FONT = 13
+# The isolated token and the role labels in a light band: darker than TOKEN_COLORS' red, to be read at 10 px
+# (#e4572e on the band was 3.7:1, under WCAG's 4.5:1 for text)
+ACCENT_TEXT = "#b23a1a"
 PROJECTOR_WIDTH = 560  # px a page's main area leaves a chart on a 1024 px projector with the sidebar open
 
 
@@ -51,6 +57,18 @@ GROUPED_BARS_LIMIT = 64  # categories drawn as bars, each labelled; more become 
 
 def _hex_rgb(color: str) -> tuple[int, int, int]:
     return tuple(int(color[k : k + 2], 16) for k in (1, 3, 5))  # type: ignore[return-value]
+
+
+def _luminance(color: str) -> float:
+    """WCAG's relative luminance of a "#rrggbb" colour."""
+    lin = [c / 255 / 12.92 if c <= 10 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in _hex_rgb(color)]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def ink(background: str) -> str:
+    """Black or white text, whichever contrasts more with `background`: white on the chips' orange was 2:1."""
+    lum = _luminance(background)
+    return "#000000" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "#ffffff"
 
 
 def label(text: str) -> str:
@@ -199,7 +217,7 @@ def token_chips(
                 textposition="inside",
                 insidetextanchor="middle",
                 textangle=0,
-                textfont={"size": font_size, "color": "white", "family": "monospace"},
+                textfont={"size": font_size, "color": ink(TOKEN_COLORS[kind]), "family": "monospace"},
                 marker={"color": TOKEN_COLORS[kind], "line": {"width": 0}},
                 width=0.8,
             )
@@ -500,27 +518,39 @@ def head_view(
                     hoverinfo="skip",
                 )
             )
-    left_colors = ["#e4572e" if i == focus else "#333" for i in range(r)]
-    right_colors = ["#e4572e" if j == focus_to else "#333" for j in range(c)]
-    for side, x, names, colors, position in (
-        ("from", 0.0, left, left_colors, "middle left"),
-        ("to", 1.0, right, right_colors, "middle right"),
+    for side, x, names, isolated, position in (
+        ("from", 0.0, left, focus, "middle left"),
+        ("to", 1.0, right, focus_to, "middle right"),
     ):
         n = len(names)
         hint = "what it attends to" if side == "from" else "what attends to it"
-        fig.add_trace(
-            go.Scatter(
-                x=[x] * n,
-                y=list(range(n)),
-                mode="text",
-                text=labels(names),
-                textposition=position,
-                textfont={"color": colors, "size": font_size},
-                hoverinfo="skip",
-                showlegend=False,
-                name=f"{side} tokens",
+        # In the theme's text colour (a fixed #333 was 1.4:1 on the dark theme's page), the isolated token
+        # in a trace of its own
+        shown = labels(names)
+        for name, texts, colour in (
+            (f"{side} tokens", [t if k != isolated else "" for k, t in enumerate(shown)], None),
+            (
+                f"{side} token isolated",
+                [t if k == isolated else "" for k, t in enumerate(shown)],
+                TOKEN_COLORS["unk"],
+            ),
+        ):
+            if colour is not None and isolated is None:
+                continue
+            fig.add_trace(
+                go.Scatter(
+                    x=[x] * n,
+                    y=list(range(n)),
+                    mode="text",
+                    text=texts,
+                    textposition=position,
+                    # bold as well as red: no one red reads 4.5:1 on both themes' pages (3.7 and 4.9 here)
+                    textfont={"size": font_size} | ({"color": colour, "weight": "bold"} if colour else {}),
+                    hoverinfo="skip",
+                    showlegend=False,
+                    name=name,
+                )
             )
-        )
         # Transparent bars under the tokens, from the lines' end to the chart's edge, are what a click lands
         # on: the page isolates that token. (Text is not clickable, and a marker at the line's end was the
         # only target: a click on the word itself did nothing.)
@@ -620,7 +650,7 @@ def model_view(
                     fig.add_annotation(
                         x=head * cell_c + (tc - 1) / 2, y=layer * cell_r + tr - 0.5, text=label(role),
                         showarrow=False, yanchor="bottom", bgcolor="rgba(255,255,255,0.85)", borderpad=1,
-                        font={"size": max(9, font_size - 3), "color": "#e4572e"},
+                        font={"size": max(9, font_size - 3), "color": ACCENT_TEXT},
                     )  # fmt: skip
     if selected is not None:
         layer, head = selected
@@ -1172,6 +1202,7 @@ def span_chips(
                 insidetextanchor="middle",
                 textangle=0,  # plotly turns a short chip's text 90° to fit it (a one-word answer in large text)
                 marker_color=colours[kind],
+                textfont={"color": ink(colours[kind])},  # plotly's own pick was #444 on blue (3.3:1)
                 marker_line={"color": "#aaaaaa", "width": 1} if kind == NOT_READ else None,
                 hovertemplate="%{text}<extra>" + label(kind or "") + "</extra>",
             )

@@ -298,6 +298,7 @@ elif view == "roles":
     fig.update_traces(
         text=[[r or "none" for r in row] for row in roles.labels],  # layers × heads: a few hundred at most
         hovertemplate="%{y} · %{x}<br>%{text}<extra></extra>",
+        texttemplate="%{text}",  # named in the cell too: colour alone left 'next' and 'previous' to hue
         colorbar={"tickvals": list(range(len(names))), "ticktext": names, "nticks": None},
     )
     ui.show_figure(fig, key="roles_grid", data=table, filename="head_roles")

@@ -107,8 +107,13 @@ typed_specials = sorted(
 c1, c2, c3 = st.columns(3)
 c1.metric("Pieces", len(result.tokens))
 marker = f" ({style.continuation_prefix})" if style.continuation_prefix else ""
+# Escaped only where it must be: a screen reader reads the label as written, and "Continuations \(\#\#\)" was
+# what it heard ("##" mid-line is no Markdown)
+label = f"Continuations{marker}"
 c2.metric(
-    ui.md_escape(f"Continuations{marker}"), sum(k == "continuation" for k in kinds), help=style.marker_help
+    label if set(marker) <= set(" (#)") else ui.md_escape(label),
+    sum(k == "continuation" for k in kinds),
+    help=style.marker_help,
 )
 if style.byte_level:
     c3.metric(

@@ -595,3 +595,79 @@ def test_the_head_role_key_names_none_only_where_a_head_has_no_role():
         colours.append(dict(zip(key, [c for _, c in scale[::2]], strict=True)))
     assert all(colours[0][role] == colours[1][role] for role in names)
     assert colours[1]["none"] == "#eeeeee" and len(set(colours[0].values())) == 3
+
+
+# -- colour: contrast and colour blindness ------------------------------------------------------------------
+
+
+def _contrast(a: str, b: str) -> float:
+    la, lb = sorted((charts._luminance(a), charts._luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def test_chip_text_reads_on_its_chip():
+    """White on the continuation chips' orange was 2:1, and plotly's own #444 on a blue answer chip 3.3:1:
+    WCAG asks 4.5:1 of text."""
+    kinds = ["special", "word", "continuation", "unk", "special"]
+    fig = charts.token_chips(["[CLS]", "un", "##believ", "[UNK]", "[SEP]"], kinds, style=WORDPIECE)
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert len(bars) == 4
+    for t in bars:
+        assert _contrast(t.textfont.color, t.marker.color) >= 4.5, t.name
+    spans = charts.span_chips(
+        [("Anna", "PER"), (" went to ", None), ("Paris", "LOC"), ("x", "MISC"), ("y", charts.NOT_READ)],
+        title="t",
+    )
+    for t in spans.data:
+        assert _contrast(t.textfont.color, t.marker.color) >= 4.5, t.name
+
+
+def test_the_head_views_tokens_take_the_themes_text_colour_but_the_isolated_one():
+    """A fixed #333 was 1.4:1 on the dark theme's page: the labels are left to the theme."""
+    fig = charts.head_view(
+        ["a", "b", "c"], ["a", "b", "c"], np.full((3, 3), 1 / 3, dtype=np.float32), focus=1
+    )
+    texts = {t.name: t for t in fig.data if t.type == "scatter" and t.mode == "text"}
+    assert texts["from tokens"].textfont.color is None and texts["to tokens"].textfont.color is None
+    assert list(texts["from tokens"].text) == ["a", "", "c"]
+    assert list(texts["from token isolated"].text) == ["", "b", ""] and "to token isolated" not in texts
+    isolated = texts["from token isolated"].textfont
+    assert (
+        isolated.weight == "bold"
+        and min(_contrast(isolated.color, page) for page in ("#ffffff", "#0e1117")) > 3
+    )
+    fig = charts.model_view(
+        np.random.default_rng(0).random((2, 2, 3, 3)), roles=[["cls", None], [None, "next"]]
+    )
+    for note in fig.layout.annotations:
+        assert _contrast(note.font.color, "#ffffff") >= 4.5  # on its light band
+
+
+# Machado et al. (2009), severity 1: how a deuteranope and a protanope see linear RGB
+CVD = {
+    "deuteranopia": np.array([[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.01182, 0.04294, 0.968881]]),
+    "protanopia": np.array([[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]]),
+}  # fmt: skip
+
+
+def _lab(rgb_linear: np.ndarray) -> np.ndarray:
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
+    xyz = xyz @ np.clip(rgb_linear, 0, 1) / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+@pytest.mark.parametrize("vision", list(CVD))
+def test_series_colours_stay_apart_for_red_green_colour_blindness(vision):
+    """Heads 2 and 3 (red, green) were one colour to a deuteranope (CIE76 difference 0.9), as were the head
+    roles 'next' and 'previous' and Embeddings' |position| and |summed|."""
+
+    def seen(colour: str) -> np.ndarray:
+        srgb = np.array(charts._hex_rgb(colour)) / 255
+        linear = np.where(srgb <= 0.04045, srgb / 12.92, ((srgb + 0.055) / 1.055) ** 2.4)
+        return _lab(CVD[vision] @ linear)
+
+    first = [seen(c) for c in charts.SEQUENCE_COLORS[:7]]
+    assert min(np.linalg.norm(a - b) for k, a in enumerate(first) for b in first[k + 1 :]) > 15
+    heads = [seen(c) for c in charts.HEAD_COLORS]
+    assert min(np.linalg.norm(a - b) for a, b in zip(heads, heads[1:], strict=False)) > 15

@@ -420,6 +420,9 @@ def test_compare_reads_a_typed_mask_as_each_models_own(family_dirs, monkeypatch,
     right = [html.unescape(t) for t in figure(at, "cmp_attention_right")["layout"]["xaxis"]["ticktext"]]
     assert any(t.endswith(": <mask>") for t in right) and not any("Ġ" in t for t in right)
     # the link names both models, and each side's layer, whatever the address bar leaves out as a default
+    # each side's controls named by its model, for a screen reader that heard "Layer, Head, Layer, Head"
+    assert at.slider(key="cmp_layer_right").label == f"Layer of {family_dirs['roberta'].name}"
+    assert at.selectbox(key="cmp_head_left").label == f"Head of {tiny_checkpoint.name}"
     at.slider(key="cmp_layer_right").set_value(1).run()
     (link,) = [c.value for c in at.code if "model2=" in c.value]
     query = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)

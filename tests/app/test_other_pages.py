@@ -259,6 +259,8 @@ def test_pages_say_what_the_model_reads_as_its_unknown_piece(make_app):
         "views/tokens.py", a="the cat sat ☃ on the mat"
     )  # its own warning, red chips: not twice
     assert not notes(tokens) and any("could not be spelt" in w.value for w in tokens.warning)
+    # a screen reader reads a metric's label as written: "Continuations \\(\\#\\#\\)" was what it heard
+    assert [m.label for m in tokens.metric][:2] == ["Pieces", "Continuations (##)"]
     for page in ("views/attention.py", "views/masked_words.py", "views/pretraining.py"):
         at = make_app(page, a="the cat sat ☃ on the mat", b="a dog ♞ ran")
         assert not at.exception and notes(at) == [
