@@ -345,6 +345,11 @@ def open_state_dict(directory: Path) -> StoredWeights:
     hint = ""
     if any(n.endswith((".h5", ".ckpt.index", ".msgpack")) for n in others):
         hint = " (TensorFlow/Flax weights are not supported; convert them to safetensors)"
+    elif "pytorch_model.bin.index.json" in others:  # rare for this family's sizes, so not read
+        hint = (
+            " (weights sharded across several .bin files are not read; save them again as safetensors with "
+            "transformers: AutoModel.from_pretrained(DIR).save_pretrained(DIR))"
+        )
     raise ModelLoadError(f"no weights in {directory}: expected {SAFETENSORS_FILE} or {PYTORCH_FILE}{hint}")
 
 

@@ -354,6 +354,16 @@ def test_a_config_without_sizes_says_the_defaults_were_assumed(tmp_path, tiny_ch
     assert "were assumed" not in str(caught.value)
 
 
+def test_weights_sharded_across_bin_files_are_named_as_unread(tmp_path, tiny_checkpoint):
+    directory = _copy(tmp_path, tiny_checkpoint)
+    (directory / "model.safetensors").rename(directory / "pytorch_model-00001-of-00001.bin")
+    (directory / "pytorch_model.bin.index.json").write_text('{"weight_map": {}}')
+    with pytest.raises(
+        ModelLoadError, match=r"^no weights in .*sharded across several .bin files are not read"
+    ):
+        bert_core.load_pretrained(directory)
+
+
 def test_unexpected_keys_are_named(tmp_path, tiny_checkpoint):
     directory = _copy(tmp_path, tiny_checkpoint)
     _rewrite_weights(directory, lambda s: {**s, "bert.encoder.layer.0.extra.weight": torch.zeros(3)})
