@@ -8,7 +8,7 @@ Dimensions: S = tokens, W = words (groups of pieces), L = layers, N = heads, P =
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -52,13 +52,19 @@ def sentence_text(analysis: bert_core.Analysis, sentence: int) -> str:
     return analysis.text if sentence == 0 else (analysis.text_pair or "")
 
 
-def glued_masks(text: str | None, mask: str) -> list[str]:
+def glued_masks(text: str | None, mask: str, own_word: Callable[[str], bool] = lambda c: False) -> list[str]:
     """Each `mask` typed against a letter or digit ("un[MASK]able"), with the word it is glued into: the
-    tokenizer splits the word at the mask, so the model reads "un" and "able" as words of their own."""
+    tokenizer splits the word at the mask, so the model reads "un" and "able" as words of their own.
+    `own_word(c)`: the tokenizer reads character `c` as a word by itself whatever is beside it (BERT's CJK
+    characters), so a mask beside it splits nothing: "东京[MASK]了" was said to split a word."""
+
+    def glued(c: str) -> bool:
+        return c.isalnum() and not own_word(c)
+
     found = []
     for m in re.finditer(re.escape(mask), text or ""):
         start, end = m.start(), m.end()
-        if (start and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
+        if (start and glued(text[start - 1])) or (end < len(text) and glued(text[end])):
             while start and not text[start - 1].isspace():
                 start -= 1
             while end < len(text) and not text[end].isspace():

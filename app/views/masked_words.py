@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pandas as pd
@@ -151,7 +152,19 @@ enc = active.model.encode(masked, inputs.text_b)  # tokenising only
 # the other pages' for the same text.
 ui.length_notes(active, enc, counted=" (each hidden word counted as one mask)" if masked != text else "")
 ui.unknown_pieces_note(active, masked, inputs.text_b)
-glued = [w for t in (masked, inputs.text_b) for w in transforms.glued_masks(t, mask)]
+
+
+@functools.cache
+def own_word(character: str) -> bool:
+    """The tokenizer reads `character` as a word by itself even beside its twin (BERT's CJK characters)."""
+    try:
+        return len({w for w in active.model.encode(character * 2).word_ids if w is not None}) == 2
+    except bert_core.InputError:
+        return False
+
+
+# Only the masks typed: one the page put in place of a word it chose is a whole word (东 of 东京 for BERT)
+glued = [w for t in (text, inputs.text_b) for w in transforms.glued_masks(t, mask, own_word)]
 if glued:
     # "That is un[MASK]able." read "→ That is unsable.": a morphology probe the model was never given.
     words = ", ".join(dict.fromkeys(glued[:3]))

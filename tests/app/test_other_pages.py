@@ -191,6 +191,11 @@ def test_masked_words_says_a_mask_typed_inside_a_word_splits_it(make_app):
     assert "typed inside a word (un[MASK]able) splits the word there" in said
     at = make_app("views/masked_words.py", a="that is [MASK] .")
     assert "inside a word" not in " ".join(c.value for c in at.caption)
+    # BERT reads each CJK character as a word of its own, so a mask beside one splits nothing; nor does a mask
+    # the page put in place of a word it chose ("东" of "东京"): both were said to split a word
+    for typed in ("我们在东京[MASK]了。", "东京"):
+        at = make_app("views/masked_words.py", a=typed)
+        assert not at.exception and "inside a word" not in " ".join(c.value for c in at.caption), typed
 
 
 def test_masked_words_without_mlm_head(make_app, tmp_path):

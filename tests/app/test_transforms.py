@@ -102,6 +102,10 @@ def test_glued_masks_name_the_word_a_mask_was_typed_into():
         transforms.glued_masks("a <mask> b", "<mask>") == [] and transforms.glued_masks(None, "[MASK]") == []
     )
     assert transforms.glued_masks("(the [MASK].)", "[MASK]") == []  # punctuation is no word
+    # a character the tokenizer reads as a word by itself (BERT's CJK) is no word the mask is typed into
+    cjk = "东京[MASK]了 x[MASK]"
+    assert transforms.glued_masks(cjk, "[MASK]", lambda c: "\u4e00" <= c <= "\u9fff") == ["x[MASK]"]
+    assert transforms.glued_masks(cjk, "[MASK]") == ["东京[MASK]了", "x[MASK]"]
 
 
 def test_grid_table_names_every_cell_in_order():
