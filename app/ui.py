@@ -333,6 +333,12 @@ def _of_a_page(fn: Callable | None) -> bool:
     return getattr(inner, "__module__", None) == "__main__"
 
 
+def csv_text(frame: pd.DataFrame) -> str:
+    """A table as CSV with CRLF line ends (RFC 4180): pandas' default "\\n" left a lone "\\r" a link can carry into
+    the typed text unquoted, and Python's csv reader and spreadsheets broke the row there."""
+    return frame.to_csv(index=False, lineterminator="\r\n")
+
+
 def show_figure(
     fig: go.Figure,
     *,
@@ -369,8 +375,7 @@ def show_figure(
     if data is not None:
 
         def csv() -> str:
-            frame = data() if callable(data) else data
-            return frame.to_csv(index=False)
+            return csv_text(data() if callable(data) else data)
 
         st.download_button(
             "Download CSV",

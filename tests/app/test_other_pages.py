@@ -464,6 +464,22 @@ def test_each_pages_controls_come_from_a_shared_link(make_app):
     assert at.toggle(key="roles_stability").value is True
 
 
+def test_a_csv_reads_back_whole_whatever_the_typed_text_holds():
+    """A link can carry a carriage return into the text (the box turns one typed into a line feed): the Tokens
+    CSV wrote it bare and unquoted, and Python's csv reader stopped there ("new-line character seen in unquoted
+    field"), a spreadsheet starting a row."""
+    import csv
+    import io
+
+    import pandas as pd
+
+    from app import ui
+
+    frame = pd.DataFrame({"piece": ["the", "cat", "sat"], "typed text": ["the\r", 'a "b",\n', "\rsat"]})
+    rows = list(csv.reader(io.StringIO(ui.csv_text(frame), newline="")))
+    assert rows == [["piece", "typed text"], *frame.values.tolist()]
+
+
 def test_every_csv_download_names_each_column_once(make_app, monkeypatch):
     """The CSVs whose columns are tokens had two columns called "the" for a text with "the" twice (Inside's
     maps, Compare's, the Task page's first-token map), so a spreadsheet could not tell them apart."""
