@@ -237,6 +237,8 @@ rows = [
     for r, (tok, prob) in enumerate(p.as_pairs())
 ]
 table = pd.DataFrame(rows)
+if not style.word_start_marker and not style.byte_level:
+    table = table.drop(columns="shown as")  # WordPiece's pieces are shown as written (as on Tokens)
 if len(predictions) > MAX_CHARTS:
     st.warning(
         f"{len(predictions)} masks: the first {MAX_CHARTS} are charted; the table below has all of them."
@@ -270,7 +272,13 @@ for m, p in enumerate(predictions[:MAX_CHARTS]):
             # The best guess read in place: escaped Markdown (never markup), a heading in large text.
             best = "→ " + transforms.fill_mask_text(texts, enc, p.position, p.tokens[0], style)
             st.markdown(("#### " if large else "") + ui.md_escape(best))
-ui.table(table)
+if large:
+    # Squeezed beside the other columns at 1024 px, each guess's sentence was cut mid-word in rows 200 px tall;
+    # the line under each chart reads the best guess in place, and the CSV has every one
+    ui.table(table.drop(columns="sentence with this guess"))
+    st.caption("Each guess read in its sentence: in each chart's CSV.")
+else:
+    ui.table(table)
 if len(predictions) > 1:
     st.caption("Each mask is predicted on its own, with the other masks still hidden (one forward pass).")
 

@@ -62,19 +62,21 @@ for i, tok in enumerate(result.tokens):
         # first character, which the next piece also covers: shown as covering nothing, as RoBERTa's lone "Ġ".
         end = start
     typed = "" if seq is None else transforms.sentence_text(result, seq)[start:end]
+    # What a reader looks for first, first: in Large text at 1024 px the table runs past the page, and "typed
+    # text" and "kind" sat past its scroll bar, at the foot of a long table
     rows.append(
         {
             "index": i,
             "piece": tok,
             "shown as": style.display(tok),
+            "typed text": typed,
+            "kind": kinds[i],
             "id": int(result.input_ids[i]),
-            **({"segment": int(result.token_type_ids[i])} if has_segments else {}),
             "position": int(result.position_ids[i]),
+            **({"segment": int(result.token_type_ids[i])} if has_segments else {}),
             "sentence": "" if seq is None else "AB"[seq],
             "start": start,
             "end": end,
-            "typed text": typed,
-            "kind": kinds[i],
         }
     )
 table = pd.DataFrame(rows)
@@ -196,7 +198,10 @@ fig = charts.token_chips(result.tokens, kinds, hovers, style=style, font_size=ui
 ui.show_figure(fig, key="tokens_chips", data=table, filename="tokens")
 
 st.subheader("Table")
-ui.table(table, key="tokens_table")
+# Without a sentence B, Large text leaves out the columns that then say nothing (every piece of A, segment 0):
+# the table still ran past a 1024 px page's edge. The CSV keeps them.
+constant = ["segment", "sentence"] if ui.font_size() > ui.NORMAL_FONT and result.text_pair is None else []
+ui.table(table.drop(columns=[c for c in constant if c in table]), key="tokens_table")
 
 st.subheader("How a word was split")
 if not hasattr(tokenizer, "wordpiece_steps"):

@@ -305,7 +305,13 @@ def test_large_text_shows_a_short_table_as_text_a_stylesheet_can_enlarge(make_ap
     assert len(normal.dataframe) == 2 and not normal.table
     assert not large.dataframe and len(large.table) == 2
     shown, plain = large.table[0].value.reset_index(drop=True), normal.dataframe[0].value
-    assert shown.shape == plain.shape and shown["id"].tolist() == plain["id"].tolist()
+    assert len(shown) == len(plain) and shown["id"].tolist() == plain["id"].tolist()
+    # what a reader looks for first, first; and without a sentence B, Large text leaves out the two columns
+    # that then say nothing (the table ran past a 1024 px page)
+    assert list(plain.columns[:4]) == ["index", "piece", "typed text", "kind"]
+    assert [c for c in plain.columns if c not in shown.columns] == ["segment", "sentence"]
+    pair = make_app("views/tokens.py", a="the bank", b="the river", large="true").table[0].value
+    assert {"segment", "sentence"} <= set(pair.columns)
     # st.table renders cells and headers as Markdown: text reaches it escaped, so it shows as written
     marked = make_app("views/tokens.py", a="the **bank** #river", large="true").table[0].value
     typed = marked["typed text"].tolist()

@@ -198,6 +198,17 @@ def test_masked_words_says_a_mask_typed_inside_a_word_splits_it(make_app):
         assert not at.exception and "inside a word" not in " ".join(c.value for c in at.caption), typed
 
 
+def test_masked_words_large_text_table_leaves_the_guess_sentences_to_the_csv(make_app):
+    """At 1024 px in Large text the sentence column was squeezed to ~70 px, each guess's sentence cut mid-word
+    in rows 200 px tall; WordPiece's "shown as" repeated "token"."""
+    normal = make_app("views/masked_words.py", a="the cat sat on the [MASK] .")
+    large = make_app("views/masked_words.py", a="the cat sat on the [MASK] .", large="true")
+    plain, shown = normal.dataframe[0].value, large.table[0].value
+    assert "shown as" not in plain.columns and "sentence with this guess" in plain.columns
+    assert [c for c in plain.columns if c not in shown.columns] == ["sentence with this guess"]
+    assert any("in each chart's CSV" in c.value for c in large.caption)
+
+
 def test_masked_words_without_mlm_head(make_app, tmp_path):
     ckpt = make_checkpoint_without_mlm(tmp_path / "bare")
     at = make_app("views/masked_words.py", model=str(ckpt))
