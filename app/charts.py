@@ -29,14 +29,14 @@ TOKEN_COLORS = {
     "continuation": "#f2a541",  # a piece that continues the word before it
     "word": "#4c9be8",  # a word or a word's first piece
 }
-# Colours that stay apart for red-green colour blindness: Okabe and Ito's set (grey for its black, which a dark
-# theme hides), then for heads past eight four of Paul Tol's. The earlier red and green (#e15759, #59a14f) sat
-# side by side and read as one colour to a deuteranope (CIE76 difference 0.9): heads 2 and 3, or Embeddings'
-# |position| and |summed|.
-SEQUENCE_COLORS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#999999"]
-HEAD_COLORS = [  # twelve, bert-base's heads per layer
-    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00",
-    "#F0E442", "#999999", "#332288", "#882255", "#117733", "#DDCC77",
+# Colours that stay apart for red-green colour blindness and show on both themes' pages: five of Okabe and Ito's
+# set, then Paul Tol's, picked so that every pair of the eight differs by CIE76 > 15 to normal, deuteranope and
+# protanope eyes alike (a test holds them to it). The earlier red and green (#e15759, #59a14f) sat side by side
+# and read as one colour to a deuteranope (0.9): heads 2 and 3, or Embeddings' |position| and |summed|. Okabe
+# and Ito's black, and Tol's darkest, vanish on the dark theme; a grey read as the pink beside it.
+SEQUENCE_COLORS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#33BBEE", "#AA3377", "#117733"]
+HEAD_COLORS = [  # twelve, bert-base's heads per layer: neighbours > 20 apart; no twelve keep every pair so
+    *SEQUENCE_COLORS, "#999933", "#EE6677", "#CC3311", "#EE8866",
 ]  # fmt: skip
 BASE_FONT = 13
 # The isolated token and the role labels in a light band: darker than TOKEN_COLORS' red, to be read at 10 px

@@ -298,9 +298,17 @@ elif view == "roles":
     fig.update_traces(
         text=[[r or "none" for r in row] for row in roles.labels],  # layers × heads: a few hundred at most
         hovertemplate="%{y} · %{x}<br>%{text}<extra></extra>",
-        texttemplate="%{text}",  # named in the cell too: colour alone left 'next' and 'previous' to hue
         colorbar={"tickvals": list(range(len(names))), "ticktext": names, "nticks": None},
     )
+    if n_heads <= 16:
+        # Each cell names its role, as colour alone left 'next' and 'previous' to hue (one to a deuteranope):
+        # in five letters at most, at a size that reads (plotly fitted whole names to a 12-head cell at 6 px)
+        short = {"punctuation": "punct", "previous": "prev"}
+        fig.update_traces(
+            customdata=[[short.get(r, r) if r else "" for r in row] for row in roles.labels],
+            texttemplate="%{customdata}",
+            textfont={"size": max(10, fs - 3)},
+        )
     ui.show_figure(fig, key="roles_grid", data=table, filename="head_roles")
     ui.table(table, key="roles_table")
     if st.toggle(

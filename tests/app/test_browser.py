@@ -163,14 +163,18 @@ def test_head_view_click_on_a_token_isolates_it(app_url, page):
     assert focus.input_value() == "(all tokens)"
 
     def click_token(side: str, k: int) -> None:
-        # On the word (a marker at the line's end was the only target). The token names are the last
-        # two scatter traces: "from" (left), then "to" (right). The chart redraws after each click, so the
-        # word is looked up afresh once the app is idle.
+        # On the word (a marker at the line's end was the only target). The token names are text points
+        # of the scatter traces, the isolated one in a trace of its own: the k-th drawn word of a side, by
+        # height. The chart redraws after each click, so the word is looked up afresh once the app is idle.
         wait_for_app(page)
-        traces = page.locator(f"{CHART} .scatterlayer .trace")
-        point = traces.nth(traces.count() - (2 if side == "from" else 1)).locator(".textpoint").nth(k)
-        point.wait_for(state="attached", timeout=30_000)
-        box = point.bounding_box()
+        points = page.locator(f"{CHART} .scatterlayer .trace .textpoint")
+        points.first.wait_for(state="attached", timeout=30_000)
+        boxes = [b for b in (points.nth(i).bounding_box() for i in range(points.count())) if b and b["width"]]
+        middle = (min(b["x"] for b in boxes) + max(b["x"] + b["width"] for b in boxes)) / 2
+        side_boxes = sorted(
+            (b for b in boxes if (b["x"] + b["width"] / 2 < middle) == (side == "from")), key=lambda b: b["y"]
+        )
+        box = side_boxes[k] if k < len(side_boxes) else None
         assert box is not None, f"token {k} on the {side} side is not drawn"
         # the word's far end, away from the line: a click there fell through
         x = box["x"] + 2 if side == "from" else box["x"] + box["width"] - 2
@@ -281,7 +285,7 @@ def test_compare_sides_begin_their_controls_level_when_one_model_card_wraps(app_
                 '[data-testid="stMain"] [data-testid="stCaptionContainer"]', has_text=" layers · "
             )
             heights = cards.evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
-            sliders = pg.locator('input[type="range"][aria-label="Layer"]')
+            sliders = pg.locator('input[type="range"][aria-label^="Layer of "]')
             tops = sliders.evaluate_all("els => els.map(e => e.getBoundingClientRect().top)")
             lefts = sliders.evaluate_all("els => els.map(e => e.getBoundingClientRect().left)")
         finally:

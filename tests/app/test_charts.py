@@ -657,7 +657,7 @@ def _lab(rgb_linear: np.ndarray) -> np.ndarray:
     return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
 
 
-@pytest.mark.parametrize("vision", list(CVD))
+@pytest.mark.parametrize("vision", [*CVD, "normal"])
 def test_series_colours_stay_apart_for_red_green_colour_blindness(vision):
     """Heads 2 and 3 (red, green) were one colour to a deuteranope (CIE76 difference 0.9), as were the head
     roles 'next' and 'previous' and Embeddings' |position| and |summed|."""
@@ -665,9 +665,16 @@ def test_series_colours_stay_apart_for_red_green_colour_blindness(vision):
     def seen(colour: str) -> np.ndarray:
         srgb = np.array(charts._hex_rgb(colour)) / 255
         linear = np.where(srgb <= 0.04045, srgb / 12.92, ((srgb + 0.055) / 1.055) ** 2.4)
-        return _lab(CVD[vision] @ linear)
+        return _lab(CVD.get(vision, np.eye(3)) @ linear)
 
-    first = [seen(c) for c in charts.SEQUENCE_COLORS[:7]]
-    assert min(np.linalg.norm(a - b) for k, a in enumerate(first) for b in first[k + 1 :]) > 15
+    series = [seen(c) for c in charts.SEQUENCE_COLORS]
+    assert min(np.linalg.norm(a - b) for k, a in enumerate(series) for b in series[k + 1 :]) > 15
     heads = [seen(c) for c in charts.HEAD_COLORS]
-    assert min(np.linalg.norm(a - b) for a, b in zip(heads, heads[1:], strict=False)) > 15
+    assert min(np.linalg.norm(a - b) for a, b in zip(heads, heads[1:], strict=False)) > 20
+    assert min(np.linalg.norm(a - b) for k, a in enumerate(heads) for b in heads[k + 1 :]) > 9
+
+
+def test_series_colours_show_on_both_themes_pages():
+    """Okabe and Ito's black, and Tol's #332288 (1.6:1), all but vanished on the dark theme's page."""
+    for colour in charts.HEAD_COLORS:
+        assert _contrast(colour, "#0e1117") >= 3 and _contrast(colour, "#ffffff") >= 2.2, colour
