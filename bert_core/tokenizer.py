@@ -500,7 +500,7 @@ class PieceTokenizer:
             wanted = "tokenizer.json (or vocab.json and merges.txt)" if model == "BPE" else "tokenizer.json"
             raise ModelLoadError(f"no tokenizer in {directory}: looked for {wanted}")
         if model == "BPE":
-            _byte_level_options(backend, config, config_path)
+            backend = _byte_level_options(backend, config, config_path)
         else:
             _warn_unigram_options(backend, config, json_path)
         return cls(backend, max_length=limit, position_offset=position_offset, **names)
@@ -1001,45 +1001,61 @@ def _byte_level_bpe(directory: Path, names: Mapping[str, str]) -> Tokenizer:
     return backend
 
 
-def _byte_level_options(backend: Tokenizer, config: Mapping[str, Any], path: Path) -> None:
-    """RoBERTa's add_prefix_space and trim_offsets from tokenizer_config.json, over what tokenizer.json says:
-    transformers builds its byte-level pipeline from the config's values (and its 4.x releases rewrote the
-    file's to match), so "the bank" read with a leading space there was "t", "he" here."""
-    given = {k: config[k] for k in ("add_prefix_space", "trim_offsets") if k in config}
-    for key, value in given.items():
-        if not isinstance(value, bool):
-            raise ModelLoadError(f"{path}: {key!r} must be true or false, got {value!r}")
-    if not given:
-        return
-    state = json.loads(backend.pre_tokenizer.__getstate__()) if backend.pre_tokenizer is not None else {}
-    if state.get("type") == "ByteLevel" and "add_prefix_space" in given:
-        backend.pre_tokenizer = pre_tokenizers.ByteLevel(
-            add_prefix_space=given["add_prefix_space"], use_regex=state.get("use_regex", True)
-        )
-    state = json.loads(backend.post_processor.__getstate__()) if backend.post_processor is not None else {}
-    if state.get("type") == "RobertaProcessing":
-        backend.post_processor = processors.RobertaProcessing(
-            tuple(state["sep"]),
-            tuple(state["cls"]),
-            trim_offsets=given.get("trim_offsets", state.get("trim_offsets", True)),
-            add_prefix_space=given.get("add_prefix_space", state.get("add_prefix_space", False)),
-        )
+def _byte_level_options(backend: Tokenizer, config: Mapping[str, Any], path: Path) -> Tokenizer:
+    """RoBERTa's tokenizer with add_prefix_space and trim_offsets as tokenizer_config.json gives them (false and
+    true where it is silent), over what tokenizer.json says: transformers builds its byte-level pipeline from
+    those values alone (its 4.x releases rewrote the file's to match), so "the bank" read with a leading space
+    there was "t", "he" here. Every ByteLevel step is set, one inside a Sequence too."""
+    given = {"add_prefix_space": False, "trim_offsets": True}
+    for key in given:
+        if key in config:
+            if not isinstance(config[key], bool):
+                raise ModelLoadError(f"{path}: {key!r} must be true or false, got {config[key]!r}")
+            given[key] = config[key]
+    data = json.loads(backend.to_str())
+
+    def set_options(step: Any, keys: tuple[str, ...]) -> None:
+        if not isinstance(step, dict):
+            return
+        if step.get("type") in ("ByteLevel", "RobertaProcessing"):
+            step.update({k: given[k] for k in keys if k in step or step.get("type") == "RobertaProcessing"})
+        for inner in step.get("pretokenizers", []) + step.get("processors", []):
+            set_options(inner, keys)
+
+    set_options(data.get("pre_tokenizer"), ("add_prefix_space",))
+    set_options(data.get("post_processor"), ("add_prefix_space", "trim_offsets"))
+    return Tokenizer.from_str(json.dumps(data))
+
+
+# transformers' AlbertTokenizer defaults, which it applies where tokenizer_config.json is silent
+_UNIGRAM_DEFAULTS = {"do_lower_case": True, "keep_accents": False}
 
 
 def _warn_unigram_options(backend: Tokenizer, config: Mapping[str, Any], path: Path) -> None:
     """ALBERT's do_lower_case and keep_accents: tokenizer.json's normaliser is read as it stands (transformers
-    4.x did; 5.x rebuilds it from the config), so a config that disagrees with it is named, not followed."""
+    4.x did; 5.x rebuilds it from the config and its defaults), so where the two disagree it is said."""
     steps = json.loads(backend.to_str()).get("normalizer") or {}
     types = {n.get("type") for n in steps.get("normalizers", [steps]) if isinstance(n, dict)}
-    in_file = {"do_lower_case": "Lowercase" in types, "keep_accents": "StripAccents" not in types}
-    differing = [k for k, v in in_file.items() if isinstance(config.get(k), bool) and config[k] != v]
+    does = {"do_lower_case": "Lowercase" in types, "keep_accents": "StripAccents" not in types}
+    told = {k: config[k] if isinstance(config.get(k), bool) else v for k, v in _UNIGRAM_DEFAULTS.items()}
+    what = {
+        ("do_lower_case", True): "does not lower-case",
+        ("do_lower_case", False): "lower-cases",
+        ("keep_accents", True): "strips accents",
+        ("keep_accents", False): "keeps accents",
+    }
+    differing = [
+        f"{k} is {str(v).lower()} ({'in ' + TOKENIZER_CONFIG_FILE if k in config else 'its default'}) but "
+        f"tokenizer.json {what[k, v]}"
+        for k, v in told.items()
+        if does[k] != v
+    ]
     if differing:
         logger.warning(
-            "%s says %s, which its tokenizer.json does not do; BERTScope reads %s as it stands (transformers 5 "
-            "follows the config, so its ids may differ)",
-            TOKENIZER_CONFIG_FILE,
-            ", ".join(f"{k} = {str(config[k]).lower()}" for k in differing),
+            "%s is read as it stands, while transformers 5 builds ALBERT's normaliser from the tokenizer's "
+            "settings, so their ids can differ: %s",
             path,
+            "; ".join(differing),
         )
 
 

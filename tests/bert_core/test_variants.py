@@ -170,15 +170,33 @@ def test_robertas_prefix_space_and_offset_trimming_follow_tokenizer_config(tmp_p
 
     directory = shutil.copytree(checkpoints["roberta", "model"], tmp_path / "roberta")
     path = directory / "tokenizer_config.json"
-    for options in ({"add_prefix_space": True}, {"add_prefix_space": True, "trim_offsets": False}):
-        path.write_text(json.dumps({**json.loads(path.read_text()), **options}))
+    file = directory / "tokenizer.json"
+    plain = json.loads(file.read_text())
+    assert plain["pre_tokenizer"]["type"] == "ByteLevel"
+    # transformers also sets them where the config is silent (false, true), and in a Sequence's ByteLevel
+    within = {**plain, "pre_tokenizer": {"type": "Sequence", "pretokenizers": [plain["pre_tokenizer"]]}}
+    prefixed = {**plain, "pre_tokenizer": {**plain["pre_tokenizer"], "add_prefix_space": True}}
+    for options, tokenizer_json in (
+        ({"add_prefix_space": True}, plain),
+        ({"add_prefix_space": True, "trim_offsets": False}, plain),
+        ({"add_prefix_space": True}, within),
+        ({}, prefixed),
+    ):
+        config = {
+            k: v
+            for k, v in json.loads(path.read_text()).items()
+            if k not in ("add_prefix_space", "trim_offsets")
+        }
+        path.write_text(json.dumps({**config, **options}))
+        file.write_text(json.dumps(tokenizer_json))
         ours, tok = bert_core.load_pretrained(directory).tokenizer, hf_tokenizer(directory, "roberta")
         for text in TOKENIZER_TEXTS[:5]:
             for pair in (None, "the river ran by."):
                 enc, theirs = ours.encode(text, pair), tok(text, pair, return_offsets_mapping=True)
                 assert enc.input_ids.tolist() == theirs["input_ids"], (options, text, pair)
                 assert enc.offsets.tolist() == [list(o) for o in theirs["offset_mapping"]], (options, text)
-        assert ours.encode("the bank").tokens == ["<s>", "Ġthe", "Ġbank", "</s>"]
+        prefix = options.get("add_prefix_space", False)
+        assert (ours.encode("the bank").tokens[1] == "Ġthe") == prefix, options
 
 
 def test_albert_options_its_tokenizer_json_does_not_follow_are_named(tmp_path, checkpoints, caplog):
@@ -192,7 +210,21 @@ def test_albert_options_its_tokenizer_json_does_not_follow_are_named(tmp_path, c
     path.write_text(json.dumps({**json.loads(path.read_text()), "do_lower_case": False}))
     with caplog.at_level("WARNING", logger="bert_core"):
         bert_core.load_pretrained(directory)
-    assert "do_lower_case = false, which its tokenizer.json does not do" in caplog.text
+    assert "do_lower_case is false (in tokenizer_config.json) but tokenizer.json lower-cases" in caplog.text
+    # silent, the config means transformers' defaults: lower-case, strip accents
+    caplog.clear()
+    path.write_text(
+        json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "do_lower_case"})
+    )
+    raw = json.loads((directory / "tokenizer.json").read_text())
+    raw["normalizer"]["normalizers"] = [
+        n for n in raw["normalizer"]["normalizers"] if n["type"] not in ("Lowercase", "StripAccents")
+    ]
+    (directory / "tokenizer.json").write_text(json.dumps(raw))
+    with caplog.at_level("WARNING", logger="bert_core"):
+        bert_core.load_pretrained(directory)
+    assert "do_lower_case is true (its default) but tokenizer.json does not lower-case" in caplog.text
+    assert "keep_accents is false (in tokenizer_config.json) but tokenizer.json keeps accents" in caplog.text
 
 
 @pytest.mark.parametrize("arch", ["roberta", "albert"])
