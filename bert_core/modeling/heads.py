@@ -270,13 +270,13 @@ class SequenceSummary(nn.Module):
                 "head has the projection ELECTRA's default (true) gives it"
             )
         name = config.summary_activation
-        if name and name != "linear" and name not in ACTIVATIONS:  # transformers' "linear" is no activation
+        if name and name not in ACTIVATIONS:  # "linear", as in transformers, is none
             raise ModelLoadError(
                 f"config key 'summary_activation' = {name!r} is not supported "
-                f"(supported: {', '.join(ACTIVATIONS)}, or linear / null for none)"
+                f"(supported: {', '.join(ACTIVATIONS)}, or null for none)"
             )
         self.summary = nn.Linear(config.hidden_size, config.hidden_size)
-        self.activation = ACTIVATIONS[name] if name and name != "linear" else nn.Identity()
+        self.activation = ACTIVATIONS[name] if name else nn.Identity()
 
     def forward(self, sequence: Tensor) -> Tensor:
         return self.activation(self.summary(sequence[:, 0]))

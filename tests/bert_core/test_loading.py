@@ -408,7 +408,7 @@ def test_no_weights_at_all(tmp_path, tiny_checkpoint):
         ("vocab_size", 10**12, "'vocab_size'"),
         ("num_hidden_layers", 0, "'num_hidden_layers'"),
         ("hidden_size", 33, "not divisible"),
-        ("hidden_act", "mish", "'hidden_act'"),
+        ("hidden_act", "xielu", "'hidden_act'"),
         ("position_embedding_type", "relative_key", "'position_embedding_type'"),
         ("layer_norm_eps", float("nan"), "'layer_norm_eps'"),
     ],

@@ -183,7 +183,7 @@ def test_multiple_choice_matches_transformers(task_dirs, arch):
         m.choose("we went to the bank", ["only one"])
 
 
-@pytest.mark.parametrize("activation", ["tanh", "", "linear"])
+@pytest.mark.parametrize("activation", ["tanh", "", "linear", "quick_gelu"])
 def test_electra_multiple_choice_reads_its_summary_activation(tmp_path, activation):
     """ElectraSequenceSummary applies config.summary_activation (GELU by default, none when empty)."""
     directory = make_task_checkpoint(tmp_path, "electra", "choice", summary_activation=activation)
@@ -192,7 +192,7 @@ def test_electra_multiple_choice_reads_its_summary_activation(tmp_path, activati
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("summary_type", "mean"), ("summary_activation", "quick_gelu"), ("summary_use_proj", False)],
+    [("summary_type", "mean"), ("summary_activation", "xielu"), ("summary_use_proj", False)],
 )
 def test_electra_multiple_choice_refuses_a_summary_it_does_not_compute(tmp_path, key, value):
     directory = make_task_checkpoint(tmp_path, "electra", "choice", **{key: value})
