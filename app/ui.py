@@ -39,6 +39,12 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")
 
 
+def widget_label(text: str) -> str:
+    """A widget's or metric's label that shows as written: escaped only where Markdown could read it as markup
+    (Streamlit also copies the label, backslashes and all, into what a screen reader hears)."""
+    return md_escape(text) if re.search(r"[*_`$~\[\]\\<>|:]", text) else text
+
+
 _CORE_NAMES = [
     (re.compile(r"\btext_pair\b"), "Sentence B"),
     (re.compile(r"^text\b"), "Sentence A"),

@@ -114,13 +114,21 @@ for (name, active), heading, column in zip(sides, cards, columns, strict=True):
                 f"cmp_layer_{name}", n_layers, lambda v, n=n_layers: isinstance(v, int) and 1 <= v <= n
             )
             # named by model: a screen reader heard "Layer, Head, Layer, Head" with no side to either
-            layer = st.slider(f"Layer of {NAMES[name]}", 1, n_layers, start, **ui.bound(f"cmp_layer_{name}"))
+            layer = st.slider(
+                ui.widget_label(f"Layer of {NAMES[name]}"),
+                1,
+                n_layers,
+                start,
+                **ui.bound(f"cmp_layer_{name}"),
+            )
         else:  # a slider needs two values to choose from
             layer = 1
             st.caption("Layer 1 (this model has a single layer)")
         heads = ["mean"] + [str(h) for h in range(1, n_heads + 1)]
         ui.start(f"cmp_head_{name}", "mean", lambda v, hs=heads: v in hs)
-        head = st.selectbox(f"Head of {NAMES[name]}", heads, index=0, **ui.bound(f"cmp_head_{name}"))
+        head = st.selectbox(
+            ui.widget_label(f"Head of {NAMES[name]}"), heads, index=0, **ui.bound(f"cmp_head_{name}")
+        )
         maps = result.attentions[layer - 1]  # (N, S, S)
         matrix = maps.mean(axis=0) if head == "mean" else maps[int(head) - 1]
         labels = ui.token_labels(result.tokens, active.model.info.piece_style)

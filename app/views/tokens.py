@@ -109,13 +109,10 @@ typed_specials = sorted(
 c1, c2, c3 = st.columns(3)
 c1.metric("Pieces", len(result.tokens))
 marker = f" ({style.continuation_prefix})" if style.continuation_prefix else ""
-# Escaped only where it must be: a screen reader reads the label as written, and "Continuations \(\#\#\)" was
-# what it heard ("##" mid-line is no Markdown)
-label = f"Continuations{marker}"
+# Escaped only where it must be: the help icon's name for a screen reader is "Help for" the label as written,
+# and "Continuations \(\#\#\)" was what it said ("##" mid-line is no Markdown)
 c2.metric(
-    label if set(marker) <= set(" (#)") else ui.md_escape(label),
-    sum(k == "continuation" for k in kinds),
-    help=style.marker_help,
+    ui.widget_label(f"Continuations{marker}"), sum(k == "continuation" for k in kinds), help=style.marker_help
 )
 if style.byte_level:
     c3.metric(

@@ -24,6 +24,8 @@ DEFAULTS = {
     "num_attention_heads": 64,
     "intermediate_size": 16384,
     "hidden_act": "gelu_new",
+    "hidden_dropout_prob": 0.0,  # what fine-tuning an ALBERT whose config leaves them out drops
+    "attention_probs_dropout_prob": 0.0,
 }
 
 

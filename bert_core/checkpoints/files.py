@@ -175,7 +175,12 @@ def download_from_hub(
             for shard in _index_shards(index):
                 fetch(shard, required=True)
         elif fetch(PYTORCH_FILE, required=False) is None:
-            raise ModelLoadError(f"{repo_id!r} has neither {SAFETENSORS_FILE} nor {PYTORCH_FILE}")
+            sharded = (
+                " (its weights are sharded across .bin files, which are not read)"
+                if fetch("pytorch_model.bin.index.json", required=False)
+                else ""
+            )
+            raise ModelLoadError(f"{repo_id!r} has neither {SAFETENSORS_FILE} nor {PYTORCH_FILE}{sharded}")
     for name in TOKENIZER_FILES:
         fetch(name, required=False)
     return config_path.parent
@@ -346,9 +351,11 @@ def open_state_dict(directory: Path) -> StoredWeights:
     if any(n.endswith((".h5", ".ckpt.index", ".msgpack")) for n in others):
         hint = " (TensorFlow/Flax weights are not supported; convert them to safetensors)"
     elif "pytorch_model.bin.index.json" in others:  # rare for this family's sizes, so not read
+        # the class config.json names, with its heads: AutoModel would save the encoder alone
         hint = (
             " (weights sharded across several .bin files are not read; save them again as safetensors with "
-            "transformers: AutoModel.from_pretrained(DIR).save_pretrained(DIR))"
+            "transformers: AutoModelForMaskedLM, or the class config.json's 'architectures' names, "
+            ".from_pretrained(DIR).save_pretrained(DIR))"
         )
     raise ModelLoadError(f"no weights in {directory}: expected {SAFETENSORS_FILE} or {PYTORCH_FILE}{hint}")
 

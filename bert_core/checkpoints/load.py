@@ -108,11 +108,11 @@ def _model_type_hint(state: StateDict) -> str:
     return f": its weights are named as {found.name}'s; set model_type to {found.model_type!r} in config.json"
 
 
-def _mismatch_hint(keys: list[str], config: BertConfig, tie: bool, *, missing: bool) -> str:
+def _mismatch_hint(keys: list[str], config: BertConfig, tie: bool, *, missing: bool, distil: bool) -> str:
     """The config key behind weights that are missing or unknown, where their names tell it."""
     if any("token_type_embeddings" in k for k in keys):
         return f" (config.json gives type_vocab_size = {config.type_vocab_size})"
-    if any("embeddings_project" in k or "embedding_hidden_mapping_in" in k for k in keys):
+    if any("embeddings_project" in k for k in keys):  # ELECTRA's (ALBERT always has its projection)
         given = config.embedding_size or config.hidden_size
         return (
             f" (config.json gives embedding_size = {given} and hidden_size = {config.hidden_size}: a projection "
@@ -121,16 +121,17 @@ def _mismatch_hint(keys: list[str], config: BertConfig, tie: bool, *, missing: b
     if (
         missing
         and not tie
-        and any(k.endswith("decoder.weight") or k.endswith("lm_head.weight") for k in keys)
+        and any(k.endswith(("decoder.weight", "lm_head.weight", "vocab_projector.weight")) for k in keys)
     ):
         return " (config.json gives tie_word_embeddings = false, so the head needs its own decoder weights)"
     layers = [re.search(r"\.layer\.(\d+)\.", k) for k in keys]
     if all(layers):
         found, n = {int(m.group(1)) for m in layers}, config.num_hidden_layers
+        key = "n_layers" if distil else "num_hidden_layers"  # as the family's config.json spells it
         if missing and found == set(range(min(found), n)):
-            return f" (config.json gives num_hidden_layers = {n}; the checkpoint has {min(found)})"
+            return f" (config.json gives {key} = {n}; the checkpoint has {min(found)})"
         if not missing and min(found) >= n:
-            return f" (config.json gives num_hidden_layers = {n}; the checkpoint has {max(found) + 1})"
+            return f" (config.json gives {key} = {n}; the checkpoint has {max(found) + 1})"
     return " (is it a checkpoint of a different architecture, or with a different config.json?)"
 
 
@@ -173,15 +174,16 @@ def build_network(
     expected.pop("cls.predictions.decoder.bias", None)
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
+    distil = arch.model_type == "distilbert"
     if unexpected:
         raise WeightsMismatch(
             f"the checkpoint has weights this {arch.model_type} model does not know: {_summarise(unexpected)}"
-            + _mismatch_hint(unexpected, config, tie_word_embeddings, missing=False)
+            + _mismatch_hint(unexpected, config, tie_word_embeddings, missing=False, distil=distil)
         )
     if missing:
         raise WeightsMismatch(
             f"the checkpoint lacks weights the config requires: {_summarise(missing)}"
-            + _mismatch_hint(missing, config, tie_word_embeddings, missing=True)
+            + _mismatch_hint(missing, config, tie_word_embeddings, missing=True, distil=distil)
         )
     mismatched = [
         f"{k}: checkpoint {tuple(state[k].shape)}, config expects {tuple(expected[k].shape)}"
@@ -235,6 +237,8 @@ def read_config(directory: Path) -> tuple[Architecture, BertConfig, bool, list[s
         )
     arch = ARCHITECTURES[model_type]
     absent = [k for k, aliases in _SIZE_KEYS.items() if not any(name in raw for name in (k, *aliases))]
+    if model_type in ("albert", "electra") and "embedding_size" not in raw:  # their defaults' 128
+        absent.append("embedding_size")
     return arch, arch.read_config(raw), bool(raw.get("tie_word_embeddings", True)), absent
 
 
@@ -243,7 +247,10 @@ def _assumed_sizes(config: BertConfig, absent: list[str]) -> str:
     (bert-base's for an empty file), which is why the weights do not fit, though the error names only one."""
     if not absent:
         return ""
-    assumed = ", ".join(f"{k} = {getattr(config, k)}" for k in absent)
+    sizes = {k: getattr(config, k) for k in absent}
+    if "embedding_size" in sizes:  # None where it equals hidden_size
+        sizes["embedding_size"] = config.embedding_size or config.hidden_size
+    assumed = ", ".join(f"{k} = {v}" for k, v in sizes.items())
     return f" (config.json does not give {', '.join(absent)}, so the defaults were assumed: {assumed})"
 
 

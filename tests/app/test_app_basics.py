@@ -414,3 +414,19 @@ def test_a_link_may_name_a_radios_option_by_its_own_name(make_app, page, key, na
     assert not at.exception, [e.value for e in at.exception]
     assert at.radio(key=key).value == name
     assert at.query_params[key] in (label, [label])  # written as the page's own links write it
+
+
+def test_a_label_is_escaped_only_where_markdown_would_read_it():
+    """Streamlit gives a screen reader the label as written: "Continuations \\(\\#\\#\\)" was what it said."""
+    from app import ui
+
+    assert ui.widget_label("Continuations (##)") == "Continuations (##)"
+    assert ui.widget_label("Layer of runs/a-b.c/checkpoint-500") == "Layer of runs/a-b.c/checkpoint-500"
+    for marked in (
+        "Layer of __init__",
+        "Head of *x*",
+        "Layer of $HOME$",
+        "Head of [a](b)",
+        "Layer of :smile:",
+    ):
+        assert ui.widget_label(marked) == ui.md_escape(marked), marked

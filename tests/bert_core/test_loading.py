@@ -323,6 +323,30 @@ def test_weights_a_config_key_leaves_out_name_that_key(tmp_path, tiny_checkpoint
             bert_core.load_pretrained(directory)
 
 
+def test_the_families_own_keys_are_named_in_weight_errors(tmp_path):
+    """DistilBERT's layer count was named num_hidden_layers, a key its config.json lacks; its untied decoder
+    got no hint; ELECTRA's embedding_size, taken as transformers' 128 when left out, went unmentioned."""
+    from tests.variants import make_variant
+
+    distil = make_variant(tmp_path / "distil", "distilbert", "mlm")
+    config = json.loads((distil / "config.json").read_text())
+    for changes, expected in [
+        ({"n_layers": 3}, r"lacks.*layer.2.*\(config.json gives n_layers = 3; the checkpoint has 2\)$"),
+        ({"tie_word_embeddings": False}, r"lacks.*vocab_projector.weight.*tie_word_embeddings = false"),
+    ]:
+        (distil / "config.json").write_text(json.dumps({**config, **changes}))
+        with pytest.raises(ModelLoadError, match=expected):
+            bert_core.load_pretrained(distil)
+    electra = make_variant(tmp_path / "electra", "electra", "mlm")
+    config = json.loads((electra / "config.json").read_text())
+    del config["embedding_size"]
+    (electra / "config.json").write_text(json.dumps(config))
+    with pytest.raises(
+        ModelLoadError, match=r"does not give embedding_size, .*assumed: embedding_size = 128\)$"
+    ):
+        bert_core.load_pretrained(electra)
+
+
 def test_distilbert_weights_under_a_config_without_model_type_name_the_family(tmp_path):
     from tests.variants import make_variant
 

@@ -99,7 +99,10 @@ LEFT_OUT = {
     "bert": ["pad_token_id", "hidden_act"],
     "roberta": ["pad_token_id", "vocab_size"],
     "distilbert": ["n_layers", "n_heads", "dim", "hidden_dim", "activation"],
-    "albert": ["embedding_size", "hidden_size", "num_attention_heads", "intermediate_size", "hidden_act"],
+    "albert": [
+        *("embedding_size", "hidden_size", "num_attention_heads", "intermediate_size", "hidden_act"),
+        *("hidden_dropout_prob", "attention_probs_dropout_prob"),  # 0 there: what fine-tuning drops
+    ],
     "electra": ["embedding_size", "hidden_size", "num_attention_heads", "intermediate_size"],
 }
 SIZES = ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"]
@@ -127,6 +130,11 @@ def test_a_config_that_leaves_keys_out_reads_as_transformers_reads_it(tmp_path, 
         embedding_size=getattr(theirs, "embedding_size", theirs.hidden_size),
         intermediate_size=theirs.hidden_dim if distil else theirs.intermediate_size,
     )
+    if not distil:
+        expected.update(
+            hidden_dropout_prob=theirs.hidden_dropout_prob,
+            attention_probs_dropout_prob=theirs.attention_probs_dropout_prob,
+        )
     got = {k: getattr(ours, k) for k in expected}
     got["embedding_size"] = ours.embedding_size or ours.hidden_size
     assert got == expected
