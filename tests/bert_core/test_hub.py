@@ -144,6 +144,13 @@ def test_repository_without_weights(tmp_path, tiny_checkpoint, online):
         (served / name).write_bytes((tiny_checkpoint / name).read_bytes())
     with _Hub(served) as hub, pytest.raises(ModelLoadError, match="has neither model.safetensors nor"):
         bert_core.load_pretrained(REPO, cache_dir=tmp_path / "c", endpoint=hub.endpoint)
+    # weights sharded across .bin files are said to be there, and not read
+    (served / "pytorch_model.bin.index.json").write_text('{"weight_map": {"a": "pytorch_model-1.bin"}}')
+    with (
+        _Hub(served) as hub,
+        pytest.raises(ModelLoadError, match=r"pytorch_model.bin \(its weights are sharded"),
+    ):
+        bert_core.load_pretrained(REPO, cache_dir=tmp_path / "d", endpoint=hub.endpoint)
 
 
 @pytest.mark.parametrize("index", ["{not json", '{"metadata": {}}', '{"weight_map": ["a.safetensors"]}'])
