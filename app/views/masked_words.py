@@ -69,7 +69,16 @@ else:
         for key, token in zip(keys, result.tokens, strict=True)
         if key is not None and key[0] == 0 and token == tokenizer.unk_token
     }
-    candidates = [i for i, (w, _, _) in enumerate(spans) if w not in unspelt] or list(range(len(spans)))
+    # Nor a special typed as text ("[SEP]"): the model would be asked to guess a special token.
+    specials = {tokenizer.cls_token, tokenizer.sep_token, tokenizer.pad_token} - {None}
+    typed_special = {
+        key[1]
+        for key, token in zip(keys, result.tokens, strict=True)
+        if key is not None and key[0] == 0 and token in specials
+    }
+    candidates = [
+        i for i, (w, _, _) in enumerate(spans) if w not in unspelt and w not in typed_special
+    ] or list(range(len(spans)))
     # Nor, in a long text, a word at a position the model never trained (the demo model: past 128 pieces),
     # where its guesses mean little.
     if info.trained_length is not None:

@@ -433,6 +433,9 @@ def test_the_default_word_to_hide_is_the_last_of_the_longest(make_app):
     assert at.multiselect(key="mask_words").value == ["word 3: sat"]
     at = make_app("views/masked_words.py", a="\u05d4\u05e0\u05d4\u05e8 \u2603")  # none: still the longest
     assert at.multiselect(key="mask_words").value == ["word 1: \u05d4\u05e0\u05d4\u05e8"]
+    # nor a special typed as text, which would ask the model to guess [SEP]
+    at = make_app("views/masked_words.py", a="the cat [SEP] ran [CLS]")
+    assert at.multiselect(key="mask_words").value == ["word 4: ran"]
 
 
 def test_masked_words_keeps_a_choice_cleared_on_purpose(make_app):
