@@ -39,8 +39,8 @@ HEAD_COLORS = [  # twelve, bert-base's heads per layer: neighbours > 20 apart; n
     *SEQUENCE_COLORS, "#999933", "#EE6677", "#CC3311", "#EE8866",
 ]  # fmt: skip
 BASE_FONT = 13
-# The isolated token and the role labels in a light band: darker than TOKEN_COLORS' red, to be read at 10 px
-# (#e4572e on the band was 3.7:1, under WCAG's 4.5:1 for text)
+# The model view's role labels, on a light band: darker than TOKEN_COLORS' red, to be read at 10 px (#e4572e on
+# the band was 3.7:1, under WCAG's 4.5:1 for text)
 ACCENT_TEXT = "#b23a1a"
 PROJECTOR_WIDTH = 560  # px a page's main area leaves a chart on a 1024 px projector with the sidebar open
 
