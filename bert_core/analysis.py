@@ -523,8 +523,23 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         return positions
 
     def fill_mask(self, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
-        """One list per [MASK], each [(token, probability), ...] best first."""
-        return [p.as_pairs() for p in self.predict_masks(text, top_k=top_k)]
+        """One list per [MASK], each [(token, probability), ...] best first; InputError where the model's
+        length cut some of them off (one list fewer than masks typed would pair the rest with the wrong ones;
+        `predict_masks` gives each prediction's position)."""
+        predictions = self.predict_masks(text, top_k=top_k)
+        enc = self.encode(text)
+        if enc.truncated:
+            full = self.tokenizer.encode(
+                self._with_model_mask(text), max_length=enc.num_tokens_before_truncation
+            )
+            typed = int((full.input_ids == self.tokenizer.mask_token_id).sum())
+            if typed > len(predictions):
+                raise InputError(
+                    f"{typed - len(predictions)} of the {typed} {self.tokenizer.mask_token} lie past the "
+                    f"model's {self.tokenizer.max_length} pieces and are not read: shorten the text, or call "
+                    "predict_masks, whose predictions name their positions"
+                )
+        return [p.as_pairs() for p in predictions]
 
     def predict_at(
         self,
@@ -563,9 +578,12 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             if any(not 0 <= x < self.config.vocab_size for x in labels):
                 raise InputError(f"labels must be token ids from 0 to {self.config.vocab_size - 1}")
         try:
-            types = np.zeros_like(ids) if token_type_ids is None else np.array(token_type_ids, dtype=np.int64)
+            given_types = np.zeros_like(ids) if token_type_ids is None else np.asarray(token_type_ids)
+            types = np.array(given_types, dtype=np.int64)
         except (TypeError, ValueError) as exc:  # ragged or non-numeric
             raise InputError(f"token_type_ids must be a list of integers: {exc}") from exc
+        if given_types.size and given_types.dtype.kind not in "iu":  # 0.9 was read as segment 0
+            raise InputError(f"token_type_ids must be integers, got {given_types.dtype} values")
         if types.shape != ids.shape:
             raise InputError(
                 f"token_type_ids must have one id per input id ({len(ids)}), got shape {types.shape}"

@@ -369,12 +369,15 @@ class AnalysisPasses:
         follow: pieces whose rank and probability to report at every layer beside the last layer's answer
         (a string is one piece). A word is read as the piece it starts a word as where the family marks word
         starts (RoBERTa's "river" is followed as "Ġriver"), or in its normalised form (an uncased model's
-        "River" as "river"); a word that is several pieces is an InputError naming them."""
+        "River" as "river"); a word that is several pieces is an InputError naming them. Each piece is followed
+        once: words that read as one piece ("River", "river") make one row, which `followed_tokens` names."""
         self.network.head("mlm")
         top_k = self._check_top_k(top_k)
         if isinstance(follow, str):
             follow = [follow]
-        if not isinstance(follow, Sequence):
+        if isinstance(follow, np.ndarray):  # words read off an array (np.str_ each) were refused
+            follow = follow.tolist()
+        if not isinstance(follow, (Sequence, set, frozenset)):
             raise InputError(f"follow must be a piece or a list of pieces, got {follow!r}")
         follow_ids = list(dict.fromkeys(self._follow_piece(w) for w in follow))  # each piece once
         enc = self.encode(text, text_pair)

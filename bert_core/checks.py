@@ -17,6 +17,16 @@ def check_seed(seed, name: str = "seed") -> int:
     return int(seed)
 
 
+def check_whole(value, name: str, least: int = 1, most: int | None = None) -> int:
+    """`value` as an int; InputError unless it is a whole number (numpy's too) from `least` (to `most`): an
+    np.int64 read from an array was refused where a Python int passed."""
+    whole = not isinstance(value, bool) and isinstance(value, (int, np.integer))
+    if not whole or value < least or (most is not None and value > most):
+        span = f"from {least} to {most}" if most is not None else f"of {least} or more"
+        raise InputError(f"{name} must be a whole number {span}, got {value!r}")
+    return int(value)
+
+
 def check_batch_tokens(max_batch_tokens) -> int:
     """`max_batch_tokens` (the most B x S tokens one batch of a pass holds) as an int; InputError unless it is a
     whole number (numpy's too) of at least 1."""

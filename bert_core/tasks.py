@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .checks import listed
-from .errors import InputError
+from .checks import check_whole, listed
+from .errors import InputError, MissingHeadError
 from .modeling.encoder import EncoderOutput
 from .results import Attribution, Entity
 from .tokenizer import Encoding, _frozen, position_ids
@@ -164,19 +164,15 @@ class TaskPasses:
         """([((start_char, end_char), (score, window, start_piece, end_piece, probability)), ...] best first, the
         windows): `answer`'s spans with where each scored best, which `attribute` explains."""
         self.network.head("qa")
-        if not isinstance(question, str) or not question.strip():
+        for value, name in ((question, "the question"), (context, "the passage (context)")):
+            if not isinstance(value, str):  # None read as no passage, and failed at an empty list's [0]
+                raise InputError(f"{name} must be a string, got {type(value).__name__}")
+        if not question.strip():
             raise InputError("the question is empty: type a question about the passage")
-        if (
-            isinstance(context, str) and not context.strip()
-        ):  # it was "text_pair is empty", a name nobody gave
+        if not context.strip():  # it was "text_pair is empty", a name nobody gave
             raise InputError("the passage (context) is empty: give the text the answer is to be found in")
         top_k = self._check_top_k(top_k)
-        if (
-            isinstance(max_answer_tokens, bool)
-            or not isinstance(max_answer_tokens, int)
-            or max_answer_tokens < 1
-        ):
-            raise InputError(f"max_answer_tokens must be a positive integer, got {max_answer_tokens!r}")
+        max_answer_tokens = check_whole(max_answer_tokens, "max_answer_tokens")
         windows = self._qa_windows(question, context, stride)
         logits = self._task_logits("qa", windows)  # (B, S, 2)
         best: dict[tuple[int, int], tuple[float, int, int, int, float]] = {}
@@ -212,8 +208,7 @@ class TaskPasses:
     def _qa_windows(self, question: str, context: str, stride: int) -> list[Encoding]:
         """[question + window of the context] encodings covering the whole context: the question and the
         specials around it repeat, the context's pieces advance by (window - stride)."""
-        if isinstance(stride, bool) or not isinstance(stride, int) or stride < 0:
-            raise InputError(f"stride must be a non-negative integer, got {stride!r}")
+        stride = check_whole(stride, "stride", least=0)
         full, context_at, head, tail, room = self._qa_parts(question, context)
         # Neighbours share at most half a window: a stride as large as the room (the default 128 against a
         # 128-position model's ~115 left after the question) would advance one piece at a time, a window per
@@ -232,10 +227,23 @@ class TaskPasses:
         ([CLS] question [SEP], and RoBERTa's second </s>) and after them; and how many context pieces a window
         has room for beside the question."""
         # read as `encode` reads every text: a typed [MASK] or <mask> is this model's own mask token
-        full = self.tokenizer.encode(
-            self._with_model_mask(question), self._with_model_mask(context), max_length=10**9
-        )
+        try:
+            full = self.tokenizer.encode(
+                self._with_model_mask(question), self._with_model_mask(context), max_length=10**9
+            )
+        except (
+            InputError
+        ) as exc:  # named as the page names them ("text_pair is empty once ..." named neither)
+            message = str(exc)
+            for core, ours in (("text_pair", "the passage"), ("text", "the question")):
+                if message.startswith(core):
+                    raise InputError(ours + message.removeprefix(core)) from exc
+            raise
         context_at = [i for i, seq in enumerate(full.sequence_ids) if seq == 1]
+        if not context_at:
+            raise InputError(
+                "the passage has no pieces for the model to read: give the text the answer is in"
+            )
         head = list(range(context_at[0]))
         tail = list(range(context_at[-1] + 1, len(full)))
         room = self.tokenizer.max_length - len(head) - len(tail)
@@ -270,6 +278,8 @@ class TaskPasses:
             raise InputError("give at least two choices to choose between")
         encoded = []
         for i, choice in enumerate(choices):
+            if not isinstance(choice, str):  # None read as no second sentence: the prompt scored alone
+                raise InputError(f"choices[{i}] must be a string, got {type(choice).__name__}")
             try:
                 encoded.append(self.encode(prompt, choice))
             except InputError as exc:  # a choice's own fault named as the second sentence's: say which choice
@@ -307,8 +317,7 @@ class TaskPasses:
         """
         if method not in ATTRIBUTION_METHODS:
             raise InputError(f"method must be one of {', '.join(ATTRIBUTION_METHODS)}, got {method!r}")
-        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 1000:
-            raise InputError(f"steps must be an integer from 1 to 1000, got {steps!r}")
+        steps = check_whole(steps, "steps", most=1000)
         enc, name, pick, described = self._attribution_target(
             self.encode(text, text_pair), text, text_pair, target
         )
@@ -371,7 +380,9 @@ class TaskPasses:
         itself, but for QA the window of the passage that the best answer was scored in."""
         task = self.task if self.task is not None else ("mlm" if self.has_mlm_head else None)
         if task is None:
-            raise InputError("this model has no head to explain: load a fine-tuned or an MLM checkpoint")
+            raise MissingHeadError(
+                "this model has no head to explain: load a fine-tuned or an MLM checkpoint"
+            )
         if task == "classify":
             labels = self._label_names(self.config.num_labels)
             if target is None:

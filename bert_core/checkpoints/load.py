@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -108,7 +109,9 @@ def _model_type_hint(state: StateDict) -> str:
     return f": its weights are named as {found.name}'s; set model_type to {found.model_type!r} in config.json"
 
 
-def _mismatch_hint(keys: list[str], config: BertConfig, tie: bool, *, missing: bool, distil: bool) -> str:
+def _mismatch_hint(
+    keys: list[str], config: BertConfig, tie: bool, *, missing: bool, distil: bool, expected: set[str]
+) -> str:
     """The config key behind weights that are missing or unknown, where their names tell it."""
     if any("token_type_embeddings" in k for k in keys):
         return f" (config.json gives type_vocab_size = {config.type_vocab_size})"
@@ -125,8 +128,11 @@ def _mismatch_hint(keys: list[str], config: BertConfig, tie: bool, *, missing: b
     ):
         return " (config.json gives tie_word_embeddings = false, so the head needs its own decoder weights)"
     layers = [re.search(r"\.layer\.(\d+)\.", k) for k in keys]
-    if all(layers):
-        found, n = {int(m.group(1)) for m in layers}, config.num_hidden_layers
+    per_layer = Counter(int(m.group(1)) for m in layers if m)
+    full = sum(".layer.0." in k for k in expected)  # weights one layer has
+    # whole layers only: one stray key of layer 5, or one lost from the last layer, is no count of layers
+    if all(layers) and full and all(count == full for count in per_layer.values()):
+        found, n = set(per_layer), config.num_hidden_layers
         key = "n_layers" if distil else "num_hidden_layers"  # as the family's config.json spells it
         if missing and found == set(range(min(found), n)):
             return f" (config.json gives {key} = {n}; the checkpoint has {min(found)})"
@@ -178,12 +184,16 @@ def build_network(
     if unexpected:
         raise WeightsMismatch(
             f"the checkpoint has weights this {arch.model_type} model does not know: {_summarise(unexpected)}"
-            + _mismatch_hint(unexpected, config, tie_word_embeddings, missing=False, distil=distil)
+            + _mismatch_hint(
+                unexpected, config, tie_word_embeddings, missing=False, distil=distil, expected=set(expected)
+            )
         )
     if missing:
         raise WeightsMismatch(
             f"the checkpoint lacks weights the config requires: {_summarise(missing)}"
-            + _mismatch_hint(missing, config, tie_word_embeddings, missing=True, distil=distil)
+            + _mismatch_hint(
+                missing, config, tie_word_embeddings, missing=True, distil=distil, expected=set(expected)
+            )
         )
     mismatched = [
         f"{k}: checkpoint {tuple(state[k].shape)}, config expects {tuple(expected[k].shape)}"

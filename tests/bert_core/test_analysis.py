@@ -112,6 +112,11 @@ def test_fill_mask_shape_and_order(tiny_model):
         assert len(preds) == 3 and probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-6
     with pytest.raises(InputError, match="top_k"):
         tiny_model.fill_mask("the [MASK]", top_k=0)
+    # a mask past the model's length: one list fewer would pair the rest with the wrong masks
+    long = "the [MASK] sat . " + "the cat sat on the mat . " * 20 + "the [MASK] ran ."
+    assert len(tiny_model.predict_masks(long)) == 1
+    with pytest.raises(InputError, match=r"^1 of the 2 \[MASK\] lie past the model's 64 pieces"):
+        tiny_model.fill_mask(long)
 
 
 def test_predict_at_matches_predict_masks_and_reports_loss(tiny_model):
@@ -220,7 +225,14 @@ def test_predict_at_checks_segment_ids_and_labels(tiny_model):
     ids, position = enc.input_ids, enc.tokens.index("[MASK]")
     good = tiny_model.predict_at(ids, [position], token_type_ids=enc.token_type_ids)
     assert len(good.predictions) == 1
-    for types in ([1], enc.token_type_ids[:-1], np.full_like(enc.token_type_ids, 2), [[0] * len(ids)]):
+    fractional = enc.token_type_ids * 0.9  # was read as segment 0 where fractional input ids are refused
+    for types in (
+        [1],
+        enc.token_type_ids[:-1],
+        np.full_like(enc.token_type_ids, 2),
+        [[0] * len(ids)],
+        fractional,
+    ):
         with pytest.raises(InputError, match="token_type_ids"):
             tiny_model.predict_at(ids, [position], token_type_ids=types)
     for label in (-100, tiny_model.config.vocab_size, 10**6):

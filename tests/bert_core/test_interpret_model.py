@@ -407,6 +407,8 @@ def test_logit_lens_follows_the_pieces_asked_for_at_every_layer(mlm):
                 assert lens.followed_probabilities[k, layer] == pytest.approx(float(probs[piece]), abs=TOL)
                 assert lens.followed_ranks[k, layer] == 1 + int((probs > probs[piece]).sum()), (layer, k)
     # following the last layer's answer gives its own rank line back; a string is one piece
+    as_array = ours.logit_lens(text, top_k=3, follow=np.array(["river", "money", "River", "##ing"]))
+    assert as_array.followed_tokens == lens.followed_tokens
     again = ours.logit_lens(text, top_k=3, follow=lens.final_token)
     np.testing.assert_array_equal(again.followed_ranks[0], lens.final_token_rank)
     np.testing.assert_allclose(again.followed_probabilities[0], lens.final_token_probability, atol=1e-7)

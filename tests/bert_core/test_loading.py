@@ -393,6 +393,15 @@ def test_unexpected_keys_are_named(tmp_path, tiny_checkpoint):
     _rewrite_weights(directory, lambda s: {**s, "bert.encoder.layer.0.extra.weight": torch.zeros(3)})
     with pytest.raises(ModelLoadError, match=r"does not know: bert.encoder.layer.0.extra.weight"):
         bert_core.load_pretrained(directory)
+    # one stray key of a layer 5, or one lost from the last layer, is no count of layers
+    for change in (
+        lambda s: {**s, "bert.encoder.layer.5.output.dense.bias": torch.zeros(32)},
+        lambda s: {k: v for k, v in s.items() if k != "bert.encoder.layer.1.output.dense.bias"},
+    ):
+        _rewrite_weights(directory := _copy(tmp_path, tiny_checkpoint, f"c{id(change)}"), change)
+        with pytest.raises(ModelLoadError) as caught:
+            bert_core.load_pretrained(directory)
+        assert "num_hidden_layers" not in str(caught.value) and "different config.json" in str(caught.value)
 
 
 def test_truncated_safetensors(tmp_path, tiny_checkpoint):

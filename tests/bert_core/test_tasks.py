@@ -467,3 +467,29 @@ def test_choices_may_come_from_a_generator(task_dirs):
     )
     with pytest.raises(InputError, match="choices must be a list"):
         m.choose("we went to the bank", 3)
+
+
+def test_task_calls_refuse_what_is_no_text_and_take_numpy_whole_numbers(task_dirs, tmp_path):
+    """A None passage failed at an empty list's [0] (IndexError); a None choice scored the prompt alone; a
+    zero-width passage was "text_pair is empty"; np.int64 limits were refused where ints passed; a model with
+    no head to explain raised InputError where every other missing head is a MissingHeadError."""
+    qa = bert_core.load_pretrained(task_dirs["bert", "qa"])
+    with pytest.raises(InputError, match="^the passage \\(context\\) must be a string, got NoneType"):
+        qa.answer("who sat on the bank?", None)
+    with pytest.raises(InputError, match="^the question must be a string, got int"):
+        qa.answer(5, "tom sat")
+    with pytest.raises(InputError, match="^the passage is empty once"):
+        qa.answer("who?", "\u200b")
+    given = qa.answer(
+        "who sat?", "the cat sat on the bank", max_answer_tokens=np.int64(3), stride=np.int64(8)
+    )
+    assert given == qa.answer("who sat?", "the cat sat on the bank", max_answer_tokens=3, stride=8)
+    assert qa.attribute("who sat?", "the cat sat", steps=np.int64(4)).tokens
+    choice = bert_core.load_pretrained(task_dirs["bert", "choice"])
+    with pytest.raises(InputError, match="^choices\\[0\\] must be a string, got NoneType"):
+        choice.choose("the cat sat", [None, "on the bank"])
+    from tests.conftest import make_checkpoint
+
+    bare = bert_core.load_pretrained(make_checkpoint(tmp_path / "bare", "model"))
+    with pytest.raises(MissingHeadError, match="no head to explain"):
+        bare.attribute("the cat")
