@@ -295,20 +295,20 @@ elif view == "roles":
         title="Role per head", zmin=-0.5, zmax=len(names) - 0.5, colorscale=bands, value_name="role",
         font_size=fs, numbered=True,
     )  # fmt: skip
+    # Each cell names its role, as colour alone left 'next' and 'previous' to hue (one to a deuteranope): in
+    # five letters at most, at a size that reads (plotly fitted whole names to a 12-head cell at 6 px); the
+    # whole name in the hover. plotly writes a heatmap's cells from `text` only (customdata drew "-").
+    short = {"punctuation": "punct", "previous": "prev"}
     fig.update_traces(
-        text=[[r or "none" for r in row] for row in roles.labels],  # layers × heads: a few hundred at most
-        hovertemplate="%{y} · %{x}<br>%{text}<extra></extra>",
+        customdata=[
+            [r or "none" for r in row] for row in roles.labels
+        ],  # layers × heads: a few hundred at most
+        text=[[short.get(r, r) if r else "" for r in row] for row in roles.labels],
+        hovertemplate="%{y} · %{x}<br>%{customdata}<extra></extra>",
         colorbar={"tickvals": list(range(len(names))), "ticktext": names, "nticks": None},
     )
-    if n_heads <= 16:
-        # Each cell names its role, as colour alone left 'next' and 'previous' to hue (one to a deuteranope):
-        # in five letters at most, at a size that reads (plotly fitted whole names to a 12-head cell at 6 px)
-        short = {"punctuation": "punct", "previous": "prev"}
-        fig.update_traces(
-            customdata=[[short.get(r, r) if r else "" for r in row] for row in roles.labels],
-            texttemplate="%{customdata}",
-            textfont={"size": max(10, fs - 3)},
-        )
+    if n_heads <= 16:  # wider grids leave a cell too little room for a word
+        fig.update_traces(texttemplate="%{text}", textfont={"size": max(10, fs - 3)})
     ui.show_figure(fig, key="roles_grid", data=table, filename="head_roles")
     ui.table(table, key="roles_table")
     if st.toggle(

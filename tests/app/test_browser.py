@@ -603,3 +603,18 @@ def test_the_task_pages_link_opens_attention_in_this_session_with_its_model(app_
     assert query.get("model") == ["@demo-senses"] and query.get("a") == ["the bank of the river"]
     sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
     assert "fine-tuned here" in sidebar, sidebar  # the model card of a demo task model
+
+
+def test_the_head_role_grid_names_each_role_in_its_cell(app_url, page):
+    """Written from customdata, every cell read "-" in the browser (plotly's heatmaps write cells from `text`),
+    while the figure's JSON looked right to AppTest."""
+    page.goto(f"{app_url}/inside?inside_view=Head+roles&a=the+cat+sat+on+the+mat+.")
+    page.wait_for_selector(f"{CHART} .heatmaplayer text", timeout=60_000)
+    wait_for_app(page)
+    cells = page.locator(f"{CHART} .heatmaplayer text").all_text_contents()
+    assert (
+        cells
+        and "-" not in cells
+        and set(cells) <= {"", "cls", "sep", "punct", "prev", "next", "self", "broad"}
+    )
+    assert set(cells) - {""}, cells

@@ -187,11 +187,12 @@ def test_roles_on_the_model_view_and_their_stability_over_the_presets(make_app, 
     found = {r for row in roles.labels for r in row if r}
     unlabelled = any(not r for row in roles.labels for r in row)
     assert named == (["none"] if unlabelled else []) + sorted(found)
-    assert grid["data"][0]["text"] == [[r or "none" for r in row] for row in roles.labels]
-    # written in each cell, readably: not told by colour alone
-    assert grid["data"][0]["texttemplate"] == "%{customdata}" and grid["data"][0]["textfont"]["size"] >= 10
+    assert grid["data"][0]["customdata"] == [[r or "none" for r in row] for row in roles.labels]  # the hover
+    # written in each cell, readably: not told by colour alone. From `text`: plotly's heatmaps write no
+    # customdata in a cell (every cell read "-", which only a browser showed)
+    assert grid["data"][0]["texttemplate"] == "%{text}" and grid["data"][0]["textfont"]["size"] >= 10
     short = {"punctuation": "punct", "previous": "prev", None: ""}
-    assert grid["data"][0]["customdata"] == [[short.get(r, r) for r in row] for row in roles.labels]
+    assert grid["data"][0]["text"] == [[short.get(r, r) for r in row] for row in roles.labels]
     assert decode(grid["data"][0]["z"]).tolist() == [
         [named.index(r or "none") for r in row] for row in roles.labels
     ]
