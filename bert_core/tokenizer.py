@@ -322,6 +322,9 @@ class PieceTokenizer:
         self._special_token_strings = frozenset(
             token for name, token in specials.items() if ids[name] is not None
         )
+        # An added token matched with the space before it (RoBERTa's <mask> is lstrip) comes back as " <mask>":
+        # its own name is what every view shows, as transformers does
+        self._added_names = {i: t.content for i, t in backend.get_added_tokens_decoder().items()}
         self._num_added = (backend.num_special_tokens_to_add(False), backend.num_special_tokens_to_add(True))
         self._model_vocab = backend.get_vocab(with_added_tokens=False)
         # Largest id + 1 rather than the number of pieces: a repeated line in vocab.txt leaves an unused
@@ -366,6 +369,8 @@ class PieceTokenizer:
             raise InputError(f"text_pair is empty once the tokenizer has removed {_REMOVED}")
 
         tokens = enc.tokens
+        if any(t != self._added_names.get(i, t) for t, i in zip(tokens, enc.ids, strict=True)):
+            tokens = [self._added_names.get(i, t) for t, i in zip(tokens, enc.ids, strict=True)]
         word_ids = enc.word_ids
         input_ids = np.array(enc.ids, dtype=np.int64)
         if self.unk_token_id is not None and self.unk_token_id in enc.ids:

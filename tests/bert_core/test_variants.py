@@ -207,6 +207,23 @@ def test_robertas_prefix_space_and_offset_trimming_follow_tokenizer_config(tmp_p
         assert (ours.encode("the bank").tokens[1] == "Ġthe") == prefix, options
 
 
+def test_a_mask_matched_with_the_space_before_it_is_named_as_itself(tmp_path, checkpoints):
+    """roberta-base's <mask> is lstrip: `tokenizers` names the match " <mask>", and every view drew it as a
+    word-start piece "␣<mask>", and Sentence scores fell back to bare numbers."""
+    import shutil
+
+    directory = shutil.copytree(checkpoints["roberta", "mlm"], tmp_path / "roberta")
+    raw = json.loads((directory / "tokenizer.json").read_text())
+    for token in raw["added_tokens"]:
+        token["lstrip"] = token["lstrip"] or token["content"] == "<mask>"
+    (directory / "tokenizer.json").write_text(json.dumps(raw))
+    ours, tok = bert_core.load_pretrained(directory), hf_tokenizer(directory, "roberta")
+    text = "we sat on the <mask> of the river."
+    enc = ours.encode(text)
+    assert enc.tokens == tok.convert_ids_to_tokens(tok(text)["input_ids"]) and "<mask>" in enc.tokens
+    assert enc.input_ids.tolist() == tok(text)["input_ids"]
+
+
 def test_albert_options_its_tokenizer_json_does_not_follow_are_named(tmp_path, checkpoints, caplog):
     import shutil
 
