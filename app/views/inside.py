@@ -206,9 +206,9 @@ elif view == "value":
     st.caption(
         "Attention weights ignore how large the attended vectors are. Value-weighted attention ‖α·f(x)‖ "
         "(Kobayashi et al., 2020) scales each weight by the size of what the token actually contributes: in "
-        "bert-base they found that heads weighting "
-        + ui.md_escape(f"{cls}/{sep}")
-        + " heavily mostly pass on tiny vectors there (another model, the small demo one say, may differ). "
+        "bert-base they found that heads weighting [CLS]/[SEP] heavily mostly pass on tiny vectors there"
+        + ("" if (cls, sep) == ("[CLS]", "[SEP]") else ui.md_escape(f" (this model's {cls}/{sep})"))
+        + " (another model, the small demo one say, may differ). "
         "f(x) is the token's value vector (bias included) through the head's share of the output projection, "
         "whose bias is left out: it is added once, from no token."
     )
@@ -265,9 +265,11 @@ elif view == "roles":
         + ", to the previous or next token, to itself, to punctuation, or broadly. A head is labelled when, on "
         "average over its rows, at least half of a row goes to one kind of target (every separator together, "
         "say); 'broad' when no target has that and its rows' entropy is at least 80 % of a uniform row's. "
-        "A cls or sep role often marks a head with little to do (Clark et al. find heavy [SEP] attention is "
-        "likely a no-op: check it under Value-weighted attention), and roles are judged on this input: the "
-        "toggle below checks them across the preset sentences."
+        "A cls or sep role often marks a head with little to do (Clark et al. find heavy [SEP] attention in "
+        "BERT is likely a no-op"
+        + ("" if sep == "[SEP]" else ui.md_escape(f"; this model's separator is {sep}"))
+        + ": check it under Value-weighted attention), and roles are judged on this input: the toggle below "
+        "checks them across the preset sentences."
     )
     roles = bert_core.head_roles(result, style=style)
     rows = []

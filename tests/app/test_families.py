@@ -657,6 +657,16 @@ def test_inside_says_layer_0_is_projected_where_the_embeddings_are_narrower(fami
         assert ("projected up to the hidden size" in said) is projected, arch
 
 
+def test_the_papers_findings_name_bert_bases_specials_and_this_models_beside_them(family_dirs, monkeypatch):
+    """For RoBERTa the value view said bert-base's heads weighted <s>/</s>, tokens bert-base never had."""
+    at = _app(monkeypatch, family_dirs["roberta"], "views/inside.py")
+    at.radio(key="inside_view").set_value("value").run()
+    said = _texts(at)
+    assert "weighting [CLS]/[SEP] heavily" in said and "(this model's <s>/</s>)" in said
+    at.radio(key="inside_view").set_value("roles").run()
+    assert "in BERT is likely a no-op; this model's separator is </s>" in _texts(at)
+
+
 @pytest.mark.parametrize("family", ["roberta", "albert"])
 def test_the_tokens_table_keeps_its_shown_as_column_whatever_the_text(family_dirs, monkeypatch, family):
     """Left out for WordPiece only, whose pieces read as written: decided by the tokenizer, so a text whose
