@@ -419,7 +419,9 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             )
         found, rows, missing = [], [], []
         for index, vectors in enumerate(self.vectors_batch(texts, max_batch_tokens=max_batch_tokens)):
-            occurrences = target_occurrences(vectors, word, self.tokenizer.normalize)
+            occurrences = target_occurrences(
+                vectors, word, self.tokenizer.normalize, specials=self.tokenizer.special_tokens
+            )
             if not occurrences:
                 missing.append(index)
             elif occurrence != "each":

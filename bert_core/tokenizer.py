@@ -449,6 +449,11 @@ class PieceTokenizer:
         """A copy of the underlying `tokenizers.Tokenizer`; changing it does not affect this tokenizer."""
         return Tokenizer.from_str(self._backend.to_str())
 
+    @property
+    def special_tokens(self) -> frozenset[str]:
+        """The special tokens' strings this vocabulary has ([CLS], [SEP], [MASK], ...; RoBERTa's <s>, ...)."""
+        return self._special_token_strings
+
     # -- explaining -----------------------------------------------------------------------------------
 
     def normalize(self, text: str) -> str:

@@ -7,7 +7,7 @@ count the same words.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 
 def _is_punctuation(text: str) -> bool:
@@ -99,13 +99,19 @@ def clean_target(raw: str, *, keep: str = "") -> str:
 
 
 def target_occurrences(
-    analysis, target: str, normalize: Callable[[str], str], text: str | None = None
+    analysis,
+    target: str,
+    normalize: Callable[[str], str],
+    text: str | None = None,
+    specials: Collection[str] = (),
 ) -> list[list[int]]:
     """Token indices of every word of sentence A whose normalised text equals `normalize(target)`, in order.
 
     `analysis` is anything with `sequence_ids`, `word_ids` and `offsets` (an Analysis or an Encoding); `text`
     is sentence A as typed (default `analysis.text`). Whole words only: 'banks' is not 'bank'. Punctuation
     that a piece holds with the word (SentencePiece's "▁bank." where its vocabulary has one) is not the word's.
+    `specials`: the tokenizer's special tokens (`tokenizer.special_tokens`); one typed in the text is no word,
+    though its brackets taken off it read as one ("[MASK]" was counted as the word "mask").
     """
     text = analysis.text if text is None else text
     keys = word_keys(analysis, (text, None))
@@ -115,5 +121,5 @@ def target_occurrences(
     return [
         [i for i, key in enumerate(keys) if key == (0, word)]
         for word, start, end in word_text_spans(analysis, 0, text)
-        if clean_target(normalize(text[start:end])) == want
+        if text[start:end].strip() not in specials and clean_target(normalize(text[start:end])) == want
     ]

@@ -215,7 +215,10 @@ for name, active in sides:
         continue
     vectors = []
     for r in batch.results:
-        found = transforms.target_occurrences(r, TARGET, active.model.tokenizer.normalize)
+        tokenizer = active.model.tokenizer
+        found = transforms.target_occurrences(
+            r, TARGET, tokenizer.normalize, specials=tokenizer.special_tokens
+        )
         if not found:
             break
         vectors.append(r.hidden_states[:, found[0]].mean(axis=1))  # (L + 1, S_word, H) -> (L + 1, H)

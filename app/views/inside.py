@@ -414,7 +414,12 @@ elif view == "ablation":
             ("heads off", lambda t: cache.ablated(active, t, None, off)),
         ):
             found = [
-                transforms.target_occurrences(r, "bank", active.model.tokenizer.normalize)
+                transforms.target_occurrences(
+                    r,
+                    "bank",
+                    active.model.tokenizer.normalize,
+                    specials=active.model.tokenizer.special_tokens,
+                )
                 for r in map(run, BANKS)
             ]
             if all(found):

@@ -163,11 +163,14 @@ if batch is None:
     st.stop()
 
 normalize = tokenizer.normalize
+# a special typed in a sentence is no word ("[MASK]" was counted as the word "mask"); [MASK] as typed for any
+# family, which the model reads as its own mask
+specials = tokenizer.special_tokens | {"[MASK]"}
 # found: (sentence number, token indices of one occurrence, label suffix naming the occurrence or "", its sense)
 found, missing, cut, repeated, partly_cut, miscounted = [], [], [], [], [], []
 char_cut: list[int] = []  # sentences whose every occurrence lies past the line's character cut
 for n, r in zip(batch.used, batch.results, strict=True):
-    occurrences = transforms.target_occurrences(r, target, normalize)
+    occurrences = transforms.target_occurrences(r, target, normalize, specials=specials)
     total = len(occurrences)
     if r.truncated:
         # Count the occurrences in the whole sentence too: the ones past the model's limit must not vanish
@@ -176,14 +179,16 @@ for n, r in zip(batch.used, batch.results, strict=True):
         whole = tokenizer.encode(
             with_own_mask(sentences[n], tokenizer.mask_token), max_length=r.num_tokens_before_truncation + 2
         )
-        total = len(transforms.target_occurrences(whole, target, normalize, text=sentences[n]))
+        total = len(
+            transforms.target_occurrences(whole, target, normalize, text=sentences[n], specials=specials)
+        )
     if not occurrences and not total and len(items[n][0]) > len(sentences[n]):
         # The line was cut to its first characters before the model read it: a target past that cut was said
         # to be "not in these sentences" (whole words only), above the note that the line was cut.
         typed = with_own_mask(items[n][0], tokenizer.mask_token)
         # at most 4 pieces a character (byte-level BPE: one per UTF-8 byte), and the specials
         whole = tokenizer.encode(typed, max_length=4 * len(typed) + 3)
-        if transforms.target_occurrences(whole, target, normalize, text=items[n][0]):
+        if transforms.target_occurrences(whole, target, normalize, text=items[n][0], specials=specials):
             char_cut.append(n)
             continue
     if not occurrences:

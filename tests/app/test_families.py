@@ -334,7 +334,7 @@ def test_compare_says_once_escaped_when_a_side_does_not_read_bank_as_one_word(
     """The model card was escaped twice there: "demo model \\(a small BERT\\)\\: ..." on the page."""
     import app.transforms
 
-    monkeypatch.setattr(app.transforms, "target_occurrences", lambda *args: [])
+    monkeypatch.setattr(app.transforms, "target_occurrences", lambda *args, **kwargs: [])
     at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", model2=str(family_dirs["distilbert"]))
     said = [i.value for i in at.info if "is not one word" in i.value]
     assert len(said) == 2 and not any("\\\\" in text for text in said), said  # escaped once, not twice

@@ -387,3 +387,13 @@ def test_a_target_typed_with_punctuation_is_said_once_what_is_looked_for(senses)
         if "Looking for" in c.value
     ]
     assert len(said) == 1 and "spaces around the word are ignored" in said[0]
+
+
+def test_a_special_typed_in_a_sentence_is_no_occurrence_of_the_word_its_brackets_hold(senses):
+    """ "The [MASK] is a mask." counted the mask token as the word "mask": twice in sentence 1, and its vector
+    compared as the word's, though the page refuses [MASK] as a target."""
+    at = senses(["the [MASK] is a mask", "she wore a mask", "the [MASK] again"], target="mask")
+    warned = text_of(at.warning) + text_of(at.info) + " ".join(c.value for c in at.caption)
+    assert "more than once" not in warned and "read as [MASK]" not in warned.replace("\\", "")
+    z = decode(figure(at, "senses_matrix")["data"][0]["z"])
+    assert z.shape == (2, 2), z  # sentences 1 and 2, once each: sentence 3 has no "mask"

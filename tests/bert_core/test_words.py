@@ -127,3 +127,15 @@ def test_punctuation_a_piece_holds_with_the_word_is_not_the_words():
 def test_a_word_of_punctuation_alone_is_refused(tiny_model):
     with pytest.raises(InputError, match="not punctuation alone"):
         tiny_model.word_vectors(TEXTS, "...")
+
+
+def test_a_special_typed_in_the_text_is_no_occurrence_of_a_word(tiny_model):
+    """ "[MASK]" without its brackets reads "mask": word_vectors compared the mask token as the word."""
+    from bert_core.words import target_occurrences
+
+    enc = tiny_model.encode("the [MASK] is a mask")
+    normalize, specials = tiny_model.tokenizer.normalize, tiny_model.tokenizer.special_tokens
+    assert "[MASK]" in specials and "[CLS]" in specials
+    assert len(target_occurrences(enc, "mask", normalize, text="the [MASK] is a mask")) == 2
+    found = target_occurrences(enc, "mask", normalize, text="the [MASK] is a mask", specials=specials)
+    assert [[enc.tokens[i] for i in word] for word in found] == [["m", "##a", "##s", "##k"]]
