@@ -269,6 +269,7 @@ def heatmap(
     separator: str = " · ",
     positions: tuple[Sequence[int], Sequence[int]] | None = None,
     unit: str | None = None,
+    cell_numbers: int | None = None,
 ) -> go.Figure:
     """A labelled (R, C) heatmap. Its axes are categories named by each row's and column's numbered label
     ("3: the"), so repeated tokens stay separate rows and the hover reads a cell's names off the axes.
@@ -284,7 +285,9 @@ def heatmap(
     written before their names in the hover and on a thinned axis, where a view shows some of a text's tokens
     (0, 1, ... by default: a view without [CLS] then called the first word 0, which the CSV and every other page
     call 1). `unit`: written over the colour bar, where its numbers are not a probability or a cosine the title
-    already names (a drop in nats read as a bare "0.8" off the bar).
+    already names (a drop in nats read as a bare "0.8" off the bar). `cell_numbers`: a font size to write each
+    cell's value at (two decimals) where a cell is wide enough for it; `cells_written(fig)` says whether it was
+    (12 sentences' cosines at 1280 px ran into each other, "1.001.000.97", or shrank to 5 px).
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     r, c = matrix.shape
@@ -390,7 +393,20 @@ def heatmap(
     # As many colour-bar values as its height holds at this text size: a short chart's ran together in Large
     # text ("1/0.5/0/−0.5/−1" in 100 px).
     fig.update_traces(colorbar={"nticks": max(3, int((height - 60 - below) / (2.5 * font_size)))})
+    if cell_numbers is not None:
+        written = plot_px / c >= _text_px(["-0.00"], cell_numbers) + 4  # a cell's width against "-0.00"
+        if written:
+            fig.update_traces(texttemplate="%{z:.2f}", textfont={"size": cell_numbers})
+        fig.update_layout(meta={"cells_written": written})
     return _layout(fig, title, height, font_size)
+
+
+NO_CELL_NUMBERS = "Too many rows for a number in each cell at this width: hover a cell, or download the CSV."
+
+
+def cells_written(fig: go.Figure) -> bool:
+    """Whether `heatmap(cell_numbers=...)` found room to write each cell's value."""
+    return bool((fig.layout.meta or {}).get("cells_written"))
 
 
 def vector_strips(

@@ -175,13 +175,17 @@ if batch is not None:
         value_name="cosine",
         font_size=fs,
         height=int(180 + 36 * len(names) * fs / ui.NORMAL_FONT),
+        # no wider than a 1024 px screen's page with the sidebar open, where 12 sentences' cosines shrank to 5 px:
+        # the server cannot tell that page from a wider one
+        width_px=min(ui.chart_width(half=False), 700),
+        cell_numbers=fs,
     )
-    fig.update_traces(texttemplate="%{z:.2f}")
     ui.show_figure(
         fig,
         key="sv_similarity",
         data=transforms.labelled_table(sims, full_names, "sentence", full_names),
         filename="sentence_similarity",
+        caption=None if charts.cells_written(fig) else charts.NO_CELL_NUMBERS,
     )
 
 

@@ -342,10 +342,10 @@ with m1:
         font_size=fs,
         width_px=ui.chart_width(),
         separator=" ↔ ",  # a cosine goes both ways, and " · " is inside the names ("1. river · bank #1")
+        # Cell numbers a little smaller than the labels in large text: at 22 px they filled small cells edge to
+        # edge (many sentences make many cells, even at full width); none where a cell is too narrow for one.
+        cell_numbers=fs if not large else round(fs * 0.8),
     )
-    # Cell numbers a little smaller than the labels in large text: at 22 px they filled small cells edge to edge
-    # (many sentences make many cells, even at full width).
-    fig.update_traces(texttemplate="%{z:.2f}", textfont={"size": fs if not large else round(fs * 0.8)})
 
     matrix_table = ui.later(
         transforms.grid_table,
@@ -358,7 +358,11 @@ with m1:
         key="senses_matrix",
         data=matrix_table,
         filename="word_sense_similarity",
-        caption=f"Colours stretched to {low:.2f}…1 (the lowest cosine at any layer)." if stretch else None,
+        caption=" ".join(
+            [f"Colours stretched to {low:.2f}…1 (the lowest cosine at any layer)."] * stretch
+            + [charts.NO_CELL_NUMBERS] * (not charts.cells_written(fig))
+        )
+        or None,
     )
 
 with m2:
