@@ -954,6 +954,9 @@ def scatter_2d(
             width_px or page_px(font_size),
         )
     fig = go.Figure()
+    # A legend entry cut short: a long sense ("money and financial institutions") took a Large-text chart's
+    # width for its legend and left the plot 114 px; each point's hover names its group whole.
+    most = 28 if font_size <= BASE_FONT else 16
     for g, name in enumerate(group_names):
         idx = [i for i, gi in enumerate(groups) if gi == g]
         if not idx:
@@ -963,7 +966,7 @@ def scatter_2d(
                 x=points[idx, 0],
                 y=points[idx, 1],
                 mode="markers+text" if written else "markers",
-                name=label(name),
+                name=label(name if len(name) <= most else name[: most - 1] + "…"),
                 marker={
                     "size": marker_size,
                     "color": SEQUENCE_COLORS[g % 8],

@@ -678,3 +678,15 @@ def test_series_colours_show_on_both_themes_pages():
     """Okabe and Ito's black, and Tol's #332288 (1.6:1), all but vanished on the dark theme's page."""
     for colour in charts.HEAD_COLORS:
         assert _contrast(colour, "#0e1117") >= 3 and _contrast(colour, "#ffffff") >= 2.2, colour
+
+
+def test_a_scatters_legend_names_a_long_group_short():
+    """ "money and financial institutions" took a Large-text chart's width for its legend (the plot 114 px);
+    the hover names each point's group whole."""
+    long = "money and financial institutions of the town"
+    points = np.array([[0.0, 0.0], [1.0, 1.0]])
+    for font, most in ((charts.BASE_FONT, 28), (22, 16)):
+        fig = charts.scatter_2d(points, [0, 1], ["river", long], ["a (river)", f"b ({long})"], font_size=font)
+        names = [t.name for t in fig.data]
+        assert names[0] == "river" and len(names[1]) == most and names[1].endswith("…")
+        assert long in fig.data[1].hovertext[0]
