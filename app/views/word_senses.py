@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -212,6 +214,19 @@ for n, r in zip(batch.used, batch.results, strict=True):
     if total > len(occurrences):
         partly_cut.append((n, total - len(occurrences), total))
 if missing:
+    # A cased model's "Bank" is another word than its "bank": said so, where "whole words only" was the reason
+    # given for a sentence that held the word in capitals (or "cafe" for "café")
+    def folded(text: str) -> str:
+        return "".join(
+            c
+            for c in unicodedata.normalize("NFD", normalize(text).casefold())
+            if not unicodedata.combining(c)
+        )
+
+    read = dict(zip(batch.used, batch.results, strict=True))
+    other_case = [
+        n for n in missing if transforms.target_occurrences(read[n], target, folded, specials=specials)
+    ]
     st.warning(
         # said of the target: "'banks' is not 'bank'" under the target "river" said nothing (and "'citys'"
         # would be no word)
@@ -222,6 +237,16 @@ if missing:
         + ", which are left out: "
         + ", ".join(ui.md_escape(f"sentence {n + 1} (“{ui.clip(sentences[n], 60)}”)") for n in missing)
         + "."
+        + (
+            ui.md_escape(
+                f" This model is cased: to it a word in other capitals or accents is another word, and "
+                f"{'sentence' if len(other_case) == 1 else 'sentences'} "
+                f"{', '.join(str(n + 1) for n in other_case)} "
+                f"{'holds' if len(other_case) == 1 else 'hold'} '{ui.clip(target, 60)}' only so."
+            )
+            if other_case
+            else ""
+        )
     )
 if char_cut:
     st.warning(

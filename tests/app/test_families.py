@@ -698,3 +698,16 @@ def test_inside_tells_an_electra_discriminator_what_it_does_instead(family_dirs,
     assert (
         "It is a discriminator: it spots replaced tokens instead" in said and "generator checkpoint" in said
     )
+
+
+def test_word_senses_says_a_cased_model_reads_another_case_as_another_word(family_dirs, monkeypatch):
+    """RoBERTa's "Bank" is not its "bank": the sentence was left out "whole words only", the wrong reason."""
+    lines = "the bank by the river | river\nThe Bank is here | money\nmy bank and cash | money\nBANK"
+    at = _app(
+        monkeypatch, family_dirs["roberta"], "views/word_senses.py", senses_word="bank", senses_text=lines
+    )
+    (warned,) = [w.value.replace("\\", "") for w in at.warning if "not in these sentences" in w.value]
+    assert "This model is cased" in warned and "sentences 2, 4 hold 'bank' only so" in warned
+    at = _app(monkeypatch, family_dirs["roberta"], "views/word_senses.py", senses_word="bank",
+              senses_text="the bank by the river\nmy bank\nthe banks")  # fmt: skip
+    assert not any("cased" in w.value for w in at.warning)
