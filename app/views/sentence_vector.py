@@ -32,6 +32,14 @@ def sentence_vector(r, kind: str) -> np.ndarray:
     return r.hidden_states[-1][0]
 
 
+# The fine-tuned heads, as the Task page names them
+TASK_HEADS = {
+    "qa": "question-answering",
+    "choice": "multiple-choice",
+    "classify": "classification",
+    "tag": "tagging",
+}
+
 st.header("Sentence vector & NSP")
 # Only the first and last sections need sentence A; the comparison of typed sentences stands on its own.
 active, inputs = ui.page_model(need_text=False)
@@ -102,8 +110,12 @@ if inputs.text_b is not None and inputs.text_a is not None:  # said of a vector 
         )
     else:  # "used only by the pair predictions below", over a note that there are none
         st.caption(
-            "This is sentence A's vector with A analysed alone. Sentence B is not used on this page: this model "
-            "has no head that reads a pair."
+            "This is sentence A's vector with A analysed alone. Sentence B is not used on this page: "
+            + (
+                f"this model's head is a fine-tuned {TASK_HEADS[info.task]} one, on the Task page."
+                if info.task in TASK_HEADS
+                else "this model has no head that reads a pair."
+            )
         )
 result = None
 if inputs.text_a is None:
@@ -343,7 +355,13 @@ if not info.has_nsp_head:
         "sop": "it has sentence-order prediction instead (above)",
         "rtd": "it spots replaced tokens (above)",
     }
-    lacking = next((instead[h] for h in info.heads if h in instead), "it has no sentence-pair head at all")
+    # a QA head reads a question and a passage: "no sentence-pair head at all" said otherwise
+    other = (
+        f"its fine-tuned {TASK_HEADS[info.task]} head is on the Task page"
+        if info.task in TASK_HEADS
+        else "it has no sentence-pair head at all"
+    )
+    lacking = next((instead[h] for h in info.heads if h in instead), other)
     st.info(
         ui.md_escape(
             f"This {info.architecture_name} model has no NSP head, so it cannot say whether B follows A: {lacking}."

@@ -408,3 +408,13 @@ def test_a_windowed_passages_trained_length_warning_speaks_of_a_window(monkeypat
     warned = [w.value for w in at.warning if "pre-trained on inputs of at most" in w.value]
     assert warned and warned[0].startswith("A full window has 128 pieces"), warned
     assert any("read in overlapping windows" in c.value for c in at.caption)
+
+
+def test_sentence_vector_names_a_task_models_head_where_it_has_no_pair_head(heads, monkeypatch):
+    """A QA model was said to have "no sentence-pair head at all", though its head reads a question and a
+    passage (on the Task page)."""
+    at = _app(monkeypatch, heads["qa"], page="views/sentence_vector.py", a="who sat?", b="the cat sat.")
+    said = " ".join([c.value for c in at.caption] + [i.value for i in at.info]).replace("\\", "")
+    assert "fine-tuned question-answering one, on the Task page" in said
+    assert "its fine-tuned question-answering head is on the Task page" in said
+    assert "no sentence-pair head at all" not in said and "no head that reads a pair" not in said
