@@ -24,7 +24,7 @@ from .errors import InputError, MissingHeadError
 from .interpret.hidden import cosine_matrix
 from .modeling.encoder import EncoderOutput
 from .modeling.heads import Network
-from .pieces import with_own_mask
+from .pieces import MASK_SPELLINGS, with_own_mask
 from .results import (
     WORD_OCCURRENCES,
     Analysis,
@@ -420,7 +420,11 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         found, rows, missing = [], [], []
         for index, vectors in enumerate(self.vectors_batch(texts, max_batch_tokens=max_batch_tokens)):
             occurrences = target_occurrences(
-                vectors, word, self.tokenizer.normalize, specials=self.tokenizer.special_tokens
+                # [MASK] or <mask> as typed: the model reads either as its own mask (`_with_model_mask`)
+                vectors,
+                word,
+                self.tokenizer.normalize,
+                specials=self.tokenizer.special_tokens | set(MASK_SPELLINGS),
             )
             if not occurrences:
                 missing.append(index)
@@ -528,20 +532,20 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         """One list per [MASK], each [(token, probability), ...] best first; InputError where the model's
         length cut some of them off (one list fewer than masks typed would pair the rest with the wrong ones;
         `predict_masks` gives each prediction's position)."""
-        predictions = self.predict_masks(text, top_k=top_k)
         enc = self.encode(text)
-        if enc.truncated:
+        if enc.truncated:  # checked before the forward pass
             full = self.tokenizer.encode(
                 self._with_model_mask(text), max_length=enc.num_tokens_before_truncation
             )
             typed = int((full.input_ids == self.tokenizer.mask_token_id).sum())
-            if typed > len(predictions):
+            read = int((enc.input_ids == self.tokenizer.mask_token_id).sum())
+            if typed > read > 0:  # none read: predict_masks says so
                 raise InputError(
-                    f"{typed - len(predictions)} of the {typed} {self.tokenizer.mask_token} lie past the "
+                    f"{typed - read} of the {typed} {self.tokenizer.mask_token} lie past the "
                     f"model's {self.tokenizer.max_length} pieces and are not read: shorten the text, or call "
                     "predict_masks, whose predictions name their positions"
                 )
-        return [p.as_pairs() for p in predictions]
+        return [p.as_pairs() for p in self.predict_masks(text, top_k=top_k)]
 
     def predict_at(
         self,

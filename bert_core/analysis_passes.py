@@ -377,7 +377,7 @@ class AnalysisPasses:
             follow = [follow]
         if isinstance(follow, np.ndarray):  # words read off an array (np.str_ each) were refused
             follow = follow.tolist()
-        if not isinstance(follow, (Sequence, set, frozenset)):
+        if not isinstance(follow, Sequence):  # a set's order, and so the rows', would change between runs
             raise InputError(f"follow must be a piece or a list of pieces, got {follow!r}")
         follow_ids = list(dict.fromkeys(self._follow_piece(w) for w in follow))  # each piece once
         enc = self.encode(text, text_pair)

@@ -231,9 +231,8 @@ class TaskPasses:
             full = self.tokenizer.encode(
                 self._with_model_mask(question), self._with_model_mask(context), max_length=10**9
             )
-        except (
-            InputError
-        ) as exc:  # named as the page names them ("text_pair is empty once ..." named neither)
+        except InputError as exc:
+            # named as the page names them ("text_pair is empty once ..." named neither)
             message = str(exc)
             for core, ours in (("text_pair", "the passage"), ("text", "the question")):
                 if message.startswith(core):

@@ -1011,11 +1011,20 @@ def _byte_level_bpe(directory: Path, names: Mapping[str, str]) -> Tokenizer:
     return backend
 
 
+# tokenizer_config.json's tokenizer_class values (None: left to the model's type) whose transformers class builds
+# its own pipeline from the config, over tokenizer.json's; PreTrainedTokenizerFast reads the file as it stands
+_REBUILT_BPE = (None, "RobertaTokenizer", "RobertaTokenizerFast", "GPT2Tokenizer", "GPT2TokenizerFast")
+_REBUILT_UNIGRAM = (None, "AlbertTokenizer", "AlbertTokenizerFast")
+
+
 def _byte_level_options(backend: Tokenizer, config: Mapping[str, Any], path: Path) -> Tokenizer:
     """RoBERTa's tokenizer with add_prefix_space and trim_offsets as tokenizer_config.json gives them (false and
     true where it is silent), over what tokenizer.json says: transformers builds its byte-level pipeline from
     those values alone (its 4.x releases rewrote the file's to match), so "the bank" read with a leading space
     there was "t", "he" here. Every ByteLevel step is set, one inside a Sequence too."""
+    if config.get("tokenizer_class") not in _REBUILT_BPE:
+        # transformers' generic fast class reads tokenizer.json as it stands, these keys or none
+        return backend
     given = {"add_prefix_space": False, "trim_offsets": True}
     for key in given:
         if key in config:
@@ -1044,6 +1053,8 @@ _UNIGRAM_DEFAULTS = {"do_lower_case": True, "keep_accents": False}
 def _warn_unigram_options(backend: Tokenizer, config: Mapping[str, Any], path: Path) -> None:
     """ALBERT's do_lower_case and keep_accents: tokenizer.json's normaliser is read as it stands (transformers
     4.x did; 5.x rebuilds it from the config and its defaults), so where the two disagree it is said."""
+    if config.get("tokenizer_class") not in _REBUILT_UNIGRAM:
+        return  # read as the file stands there too
     steps = json.loads(backend.to_str()).get("normalizer") or {}
     types = {n.get("type") for n in steps.get("normalizers", [steps]) if isinstance(n, dict)}
     does = {"do_lower_case": "Lowercase" in types, "keep_accents": "StripAccents" not in types}

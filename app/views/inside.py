@@ -206,9 +206,9 @@ elif view == "value":
     st.caption(
         "Attention weights ignore how large the attended vectors are. Value-weighted attention ‖α·f(x)‖ "
         "(Kobayashi et al., 2020) scales each weight by the size of what the token actually contributes: in "
-        "bert-base they found that heads weighting [CLS]/[SEP] heavily mostly pass on tiny vectors there"
+        "bert-base they found that heads weighting [CLS]/[SEP]"
         + ("" if (cls, sep) == ("[CLS]", "[SEP]") else ui.md_escape(f" (this model's {cls}/{sep})"))
-        + " (another model, the small demo one say, may differ). "
+        + " heavily mostly pass on tiny vectors there; another model, the small demo one say, may differ. "
         "f(x) is the token's value vector (bias included) through the head's share of the output projection, "
         "whose bias is left out: it is added once, from no token."
     )

@@ -32,14 +32,6 @@ def sentence_vector(r, kind: str) -> np.ndarray:
     return r.hidden_states[-1][0]
 
 
-# The fine-tuned heads, as the Task page names them
-TASK_HEADS = {
-    "qa": "question-answering",
-    "choice": "multiple-choice",
-    "classify": "classification",
-    "tag": "tagging",
-}
-
 st.header("Sentence vector & NSP")
 # Only the first and last sections need sentence A; the comparison of typed sentences stands on its own.
 active, inputs = ui.page_model(need_text=False)
@@ -51,9 +43,16 @@ cls, sep = tokenizer.cls_token, tokenizer.sep_token
 POOLER_TASKS = {"BERT": "next-sentence prediction", "ALBERT": "sentence-order prediction"}
 # A BERT the pre-training lab trained for sentence order says so by its head
 task = "sentence-order prediction" if "sop" in info.heads else POOLER_TASKS.get(info.architecture_name)
+# The fine-tuned heads, as the Task page names them
+TASK_HEADS = {
+    "qa": "question-answering",
+    "choice": "multiple-choice",
+    "classify": "classification",
+    "tag": "tagging",
+}
 # A fine-tuned classifier or multiple-choice head of the families with a pooler reads the pooled vector, so
 # fine-tuning trained the pooler on: "trained only for next-sentence prediction" was false of @demo-senses.
-TUNED_HEADS = {"classify": "classification", "choice": "multiple-choice"}
+TUNED_HEADS = {k: TASK_HEADS[k] for k in ("classify", "choice")}
 if info.task in TUNED_HEADS:
     pre = f"pre-trained for {task}" if task else "untrained by pre-training"
     trained = (
@@ -112,7 +111,7 @@ if inputs.text_b is not None and inputs.text_a is not None:  # said of a vector 
         st.caption(
             "This is sentence A's vector with A analysed alone. Sentence B is not used on this page: "
             + (
-                f"this model's head is a fine-tuned {TASK_HEADS[info.task]} one, on the Task page."
+                f"this model's head is a fine-tuned {TASK_HEADS[info.task]} one (on the Task page)."
                 if info.task in TASK_HEADS
                 else "this model has no head that reads a pair."
             )
@@ -189,7 +188,7 @@ if batch is not None:
         height=int(180 + 36 * len(names) * fs / ui.NORMAL_FONT),
         # no wider than a 1024 px screen's page with the sidebar open, where 12 sentences' cosines shrank to 5 px:
         # the server cannot tell that page from a wider one
-        width_px=min(ui.chart_width(half=False), 700),
+        width_px=min(ui.chart_width(half=False), charts.PROJECTOR_WIDTH),
         cell_numbers=fs,
     )
     ui.show_figure(
@@ -357,7 +356,7 @@ if not info.has_nsp_head:
     }
     # a QA head reads a question and a passage: "no sentence-pair head at all" said otherwise
     other = (
-        f"its fine-tuned {TASK_HEADS[info.task]} head is on the Task page"
+        f"it has a fine-tuned {TASK_HEADS[info.task]} head instead (on the Task page)"
         if info.task in TASK_HEADS
         else "it has no sentence-pair head at all"
     )

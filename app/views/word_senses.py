@@ -10,7 +10,7 @@ import streamlit as st
 
 import bert_core
 from app import charts, inputs, transforms, ui
-from bert_core.pieces import with_own_mask
+from bert_core.pieces import MASK_SPELLINGS, with_own_mask
 from bert_core.words import not_a_word
 
 PRESET_FILE = inputs.EXAMPLES_DIR / "word_senses_bank.txt"
@@ -165,9 +165,9 @@ if batch is None:
     st.stop()
 
 normalize = tokenizer.normalize
-# a special typed in a sentence is no word ("[MASK]" was counted as the word "mask"); [MASK] as typed for any
-# family, which the model reads as its own mask
-specials = tokenizer.special_tokens | {"[MASK]"}
+# a special typed in a sentence is no word ("[MASK]" was counted as the word "mask"); either mask spelling as
+# typed for any family, which the model reads as its own mask
+specials = tokenizer.special_tokens | set(MASK_SPELLINGS)
 # found: (sentence number, token indices of one occurrence, label suffix naming the occurrence or "", its sense)
 found, missing, cut, repeated, partly_cut, miscounted = [], [], [], [], [], []
 char_cut: list[int] = []  # sentences whose every occurrence lies past the line's character cut
@@ -218,14 +218,16 @@ if missing:
     # given for a sentence that held the word in capitals (or "cafe" for "café")
     def folded(text: str) -> str:
         return "".join(
-            c
-            for c in unicodedata.normalize("NFD", normalize(text).casefold())
-            if not unicodedata.combining(c)
+            c for c in unicodedata.normalize("NFD", normalize(text).lower()) if not unicodedata.combining(c)
         )
 
+    # only of a model that tells capitals or accents apart: an uncased one's "Straße" is no "strasse" either
+    cased = normalize("A") != normalize("a") or normalize("é") != normalize("e")
     read = dict(zip(batch.used, batch.results, strict=True))
     other_case = [
-        n for n in missing if transforms.target_occurrences(read[n], target, folded, specials=specials)
+        n
+        for n in missing
+        if cased and transforms.target_occurrences(read[n], target, folded, specials=specials)
     ]
     st.warning(
         # said of the target: "'banks' is not 'bank'" under the target "river" said nothing (and "'citys'"
@@ -239,10 +241,11 @@ if missing:
         + "."
         + (
             ui.md_escape(
-                f" This model is cased: to it a word in other capitals or accents is another word, and "
-                f"{'sentence' if len(other_case) == 1 else 'sentences'} "
+                f" This model tells capitals and accents apart, so to it a word written otherwise is another "
+                f"word: {'sentence' if len(other_case) == 1 else 'sentences'} "
                 f"{', '.join(str(n + 1) for n in other_case)} "
-                f"{'holds' if len(other_case) == 1 else 'hold'} '{ui.clip(target, 60)}' only so."
+                f"{'has' if len(other_case) == 1 else 'have'} '{ui.clip(target, 60)}' only in other capitals "
+                "or accents."
             )
             if other_case
             else ""

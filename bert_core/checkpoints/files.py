@@ -176,7 +176,9 @@ def download_from_hub(
                 fetch(shard, required=True)
         elif fetch(PYTORCH_FILE, required=False) is None:
             sharded = (
-                " (its weights are sharded across .bin files, which are not read)"
+                " (its weights are sharded across .bin files, which are not read: download it and save it "
+                "again as safetensors with transformers, the class its config.json's 'architectures' names, "
+                ".from_pretrained(DIR).save_pretrained(DIR))"
                 if fetch("pytorch_model.bin.index.json", required=False)
                 else ""
             )

@@ -322,7 +322,12 @@ def _in_columns(message: str, task: str) -> str:
     """A tokenizer's message in the data file's words: QA's text is the question and its text_pair the
     context ("text_pair holds …" named no column of a QA file)."""
     if task == "qa":
-        for core, column in (("text_pair ", "the context "), ("text ", "the question ")):
+        # the core's own names, and those answer()'s windows give them ("the passage")
+        for core, column in (
+            ("text_pair ", "the context "),
+            ("the passage ", "the context "),
+            ("text ", "the question "),
+        ):
             if message.startswith(core):
                 return column + message[len(core) :]
     return message

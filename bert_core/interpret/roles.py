@@ -80,7 +80,7 @@ def head_roles(analysis: Analysis, *, style: PieceStyle | None = None) -> HeadRo
     default. WordPiece's was the default, and RoBERTa's 'Ġ(' and ALBERT's '▁"' then counted as words.
 
     A head switched off by the analysis's `head_mask` still computed its map (the mask scales what it passes
-    on, as in transformers), so it keeps the role that map shows; `analysis.head_mask` says which were off.
+    on), so it keeps the role that map shows; `analysis.head_mask` says which were off.
     """
     if style is None:
         style = getattr(analysis, "piece_style", WORDPIECE)

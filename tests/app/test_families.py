@@ -662,7 +662,7 @@ def test_the_papers_findings_name_bert_bases_specials_and_this_models_beside_the
     at = _app(monkeypatch, family_dirs["roberta"], "views/inside.py")
     at.radio(key="inside_view").set_value("value").run()
     said = _texts(at)
-    assert "weighting [CLS]/[SEP] heavily" in said and "(this model's <s>/</s>)" in said
+    assert "weighting [CLS]/[SEP] (this model's <s>/</s>) heavily" in said
     at.radio(key="inside_view").set_value("roles").run()
     assert "in BERT is likely a no-op; this model's separator is </s>" in _texts(at)
 
@@ -707,7 +707,8 @@ def test_word_senses_says_a_cased_model_reads_another_case_as_another_word(famil
         monkeypatch, family_dirs["roberta"], "views/word_senses.py", senses_word="bank", senses_text=lines
     )
     (warned,) = [w.value.replace("\\", "") for w in at.warning if "not in these sentences" in w.value]
-    assert "This model is cased" in warned and "sentences 2, 4 hold 'bank' only so" in warned
+    assert "This model tells capitals and accents apart" in warned
+    assert "sentences 2, 4 have 'bank' only in other capitals or accents" in warned
     at = _app(monkeypatch, family_dirs["roberta"], "views/word_senses.py", senses_word="bank",
               senses_text="the bank by the river\nmy bank\nthe banks")  # fmt: skip
-    assert not any("cased" in w.value for w in at.warning)
+    assert not any("capitals" in w.value for w in at.warning)

@@ -415,6 +415,6 @@ def test_sentence_vector_names_a_task_models_head_where_it_has_no_pair_head(head
     passage (on the Task page)."""
     at = _app(monkeypatch, heads["qa"], page="views/sentence_vector.py", a="who sat?", b="the cat sat.")
     said = " ".join([c.value for c in at.caption] + [i.value for i in at.info]).replace("\\", "")
-    assert "fine-tuned question-answering one, on the Task page" in said
-    assert "its fine-tuned question-answering head is on the Task page" in said
+    assert "fine-tuned question-answering one (on the Task page)" in said
+    assert "it has a fine-tuned question-answering head instead (on the Task page)" in said
     assert "no sentence-pair head at all" not in said and "no head that reads a pair" not in said

@@ -294,18 +294,13 @@ def test_weights_that_do_not_match_the_config(tmp_path, tiny_checkpoint):
 def test_config_with_more_layers_than_the_checkpoint(tmp_path, tiny_checkpoint):
     directory = _copy(tmp_path, tiny_checkpoint)
     config = json.loads((directory / "config.json").read_text())
-    config["num_hidden_layers"] = 3
-    (directory / "config.json").write_text(json.dumps(config))
-    with pytest.raises(
-        ModelLoadError, match=r"lacks weights.*encoder.layer.2.*num_hidden_layers = 3; the .* has 2"
-    ):
-        bert_core.load_pretrained(directory)
-    config["num_hidden_layers"] = 1
-    (directory / "config.json").write_text(json.dumps(config))
-    with pytest.raises(
-        ModelLoadError, match=r"does not know.*num_hidden_layers = 1; the checkpoint has 2\)$"
-    ):
-        bert_core.load_pretrained(directory)
+    for layers, expected in [  # the layer counts given both ways, more and fewer
+        (3, r"lacks weights.*encoder.layer.2.*num_hidden_layers = 3; the .* has 2"),
+        (1, r"does not know.*num_hidden_layers = 1; the checkpoint has 2\)$"),
+    ]:
+        (directory / "config.json").write_text(json.dumps({**config, "num_hidden_layers": layers}))
+        with pytest.raises(ModelLoadError, match=expected):
+            bert_core.load_pretrained(directory)
 
 
 def test_weights_a_config_key_leaves_out_name_that_key(tmp_path, tiny_checkpoint):

@@ -207,6 +207,40 @@ def test_robertas_prefix_space_and_offset_trimming_follow_tokenizer_config(tmp_p
         assert (ours.encode("the bank").tokens[1] == "Ġthe") == prefix, options
 
 
+def test_a_generic_fast_tokenizer_class_reads_the_byte_level_pipeline_as_the_file_has_it(
+    tmp_path, checkpoints
+):
+    """transformers' PreTrainedTokenizerFast reads tokenizer.json as it stands (only RobertaTokenizer and its
+    kin rebuild it from the config), so a prefix space the file asks for is kept there, and here."""
+    import shutil
+
+    directory = shutil.copytree(checkpoints["roberta", "mlm"], tmp_path / "roberta")
+    raw = json.loads((directory / "tokenizer.json").read_text())
+    raw["pre_tokenizer"]["add_prefix_space"] = True
+    (directory / "tokenizer.json").write_text(json.dumps(raw))
+    config = json.loads((directory / "tokenizer_config.json").read_text())
+    config = {k: v for k, v in config.items() if k not in ("add_prefix_space", "trim_offsets")}
+    for cls, prefixed in (("PreTrainedTokenizerFast", True), ("RobertaTokenizer", False)):
+        (directory / "tokenizer_config.json").write_text(json.dumps({**config, "tokenizer_class": cls}))
+        ours, theirs = (
+            bert_core.load_pretrained(directory),
+            transformers.AutoTokenizer.from_pretrained(directory),
+        )
+        for text in TOKENIZER_TEXTS[:5]:
+            assert ours.encode(text).input_ids.tolist() == theirs(text)["input_ids"], (cls, text)
+        assert (ours.encode("the bank").tokens[1] == "Ġthe") == prefixed, cls
+
+
+def test_a_typed_mask_in_either_spelling_is_no_occurrence_of_the_word_mask(checkpoints):
+    """RoBERTa reads a typed [MASK] as its <mask>, whose brackets off read "MASK": word_vectors found it."""
+    m = bert_core.load_pretrained(checkpoints["roberta", "mlm"])
+    vectors = m.word_vectors(["The [MASK] is a MASK.", "one MASK here"], "MASK")
+    first = [i for text, pieces in vectors.found if text == 0 for i in pieces]
+    assert (
+        first and m.tokenizer.mask_token_id not in m.encode("The [MASK] is a MASK.").input_ids[first].tolist()
+    )
+
+
 def test_a_mask_matched_with_the_space_before_it_is_named_as_itself(tmp_path, checkpoints):
     """roberta-base's <mask> is lstrip: `tokenizers` names the match " <mask>", and every view drew it as a
     word-start piece "␣<mask>", and Sentence scores fell back to bare numbers."""
