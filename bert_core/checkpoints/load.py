@@ -114,11 +114,11 @@ def _mismatch_hint(
 ) -> str:
     """The config key behind weights that are missing or unknown, where their names tell it."""
     if any("token_type_embeddings" in k for k in keys):
-        return f" (config.json gives type_vocab_size = {config.type_vocab_size})"
+        return f" (the config has type_vocab_size = {config.type_vocab_size})"
     if any("embeddings_project" in k for k in keys):  # ELECTRA's (ALBERT always has its projection)
         given = config.embedding_size or config.hidden_size
         return (
-            f" (config.json gives embedding_size = {given} and hidden_size = {config.hidden_size}: a projection "
+            f" (the config has embedding_size = {given} and hidden_size = {config.hidden_size}: a projection "
             "between them exists only where they differ)"
         )
     if (
@@ -126,7 +126,7 @@ def _mismatch_hint(
         and not tie
         and any(k.endswith(("decoder.weight", "lm_head.weight", "vocab_projector.weight")) for k in keys)
     ):
-        return " (config.json gives tie_word_embeddings = false, so the head needs its own decoder weights)"
+        return " (the config has tie_word_embeddings = false, so the head needs its own decoder weights)"
     layers = [re.search(r"\.layer\.(\d+)\.", k) for k in keys]
     per_layer = Counter(int(m.group(1)) for m in layers if m)
     full = sum(".layer.0." in k for k in expected)  # weights one layer has
@@ -135,9 +135,9 @@ def _mismatch_hint(
         found, n = set(per_layer), config.num_hidden_layers
         key = "n_layers" if distil else "num_hidden_layers"  # as the family's config.json spells it
         if missing and found == set(range(min(found), n)):
-            return f" (config.json gives {key} = {n}; the checkpoint has {min(found)})"
+            return f" (the config has {key} = {n}; the checkpoint has {min(found)})"
         if not missing and min(found) >= n:
-            return f" (config.json gives {key} = {n}; the checkpoint has {max(found) + 1})"
+            return f" (the config has {key} = {n}; the checkpoint has {max(found) + 1})"
     return " (is it a checkpoint of a different architecture, or with a different config.json?)"
 
 
@@ -260,8 +260,10 @@ def _assumed_sizes(config: BertConfig, absent: list[str]) -> str:
     sizes = {k: getattr(config, k) for k in absent}
     if "embedding_size" in sizes:  # None where it equals hidden_size
         sizes["embedding_size"] = config.embedding_size or config.hidden_size
+    if config.model_type == "distilbert":  # as its config.json spells them
+        sizes = {_SIZE_KEYS.get(k, (k,))[0] if _SIZE_KEYS.get(k) else k: v for k, v in sizes.items()}
     assumed = ", ".join(f"{k} = {v}" for k, v in sizes.items())
-    return f" (config.json does not give {', '.join(absent)}, so the defaults were assumed: {assumed})"
+    return f" (config.json does not give {', '.join(sizes)}, so the defaults were assumed: {assumed})"
 
 
 def load_pretrained(

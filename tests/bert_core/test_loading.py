@@ -309,7 +309,7 @@ def test_weights_a_config_key_leaves_out_name_that_key(tmp_path, tiny_checkpoint
     directory = _copy(tmp_path, tiny_checkpoint)
     config = json.loads((directory / "config.json").read_text())
     for changes, expected in [
-        ({"type_vocab_size": 0}, r"token_type_embeddings.*\(config.json gives type_vocab_size = 0\)$"),
+        ({"type_vocab_size": 0}, r"token_type_embeddings.*\(the config has type_vocab_size = 0\)$"),
         ({"embedding_size": 16}, r"lacks.*embeddings_project.*embedding_size = 16 and hidden_size = 32"),
         ({"tie_word_embeddings": False}, r"lacks.*decoder.weight.*tie_word_embeddings = false"),
     ]:
@@ -326,12 +326,20 @@ def test_the_families_own_keys_are_named_in_weight_errors(tmp_path):
     distil = make_variant(tmp_path / "distil", "distilbert", "mlm")
     config = json.loads((distil / "config.json").read_text())
     for changes, expected in [
-        ({"n_layers": 3}, r"lacks.*layer.2.*\(config.json gives n_layers = 3; the checkpoint has 2\)$"),
+        ({"n_layers": 3}, r"lacks.*layer.2.*\(the config has n_layers = 3; the checkpoint has 2\)$"),
         ({"tie_word_embeddings": False}, r"lacks.*vocab_projector.weight.*tie_word_embeddings = false"),
     ]:
         (distil / "config.json").write_text(json.dumps({**config, **changes}))
         with pytest.raises(ModelLoadError, match=expected):
             bert_core.load_pretrained(distil)
+    # left out, they are named as assumed, in DistilBERT's own words
+    (distil / "config.json").write_text(
+        json.dumps({k: v for k, v in config.items() if k not in ("n_layers", "dim")})
+    )
+    with pytest.raises(
+        ModelLoadError, match=r"has 2\) \(config.json does not give dim, n_layers, so .*n_layers = 6\)$"
+    ):
+        bert_core.load_pretrained(distil)
     electra = make_variant(tmp_path / "electra", "electra", "mlm")
     config = json.loads((electra / "config.json").read_text())
     del config["embedding_size"]
