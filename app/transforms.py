@@ -16,7 +16,13 @@ import pandas as pd
 import bert_core
 from bert_core.interpret import cosine_matrix  # noqa: F401 - the pages read it here
 from bert_core.pieces import PieceStyle
-from bert_core.words import clean_target, target_occurrences, word_keys, word_text_spans  # noqa: F401 - and these
+from bert_core.words import (  # noqa: F401 - and these
+    clean_target,
+    target_occurrences,
+    typed_specials,
+    word_keys,
+    word_text_spans,
+)
 
 
 def word_groups(analysis: bert_core.Analysis) -> list[list[int]]:

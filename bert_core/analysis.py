@@ -24,7 +24,7 @@ from .errors import InputError, MissingHeadError
 from .interpret.hidden import cosine_matrix
 from .modeling.encoder import EncoderOutput
 from .modeling.heads import Network
-from .pieces import MASK_SPELLINGS, with_own_mask
+from .pieces import with_own_mask
 from .results import (
     WORD_OCCURRENCES,
     Analysis,
@@ -37,7 +37,7 @@ from .results import (
 )
 from .tasks import TaskPasses
 from .tokenizer import Encoding, WordPieceTokenizer
-from .words import clean_target, not_a_word, target_occurrences, word_text_spans
+from .words import clean_target, not_a_word, target_occurrences, typed_specials, word_text_spans
 
 TextInput = str | tuple[str, str | None]
 
@@ -420,11 +420,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         found, rows, missing = [], [], []
         for index, vectors in enumerate(self.vectors_batch(texts, max_batch_tokens=max_batch_tokens)):
             occurrences = target_occurrences(
-                # [MASK] or <mask> as typed: the model reads either as its own mask (`_with_model_mask`)
-                vectors,
-                word,
-                self.tokenizer.normalize,
-                specials=self.tokenizer.special_tokens | set(MASK_SPELLINGS),
+                vectors, word, self.tokenizer.normalize, specials=typed_specials(self.tokenizer)
             )
             if not occurrences:
                 missing.append(index)

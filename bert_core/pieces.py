@@ -86,6 +86,12 @@ class PieceStyle:
     # piece "Ã©" and "大" may be split across pieces; shown decoded ("é"), a part of a character as its bytes.
     byte_level: bool = False
 
+    @property
+    def shown_as_written(self) -> bool:
+        """Whether `display` shows every piece as the vocabulary writes it (WordPiece's), so a table needs no
+        second column of the same strings."""
+        return not self.word_start_marker and not self.byte_level
+
     def is_continuation(self, piece: str) -> bool:
         """True when `piece` carries on the word before it rather than starting one."""
         if self.continuation_prefix:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable, Collection
 
+from .pieces import MASK_SPELLINGS
+
 
 def _is_punctuation(text: str) -> bool:
     """Only punctuation, as BERT's tokenizer counts it: ASCII non-alphanumerics and Unicode P* categories."""
@@ -75,7 +77,7 @@ def not_a_word(raw: str, tokenizer) -> bool:
     # "([MASK])" were still found as the mask token
     bare = clean_target(typed, keep="[]")
     names = (tokenizer.cls_token, tokenizer.sep_token, tokenizer.mask_token, tokenizer.pad_token,
-             tokenizer.unk_token, "[MASK]", "<mask>")  # fmt: skip
+             tokenizer.unk_token, *MASK_SPELLINGS)  # fmt: skip
     specials = {n.lower() for n in names if n}
     return typed in specials or bare in specials or typed.startswith("##") or bare.startswith("##")
 
@@ -98,6 +100,12 @@ def clean_target(raw: str, *, keep: str = "") -> str:
     return "".join(chars)
 
 
+def typed_specials(tokenizer) -> frozenset[str]:
+    """The strings a model reads as special tokens where they are typed in a text: its own, and either mask
+    spelling (a model reads [MASK] and <mask> alike as its own mask): `target_occurrences`' `specials`."""
+    return frozenset(tokenizer.special_tokens) | set(MASK_SPELLINGS)
+
+
 def target_occurrences(
     analysis,
     target: str,
@@ -110,8 +118,8 @@ def target_occurrences(
     `analysis` is anything with `sequence_ids`, `word_ids` and `offsets` (an Analysis or an Encoding); `text`
     is sentence A as typed (default `analysis.text`). Whole words only: 'banks' is not 'bank'. Punctuation
     that a piece holds with the word (SentencePiece's "▁bank." where its vocabulary has one) is not the word's.
-    `specials`: the tokenizer's special tokens (`tokenizer.special_tokens`); one typed in the text is no word,
-    though its brackets taken off it read as one ("[MASK]" was counted as the word "mask").
+    `specials`: what the model reads as special tokens (`typed_specials(tokenizer)`); one typed in the text is
+    no word, though its brackets taken off it read as one ("[MASK]" was counted as the word "mask").
     """
     text = analysis.text if text is None else text
     keys = word_keys(analysis, (text, None))

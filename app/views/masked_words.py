@@ -70,11 +70,10 @@ else:
         if key is not None and key[0] == 0 and token == tokenizer.unk_token
     }
     # Nor a special typed as text ("[SEP]"): the model would be asked to guess a special token.
-    specials = {tokenizer.cls_token, tokenizer.sep_token, tokenizer.pad_token} - {None}
     typed_special = {
         key[1]
         for key, token in zip(keys, result.tokens, strict=True)
-        if key is not None and key[0] == 0 and token in specials
+        if key is not None and key[0] == 0 and token in tokenizer.special_tokens
     }
     candidates = [
         i for i, (w, _, _) in enumerate(spans) if w not in unspelt and w not in typed_special
@@ -246,7 +245,7 @@ rows = [
     for r, (tok, prob) in enumerate(p.as_pairs())
 ]
 table = pd.DataFrame(rows)
-if not style.word_start_marker and not style.byte_level:
+if style.shown_as_written:
     table = table.drop(columns="shown as")  # WordPiece's pieces are shown as written (as on Tokens)
 if len(predictions) > MAX_CHARTS:
     st.warning(

@@ -80,7 +80,7 @@ for i, tok in enumerate(result.tokens):
         }
     )
 table = pd.DataFrame(rows)
-if not style.word_start_marker and not style.byte_level:
+if style.shown_as_written:
     # WordPiece's pieces (BERT's, DistilBERT's, ELECTRA's) are shown as written: a second column of the same
     # strings only took width, and pushed the Large-text table past a 1024 px projector's page. Decided by the
     # tokenizer, not the text, so a table's columns (and its CSV's) stay put as the user types.

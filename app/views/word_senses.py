@@ -10,7 +10,7 @@ import streamlit as st
 
 import bert_core
 from app import charts, inputs, transforms, ui
-from bert_core.pieces import MASK_SPELLINGS, with_own_mask
+from bert_core.pieces import with_own_mask
 from bert_core.words import not_a_word
 
 PRESET_FILE = inputs.EXAMPLES_DIR / "word_senses_bank.txt"
@@ -165,9 +165,7 @@ if batch is None:
     st.stop()
 
 normalize = tokenizer.normalize
-# a special typed in a sentence is no word ("[MASK]" was counted as the word "mask"); either mask spelling as
-# typed for any family, which the model reads as its own mask
-specials = tokenizer.special_tokens | set(MASK_SPELLINGS)
+specials = transforms.typed_specials(tokenizer)  # no word ("[MASK]" was counted as the word "mask")
 # found: (sentence number, token indices of one occurrence, label suffix naming the occurrence or "", its sense)
 found, missing, cut, repeated, partly_cut, miscounted = [], [], [], [], [], []
 char_cut: list[int] = []  # sentences whose every occurrence lies past the line's character cut

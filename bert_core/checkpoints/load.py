@@ -133,7 +133,8 @@ def _mismatch_hint(
     # whole layers only: one stray key of layer 5, or one lost from the last layer, is no count of layers
     if all(layers) and full and all(count == full for count in per_layer.values()):
         found, n = set(per_layer), config.num_hidden_layers
-        key = "n_layers" if distil else "num_hidden_layers"  # as the family's config.json spells it
+        key = "num_hidden_layers"
+        key = _SIZE_KEYS[key][0] if distil else key  # as the family's config.json spells it (n_layers)
         if missing and found == set(range(min(found), n)):
             return f" (the config has {key} = {n}; the checkpoint has {min(found)})"
         if not missing and min(found) >= n:
@@ -261,7 +262,7 @@ def _assumed_sizes(config: BertConfig, absent: list[str]) -> str:
     if "embedding_size" in sizes:  # None where it equals hidden_size
         sizes["embedding_size"] = config.embedding_size or config.hidden_size
     if config.model_type == "distilbert":  # as its config.json spells them
-        sizes = {_SIZE_KEYS.get(k, (k,))[0] if _SIZE_KEYS.get(k) else k: v for k, v in sizes.items()}
+        sizes = {(_SIZE_KEYS.get(k) or (k,))[0]: v for k, v in sizes.items()}
     assumed = ", ".join(f"{k} = {v}" for k, v in sizes.items())
     return f" (config.json does not give {', '.join(sizes)}, so the defaults were assumed: {assumed})"
 
