@@ -217,7 +217,7 @@ for name, active in sides:
     for r in batch.results:
         tokenizer = active.model.tokenizer
         found = transforms.target_occurrences(
-            r, TARGET, tokenizer.normalize, specials=tokenizer.special_tokens
+            r, TARGET, tokenizer.normalize, specials=transforms.typed_specials(tokenizer)
         )
         if not found:
             break

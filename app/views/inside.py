@@ -418,7 +418,7 @@ elif view == "ablation":
                     r,
                     "bank",
                     active.model.tokenizer.normalize,
-                    specials=active.model.tokenizer.special_tokens,
+                    specials=transforms.typed_specials(active.model.tokenizer),
                 )
                 for r in map(run, BANKS)
             ]
