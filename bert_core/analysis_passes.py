@@ -101,7 +101,7 @@ class AnalysisPasses:
             "follows single pieces; follow one of those"
         )
 
-    def _typed_special_ids(self) -> list[int]:
+    def typed_special_ids(self) -> list[int]:
         """The ids of the specials a text can hold only because they were typed: [CLS], [SEP], [PAD] (<s>,
         </s>, <pad>). The unknown piece is not among them: it stands for what was typed."""
         t = self.tokenizer
@@ -300,7 +300,7 @@ class AnalysisPasses:
         # typed specials ([SEP], </s>, ...) are no pieces of the sentence either: scored, a typed "[SEP]" added
         # the model's easy guess of a separator to the sentence's total
         positions = np.flatnonzero(
-            ~enc.special_tokens_mask & ~np.isin(enc.input_ids, [mask_id, *self._typed_special_ids()])
+            ~enc.special_tokens_mask & ~np.isin(enc.input_ids, [mask_id, *self.typed_special_ids()])
         )  # (R,)
         masked = np.repeat(enc.input_ids[None], len(positions), axis=0)  # (S,) -> (R, S)
         masked[np.arange(len(positions)), positions] = mask_id
@@ -339,7 +339,7 @@ class AnalysisPasses:
         # read twice: checked, then scored (a generator would be empty the second time)
         texts = listed(texts, "texts", "use pseudo_log_likelihood for one sentence")
         mask_id = self._mask_id()
-        specials = self._typed_special_ids()
+        specials = self.typed_special_ids()
         for text in texts:
             enc = self.encode(text)
             if mask_id in enc.input_ids:

@@ -103,7 +103,7 @@ class TaskPasses:
         opening: set[tuple[int, int]] = set()  # words read so far as punctuation only: "(" of "(Tom)"
         # A typed [SEP] (or [CLS], [PAD]) is no word of an entity, whatever the tagger labels it: "at 9:30.
         # [SEP] Tom" made the TIME "at 9:30. [SEP]"
-        typed = set(self._typed_special_ids())
+        typed = set(self.typed_special_ids())
         tags = [
             (t, "O", p) if int(i) in typed else (t, label, p)
             for (t, label, p), i in zip(tags, enc.input_ids, strict=True)
@@ -248,8 +248,9 @@ class TaskPasses:
         room = self.tokenizer.max_length - len(head) - len(tail)
         if room < 1:
             raise QuestionTooLong(
-                f"the question takes {len(head)} of the model's {self.tokenizer.max_length} positions: "
-                "shorten it to leave room for the passage"
+                # "takes 186 of the model's 64 positions" read as a count past its own total
+                f"the question takes {len(head)} positions with the special tokens, but the model reads only "
+                f"{self.tokenizer.max_length} at once: shorten it to leave room for the passage"
             )
         return full, context_at, head, tail, room
 
@@ -305,7 +306,7 @@ class TaskPasses:
         2017) or gradient x input.
 
         The logit (`target`): a classifier's class (index or label; default the predicted one); a tagger's
-        (position, label) (default the first word piece and its predicted label); for QA, "start" or "end" of
+        (position, label) (default the first piece of a word, a typed [SEP] none, and its predicted label); for QA, "start" or "end" of
         the best answer (default "start"; `text` is the question, `text_pair` the passage); for an MLM model a
         (position, token) (default the first [MASK] and its top prediction). The IG baseline is the same input
         with every non-special token replaced by the pad token (specials, positions and segments kept),
@@ -395,7 +396,10 @@ class TaskPasses:
         if task in ("tag", "mlm"):
             if target is None:
                 if task == "tag":
-                    position = next(i for i, seq in enumerate(enc.sequence_ids) if seq is not None)
+                    # the first piece of a word: a typed [SEP] is none, whatever the tagger labels it
+                    typed = set(self.typed_special_ids())
+                    pieces = [i for i, seq in enumerate(enc.sequence_ids) if seq is not None]
+                    position = next((i for i in pieces if int(enc.input_ids[i]) not in typed), pieces[0])
                     label = int(self._task_logits("tag", [enc])[0, position].argmax())
                 else:
                     position = self._mask_positions(enc)[0]

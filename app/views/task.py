@@ -26,6 +26,24 @@ EXAMPLES = (
 ANSWER_COLUMNS = ["answer", "start (character)", "end (character)", "score", "probability (in its window)"]
 METHODS = {"integrated_gradients": "integrated gradients", "gradient_x_input": "gradient × input"}
 
+
+def _choice_cut(read) -> str:
+    """What a (prompt, choice) Encoding lost to the model's length, named as the page names the two."""
+    cut = [
+        full - sum(1 for s in read.sequence_ids if s == n)
+        for n, full in enumerate(read.pieces_before_truncation)
+    ]
+    lost = " and ".join(
+        f"the end of the {what} ({n} piece{'s' if n != 1 else ''})"
+        for what, n in zip(("prompt", "choice"), cut, strict=True)
+        if n
+    )
+    return (
+        f"{read.num_tokens_before_truncation} pieces, of which the model reads {len(read.tokens)}, so {lost} "
+        "went unread: choices that differ only there score alike"
+    )
+
+
 st.header("Task")
 active, inputs = ui.page_model()
 info = active.model.info
@@ -45,7 +63,8 @@ if info.task is None:
 
 text, pair = inputs.text_a, inputs.text_b
 windowed = False  # a QA passage longer than the model reads, read in overlapping windows
-if text:
+# A choice head reads the prompt with each choice, never A with B: their lengths are said in its branch.
+if text and info.task != "choice":
     ui.unknown_pieces_note(active, text, pair)
     try:
         enc = active.model.encode(text, pair)  # tokenising only
@@ -65,7 +84,8 @@ if text:
             )
             # said of a window: "This input has 128 pieces" sat under "the question and passage are 200"
             ui.untrained_positions_note(active, len(enc.tokens), what="A full window")
-        else:
+        elif room or info.task != "qa" or not pair:
+            # (a question with no room for the passage is the error below, not "the end of A was cut off")
             ui.length_notes(active, enc)
 if info.task == "qa":
     st.caption(
@@ -122,7 +142,7 @@ if info.task == "qa":
 elif info.task == "choice":
     st.caption(
         "A multiple-choice head scores the prompt (sentence A) followed by each choice; the softmax over the "
-        "scores ranks them."
+        "scores ranks them." + (" Sentence B is not read: each choice takes its place." if pair else "")
     )
     raw = st.text_area(
         "Choices, one per line",
@@ -147,6 +167,14 @@ elif info.task == "choice":
             )
         )
         st.stop()
+    # Each (prompt, choice) pair is cut to the model's length on its own: two choices that differ only past
+    # the cut scored alike, 0.5 each, with no word on the page.
+    for n, choice in lines:
+        read = active.model.encode(text, choice)  # tokenising only
+        if read.truncated:
+            st.warning(f"The prompt with the choice on line {n}: {_choice_cut(read)}.")
+    longest = max(len(active.model.encode(text, c).tokens) for c in choices)
+    ui.untrained_positions_note(active, longest, what="The longest prompt and choice")
     frame = pd.DataFrame(ranked, columns=["choice", "probability"])
     ui.show_figure(
         charts.bars(
@@ -196,14 +224,17 @@ elif info.task == "tag":
     # The head labels special tokens too, but was never trained on them (their targets are ignored) and no
     # word takes their label: a [SEP] read as B-PERSON at 0.99 read as a finding to a room. (The table and
     # the saliency's choices below list these pieces, by their positions.)
-    special = read.special_tokens_mask
+    # A typed [SEP] is left out as well: no word takes its label either (`entities`), and as the first piece
+    # listed it was the one explained by default, "[SEP] → B-TIME".
+    typed = set(active.model.typed_special_ids())
+    special = read.special_tokens_mask | np.isin(read.input_ids, list(typed))
     tagged = [(i, token, label, p) for i, (token, label, p) in enumerate(tags) if not special[i]]
     tag_table = pd.DataFrame(tagged, columns=["position", "token", "label", "probability"])
     tag_table.insert(2, "shown as", [style.display(t) for t in tag_table["token"]])
     ui.table(tag_table, key="task_tags")
     st.caption(
-        "Every piece but the special tokens, by its position among the pieces: the head labels those too, but it "
-        "is not trained on them and no word takes their label."
+        "Every piece but the special tokens (typed ones too), by its position among the pieces: the head labels "
+        "those too, but it is not trained on them and no word takes their label."
     )
 else:
     st.caption(
@@ -242,10 +273,31 @@ else:
         filename="classification",
     )
 
+
+def open_on_attention() -> None:
+    # In this session (a markdown link opened a new tab, a new session on the server's default model): the
+    # model, the sentences and every page's choices come along, and the analysis is already cached.
+    st.page_link(
+        "views/attention.py", label="Open this input on the Attention page", icon=":material/arrow_forward:"
+    )
+
+
+if info.task == "choice":
+    # not a "Why" header, the methods' caption and a Method radio (written into the link) over nothing
+    st.info("Saliency is offered for classifiers, taggers and question answering, not for choices.")
+    open_on_attention()
+    st.stop()
 st.subheader("Why")
+explained_score = (
+    "the output value itself"
+    if info.task_kind == "regression"
+    else "a label's logit, before its sigmoid"
+    if info.task_kind == "multi_label_classification"
+    else "a logit, before the softmax"
+)
 st.caption(
     "Integrated gradients (Sundararajan et al., 2017) credit each token with its share of the change in the "
-    "explained score (a logit, before the softmax) between a baseline (every word replaced by padding, the "
+    f"explained score ({explained_score}) between a baseline (every word replaced by padding, the "
     "special tokens kept) and the input, through the word embeddings only (positions and segments held "
     "fixed). The split depends on that baseline, and padding is not a neutral input: in training the model "
     "never attended to it. Gradient × input multiplies the gradient at the input by the word "
@@ -269,6 +321,17 @@ if info.task == "qa":
         "Explain", list(ENDS), **ui.bound("task_qa_end"), horizontal=True, persist_state="session",
         format_func=ENDS.__getitem__,
     )  # fmt: skip
+elif info.task == "classify" and len(scores) > 1:
+    # Any label, not only the best: a multi-label head can give several above one half, and "why not NEG?"
+    # is a question too. The head's own pick (the largest score) by default, followed as the text changes.
+    names = [label for label, _ in scores]
+    best_label = max(scores, key=lambda pair: pair[1])[0]
+    ui.follow_default("task_class", best_label, lambda v: v in names)
+    start = ui.start("task_class", best_label, lambda v: v in names)
+    target = st.selectbox(
+        "Explain the label", names, index=names.index(start), **ui.bound("task_class"), persist_state="session",
+        help="The head's prediction by default; any other label's score can be explained too.",
+    )  # fmt: skip
 elif info.task == "tag":
     # Any piece's label, not only the first's: the tagger's answer is one label per piece. Labels as choices
     # ("3: kitchen → B-PLACE"), so a kept one the new text lacks starts over (ui.start).
@@ -283,11 +346,7 @@ elif info.task == "tag":
         )  # fmt: skip
         target = pieces[chosen]
 try:
-    if info.task == "choice":
-        explained = None
-        st.info("Saliency is offered for classifiers, taggers and question answering.")
-    else:
-        explained = cache.attribution(active, text, pair, target=target, method=method)
+    explained = cache.attribution(active, text, pair, target=target, method=method)
 except bert_core.BertScopeError as exc:
     st.info(ui.user_message(exc))
     explained = None
@@ -345,8 +404,4 @@ if info.task == "classify":
         "Value-weighted attention, Rollout & flow). Integrated gradients above split the score's change from "
         "their baseline among the tokens' word embeddings; gradient × input is a local slope, not a share.",
     )
-# In this session (a markdown link opened a new tab, a new session on the server's default model): the model,
-# the sentences and every page's choices come along, and the analysis is already cached.
-st.page_link(
-    "views/attention.py", label="Open this input on the Attention page", icon=":material/arrow_forward:"
-)
+open_on_attention()

@@ -87,6 +87,81 @@ def test_tagger_answer_and_choices(heads, monkeypatch):
     np.testing.assert_allclose(probs, [p for _, p in expected], atol=1e-6)
 
 
+def test_a_typed_sep_is_no_piece_the_tag_table_lists_or_explains(heads, monkeypatch):
+    """A typed [SEP] headed the table and was explained by default ("[SEP] → B-TIME"), though no word takes
+    its label and the entities left it out."""
+    text = "[SEP] we sat by the river"
+    at = _app(monkeypatch, heads["tag"], a=text)
+    model = bert_core.load_pretrained(heads["tag"])
+    assert model.tag(text)[1][0] == "[SEP]"  # the head labels it
+    table = [t for t in at.dataframe if "label" in t.value.columns][0].value
+    assert "[SEP]" not in list(table["token"]) and list(table["position"]) == list(
+        range(2, len(model.tag(text)) - 1)
+    )
+    box = at.selectbox(key="task_tag_piece")
+    assert not any("[SEP]" in option for option in box.options) and box.value.startswith("2: we")
+
+
+def test_a_question_with_no_room_for_the_passage_is_one_error_not_a_cut(heads, monkeypatch):
+    """The page said the question was too long and, beside it, that the end of sentence A was cut off and B
+    read whole: nothing had been read."""
+    question = " ".join(["where"] * 80)
+    at = _app(monkeypatch, heads["qa"], a=question, b="we deposited the cash at the bank.")
+    (error,) = [e.value for e in at.error]
+    assert "the model reads only 64 at once" in error and "shorten it" in error
+    assert not [w.value for w in at.warning if "cut off" in w.value]
+
+
+def test_choices_cut_to_the_models_length_are_named_and_sentence_b_is_not_read(heads, monkeypatch):
+    """Each (prompt, choice) pair is cut on its own: two choices that differ only past the cut scored alike
+    with no word, while a warning spoke of sentence B, which the head never reads."""
+    long = " ".join(["money"] * 80)
+    at = _app(monkeypatch, heads["choice"], a="we went to the bank", b=" ".join(["river"] * 80))
+    assert not at.warning  # B's length is nobody's business here
+    assert any("Sentence B is not read" in c.value for c in at.caption)
+    at.text_area(key="task_choices").set_value(f"to fish\n\n{long} a\n{long} b").run()
+    warned = [w.value for w in at.warning]
+    assert len(warned) == 2 and warned[0].startswith("The prompt with the choice on line 3:"), warned
+    assert "the end of the choice" in warned[0] and "score alike" in warned[0]
+    assert not at.subheader and "task_method" not in [
+        r.key for r in at.radio
+    ]  # no "Why", no Method over nothing
+
+
+def test_any_label_of_a_classifier_can_be_explained(heads, monkeypatch):
+    """Only the predicted class could be explained; a multi-label head can give several."""
+    text = "we deposited cash at the bank"
+    at = _app(monkeypatch, heads["classify"], a=text)
+    model = bert_core.load_pretrained(heads["classify"])
+    best, other = (label for label, _ in model.classify(text))
+    box = at.selectbox(key="task_class")
+    assert box.value == best and set(box.options) == set(SENTIMENT)
+    box.set_value(other).run()
+    assert not at.exception
+    strip = figure(at, "task_saliency")
+    np.testing.assert_allclose(_strip(strip), model.attribute(text, target=other).scores, atol=1e-5)
+    assert other in strip["layout"]["title"]["text"]
+    assert at.query_params["task_class"] in (other, [other])  # in the link
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"problem_type": "regression", "num_labels": 1}, "the output value itself"),
+        ({"problem_type": "multi_label_classification"}, "a label's logit, before its sigmoid"),
+    ],
+)
+def test_the_why_caption_names_the_score_each_kind_of_classifier_explains(
+    tmp_path, monkeypatch, changes, said
+):
+    """It said "a logit, before the softmax" of a regression head (no logit, no softmax) and of a sigmoid's."""
+    labels = None if changes.get("num_labels") == 1 else SENTIMENT
+    directory = make_task_checkpoint(tmp_path / "head", "bert", "classify", labels, **changes)
+    at = _app(monkeypatch, directory, a="we sat by the bank")
+    why = [c.value for c in at.caption if c.value.startswith("Integrated gradients")]
+    assert len(why) == 1 and f"({said})" in why[0] and "softmax" not in why[0]
+
+
 def test_a_choice_the_model_reads_as_empty_is_named_by_its_line(heads, monkeypatch):
     """A line of zero-width characters was blamed on "Sentence B", which nobody had typed."""
     at = _app(monkeypatch, heads["choice"], a="Tom went")

@@ -350,6 +350,9 @@ def test_attribution_targets_for_tagger_qa_and_mlm(task_dirs, tiny_model):
     assert "at token 2" in r.target and np.isfinite(r.scores).all()
     with pytest.raises(InputError, match="not one of this tagger's labels"):
         tagger.attribute("we sat by the bank", target=(2, "[SEP]"), steps=2)  # a piece, not a label
+    # By default the first piece of a word: a typed [SEP] is none, though the tagger labels it.
+    r = tagger.attribute("[SEP] we sat", steps=2)
+    assert r.encoding.tokens[2] == "we" and "at token 2" in r.target
     with pytest.raises(InputError, match="not a piece"):
         tiny_model.attribute("the [MASK] sat", target=(2, "zzzqqq"), steps=2)
 
