@@ -697,7 +697,8 @@ class ModelStore:
                     names = [self.room_model, *names]
                 raise StoreFull(
                     f"this server keeps at most {self.capacity} "
-                    f"{'model' if self.capacity == 1 else 'models'} in memory ({ENV_MAX_MODELS}){kept}, and "
+                    f"{'model' if self.capacity == 1 else 'models'} in memory (--max-models or {ENV_MAX_MODELS}, which "
+                    f"whoever starts it can raise){kept}, and "
                     f"open pages are using {', '.join(names[1:] if kept else names)}; pick "
                     f"{'it' if len(names) == 1 else 'one of them'}, or try again when fewer pages are open"
                     + (

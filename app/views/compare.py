@@ -58,15 +58,23 @@ second = st.selectbox(
     help="Pick a listed model, or type a hub id or a local checkpoint directory and press Enter. "
     + ui.TYPED_NAME_HELP,
 )
+second_source = (second or "").strip() or options[0]
+right: models.ActiveModel | None = None
 try:
-    right = models.load_second((second or "").strip() or options[0])
+    right = models.load_second(second_source)
 except models.ModelUnavailable as exc:
-    st.error("The second model can't be loaded: " + ui.md_escape(exc.reason))
-    st.stop()
-ui.model_notice(right)
-if models.loaded_key(right.source) == models.loaded_key(left.source):
-    st.info("Both sides run the same model, so they agree everywhere: pick another second model above.")
-sides = [("left", left), ("right", right)]
+    # The sidebar's model is still drawn: a second model that failed (a typo, a full server) left the page
+    # empty below the box, the working side's maps and the link to the comparison gone with it.
+    st.error(
+        "The second model can't be loaded: "
+        + ui.md_escape(exc.reason.rstrip("."))
+        + ". Below, the sidebar's model alone."
+    )
+else:
+    ui.model_notice(right)
+    if models.loaded_key(right.source) == models.loaded_key(left.source):
+        st.info("Both sides run the same model, so they agree everywhere: pick another second model above.")
+sides = [("left", left)] + ([("right", right)] if right is not None else [])
 # Each side reads a typed [MASK] or <mask> as its own mask token (BERT's [MASK], RoBERTa's <mask>).
 typed = inputs.current_inputs()
 texts = {name: inputs.with_mask_token(typed, active.model.tokenizer.mask_token) for name, active in sides}
@@ -87,7 +95,7 @@ def card(active: models.ActiveModel) -> str:
 # Each side's model as its charts' titles and warnings name it: side by side on a wide screen, the two are told
 # apart by place, but narrower (a 1024 px projector) or in Large text they stand one above the other, and two
 # maps titled "Layer 4, mean of heads" said nothing of which model drew which.
-NAMES = dict(zip(("left", "right"), models.short_names([left.source, right.source]), strict=True))
+NAMES = dict(zip(("left", "right"), models.short_names([left.source, second_source]), strict=True))
 
 
 st.subheader("Attention")
@@ -100,7 +108,7 @@ st.caption("Both maps share one colour scale, so the same colour is the same wei
 cards = ui.side_by_side(2, "cards")  # stacked in Large text: a projector's half page left ~90 px of map
 columns = cards if ui.stacked() else ui.side_by_side(2, "attention")
 drawn = []  # (column, name, matrix, labels, layer, head, tokens): drawn once both sides' maxima are known
-for (name, active), heading, column in zip(sides, cards, columns, strict=True):
+for (name, active), heading, column in zip(sides, cards[: len(sides)], columns[: len(sides)], strict=True):
     heading.caption(card(active))
     with column:
         given = texts[name]
@@ -169,7 +177,7 @@ if not any(holds_mask(name, active) for name, active in sides):
     st.info("Type [MASK] (or <mask>) into a sentence in the sidebar to compare the two models' guesses.")
 else:
     columns = ui.side_by_side(2, "masks")  # stacked in Large text: a projector's half page left ~90 px of map
-    for (name, active), column in zip(sides, columns, strict=True):
+    for (name, active), column in zip(sides, columns[: len(sides)], strict=True):
         with column:
             if not active.model.info.has_mlm_head:
                 st.info(card(active) + ": this checkpoint has no MLM head.")  # card escapes
@@ -272,7 +280,7 @@ with st.expander("Link to this comparison"):
         "another one that has the same models."
     )
     state = st.session_state
-    params = {inputs.KEY_MODEL: left.source, KEY_SECOND: right.source}
+    params = {inputs.KEY_MODEL: left.source, KEY_SECOND: right.source if right is not None else second_source}
     params |= {k: state.get(k) for k in (inputs.KEY_TEXT_A, inputs.KEY_TEXT_B)}
     params |= {
         f"cmp_{w}_{n}": state.get(f"cmp_{w}_{n}") for w in ("layer", "head") for n in ("left", "right")

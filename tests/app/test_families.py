@@ -391,6 +391,28 @@ def test_compares_second_model_is_held_while_the_page_is_open(family_dirs, monke
     assert store.load(str(family_dirs["albert"])).info.architecture == "albert"
 
 
+def test_a_second_model_that_fails_leaves_the_sidebars_model_drawn(monkeypatch, tiny_checkpoint, tmp_path):
+    """The page stopped at the error: the working side's maps and the link to the comparison were gone."""
+    missing = str(tmp_path / "no-such-model")
+    at = _app(
+        monkeypatch, tiny_checkpoint, "views/compare.py", a="the [MASK] sat by the bank", model2=missing
+    )
+    (error,) = [e.value for e in at.error]
+    assert error.startswith("The second model can't be loaded") and "the sidebar's model alone" in error
+    model = bert_core.load_pretrained(tiny_checkpoint)
+    attention = figure(at, "cmp_attention_left")
+    assert attention["layout"]["title"]["text"].endswith("mean of heads")
+    drawn = decode(attention["data"][0]["z"])
+    expected = model.analyze("the [MASK] sat by the bank").attentions[-1].mean(axis=0)
+    np.testing.assert_allclose(drawn, expected, atol=1e-6)
+    assert figure(at, "cmp_masks_left") and figure(at, "cmp_senses")
+    ids = [chart.proto.id for chart in at.get("plotly_chart")]
+    assert not [i for i in ids if i.endswith("_right")], ids
+    (link,) = at.code
+    assert "model2=" in link.value and "no-such-model" in link.value  # the comparison asked for, kept
+    assert at.text_area(key="a").value == "the [MASK] sat by the bank"
+
+
 def test_compare_says_when_each_side_cut_a_long_text(family_dirs, monkeypatch, tiny_checkpoint):
     long = " ".join(["the boat drifted toward the bank of the river"] * 40)  # no [MASK]
     second = str(family_dirs["distilbert"])
