@@ -201,8 +201,17 @@ def strip_typed_name(key: str = KEY_MODEL) -> None:
     beside "@demo-qa", from the next run on (a link's first run takes the link's value, and the run that
     receives a typed name leaves the browser's address as it was typed)."""
     typed = st.session_state.get(key)
-    if isinstance(typed, str) and typed != typed.strip():
-        st.session_state[key] = typed.strip()
+    if isinstance(typed, str) and typed != unquoted(typed):
+        st.session_state[key] = unquoted(typed)
+
+
+def unquoted(name: str) -> str:
+    """A typed model name without the spaces around it and the quotes a file manager's "Copy as path" (or a
+    shell) puts around a path: '/models/bert' was refused as outside the allowed roots, quotes and all."""
+    name = name.strip()
+    if len(name) >= 2 and name[0] == name[-1] and name[0] in "'\"":
+        name = name[1:-1].strip()
+    return name
 
 
 def use_model(source: str) -> None:

@@ -41,7 +41,7 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
         help="Pick a listed model, or type a hub id (e.g. bert-base-cased) or a local checkpoint directory "
         "and press Enter. `@demo` is the bundled demo model. " + ui.TYPED_NAME_HELP,
     )
-    source = (source or "").strip() or models.default_model_source()
+    source = inputs.unquoted(source or "") or models.default_model_source()
     store = models.model_store()
     key = models.model_key(source)
     held = hold.active  # this session's model on its previous run

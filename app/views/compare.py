@@ -58,7 +58,7 @@ second = st.selectbox(
     help="Pick a listed model, or type a hub id or a local checkpoint directory and press Enter. "
     + ui.TYPED_NAME_HELP,
 )
-second_source = (second or "").strip() or options[0]
+second_source = inputs.unquoted(second or "") or options[0]
 right: models.ActiveModel | None = None
 try:
     right = models.load_second(second_source)

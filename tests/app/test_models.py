@@ -1013,6 +1013,20 @@ def test_a_model_name_typed_or_linked_with_spaces_is_kept_without_them(make_app)
         assert not [o for o in options if o != o.strip()], options
 
 
+def test_a_model_path_typed_or_linked_in_quotes_is_read_without_them(make_app, tmp_path, monkeypatch):
+    """A path copied with its quotes ("Copy as path", a shell's) was refused as outside the allowed roots."""
+    from app import inputs
+
+    one = make_checkpoint(tmp_path / "roots" / "one", "mlm")
+    monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", str(tmp_path / "roots"))
+    at = make_app("views/compare.py", model=f"'{one}'", model2=f' "{one}" ')
+    assert not at.error, [e.value for e in at.error]
+    assert at.session_state[models.KEY_HOLD].active.source == str(one)
+    at.run()
+    assert at.session_state[inputs.KEY_MODEL] == str(one) and at.session_state["model2"] == str(one)
+    assert inputs.unquoted("'it's'") == "it's" and inputs.unquoted("'half") == "'half"
+
+
 def test_the_model_card_counts_one_layer_and_one_head_in_the_singular(make_app, tmp_path, monkeypatch):
     """A lab's 1-layer model read "1 layers"."""
     from app import ui
