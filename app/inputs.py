@@ -68,11 +68,25 @@ def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
     text = raw
     limit = max_chars()
     if len(text) > limit:
-        notes.append(
-            f"{name} has {len(text):,} characters; only the first {limit:,} are analysed "
-            "(the models read at most about 512 pieces anyway)."
+        cut = text[:limit]
+        # At the end of a word where one ends near the limit: "…deposit th" fed the model a word of its own.
+        end = max(cut.rfind(" "), cut.rfind("\n"), cut.rfind("\t"))
+        if not text[limit].isspace() and end >= max(1, limit - 40) and cut[:end].strip():
+            cut = cut[:end]
+        # The models' 512 pieces are about MAX_CHARS of English; a shared server's lower limit is its own.
+        why = (
+            "the models read at most about 512 pieces anyway"
+            if limit >= MAX_CHARS
+            else f"this server's limit, --max-chars {limit:,}"
         )
-        text = text[:limit]
+        lost = text[len(cut) :]
+        masks = (
+            " A mask typed after that point is not read." if any(m in lost for m in MASK_SPELLINGS) else ""
+        )
+        notes.append(
+            f"{name} has {len(text):,} characters; only the first {len(cut):,} are analysed ({why}).{masks}"
+        )
+        text = cut
     return text, notes
 
 

@@ -62,6 +62,28 @@ def test_prepare_lines_keeps_the_first_lines_and_cuts_long_ones():
     assert inputs.prepare_lines(["a", "b"]) == (["a", "b"], [])
 
 
+def test_a_long_sentence_is_cut_at_a_words_end_and_the_note_names_the_servers_limit(monkeypatch):
+    """A shared server's --max-chars 80 cut "…deposit th", blamed the models' 512 pieces, and a [MASK] past the
+    cut went without a word (Compare then said to type one)."""
+    monkeypatch.setenv(inputs.ENV_MAX_CHARS, "80")
+    typed = (
+        "We walked along the river all morning and then went into town to deposit the cheque at the [MASK]."
+    )
+    assert typed[:80].endswith("the che")
+    text, (note,) = inputs.prepare_text(typed, "Sentence A")
+    assert text == typed[: typed.rindex(" ", 0, 80)] and text.endswith("deposit the")
+    assert f"only the first {len(text)} are analysed (this server's limit, --max-chars 80)." in note
+    assert note.endswith("A mask typed after that point is not read.")
+    # A word longer than the last 40 characters is cut where the limit falls; a cut at a space needs no move.
+    text, _ = inputs.prepare_text("a " + "x" * 100, "Sentence A")
+    assert len(text) == 80
+    text, (note,) = inputs.prepare_text("y" * 80 + " tail", "Sentence A")
+    assert text == "y" * 80 and "mask" not in note
+    monkeypatch.delenv(inputs.ENV_MAX_CHARS)
+    text, (note,) = inputs.prepare_text("word " * 1001, "Sentence A")
+    assert len(text) == inputs.MAX_CHARS - 1 and "(the models read at most about 512 pieces anyway)" in note
+
+
 def test_a_shared_servers_max_chars_also_cuts_the_lines_of_a_list(monkeypatch):
     # Word senses, Sentence vector and sentence scores run a pass per line (pseudo-likelihood one per piece):
     # a lecturer's --max-chars 100 must hold there too, not only for sentence A.
