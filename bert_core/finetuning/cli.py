@@ -221,8 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\ninterrupted; {_what_was_kept(args.out, earlier, config.epochs)}", file=sys.stderr)
         return 130
-    except FloatingPointError as exc:
-        print(f"bertscope finetune: error: {exc}", file=sys.stderr)
+    except FloatingPointError as exc:  # and what the folder holds: an earlier epoch's model may be there
+        print(
+            f"bertscope finetune: error: {exc}; {_what_was_kept(args.out, earlier, config.epochs)}",
+            file=sys.stderr,
+        )
         return 1
     skipped = f" ({result.skipped} skipped: answer out of reach)" if result.skipped else ""
     held_out = (

@@ -40,10 +40,12 @@ from ..errors import InputError
 from ..modeling.heads import Network
 from ..pretraining.masking import IGNORE_INDEX
 from ..pretraining.train import (
+    ADVICE,
     FINETUNING_INFO_FILE,
     PRETRAINING_INFO_FILE,
     SAVE_DTYPES,
     TRAINING_STATE_FILE,
+    check_finite,
     checkpoint_state,
     checkpoint_step,
     config_dict,
@@ -665,6 +667,10 @@ def _finetune(
 
     def record(epoch: int, train_loss: float | None) -> None:
         scores = evaluate(model, held_out, config.task, labels, config.batch_size)
+        if epoch > 0:  # (the model as loaded is the user's own)
+            check_finite(network, {"the held-out loss": scores.get("loss", 0.0)}, f"after epoch {epoch}", (
+                f"epoch {epoch} was not saved; {ADVICE}"
+            ))  # fmt: skip
         if train_loss is not None:
             scores["train_loss"] = train_loss
         result.history.append({"epoch": epoch, **scores})

@@ -429,7 +429,12 @@ def _run(
     except CheckpointWriteError as exc:
         print(f"{prog}: error: {exc}; {_saved(args, written_since)}", file=sys.stderr)
         return 1
-    except (ValueError, FloatingPointError) as exc:
+    except (
+        FloatingPointError
+    ) as exc:  # and what the folder holds: an earlier checkpoint of the run may be there
+        print(f"{prog}: error: {in_flags(str(exc), _FLAGS)}; {_saved(args, written_since)}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
         print(f"{prog}: error: {in_flags(str(exc), _FLAGS)}", file=sys.stderr)
         return 1
     finally:

@@ -515,6 +515,9 @@ def warmup_then_decay(step: int, warmup_steps: int, total_steps: int) -> float:
     return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
 
 
+ADVICE = "lower --lr or raise --warmup and try again"
+
+
 def optimizer_step(
     network: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -529,9 +532,7 @@ def optimizer_step(
     FloatingPointError before any weight changes, so the last checkpoint stays good."""
     value = float(loss.detach())
     if not math.isfinite(value):
-        raise FloatingPointError(
-            f"the loss became {value} at step {step}; lower --lr or raise --warmup and try again"
-        )
+        raise FloatingPointError(f"the loss became {value} at step {step}; {ADVICE}")
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     grad_norm = float(torch.nn.utils.clip_grad_norm_(network.parameters(), max_grad_norm))
@@ -539,6 +540,24 @@ def optimizer_step(
     optimizer.step()
     scheduler.step()
     return value, grad_norm, lr
+
+
+def check_finite(network: nn.Module, losses: dict[str, float], when: str, advice: str) -> None:
+    """Raise FloatingPointError where the weights, or the losses measured with them (named as the message
+    names them: {"the held-out loss": 0.69}), are no longer finite.
+    `optimizer_step` checks each loss before its update, but the update itself can break the weights (the
+    last one most of all, which no later loss sees): a run of --lr 1e30 reported "done ... MLM loss 4.661 -> nan
+    (accuracy 54%)", an argmax over NaN scores, and left a checkpoint that predicted NaN everywhere."""
+    broken = next((name for name, p in network.named_parameters() if not bool(torch.isfinite(p).all())), None)
+    bad = {k: v for k, v in losses.items() if not math.isfinite(v)}
+    if broken is None and not bad:
+        return
+    what = (
+        f"the weights ({broken}, and maybe others) are no longer finite"
+        if broken is not None
+        else " and ".join(f"{k} is {v}" for k, v in bad.items())
+    )
+    raise FloatingPointError(f"{when}, {what}: the updates broke the model; {advice}")
 
 
 # -- saving -----------------------------------------------------------------------------------------------
@@ -857,6 +876,9 @@ def _train(
         if out_dir is None:
             return
         evaluation = evaluate(network, eval_batches) if final else {}
+        check_finite(
+            network, _named(evaluation), f"after step {step}", f"step {step} was not saved; {ADVICE}"
+        )
         if final:
             result.eval_after = evaluation
         meta = {
@@ -950,8 +972,15 @@ def _train(
         checkpoint(config.steps, final=True)
     else:
         result.eval_after = evaluate(network, eval_batches)
+        check_finite(network, _named(result.eval_after), f"after step {config.steps}", ADVICE)
     network.eval()  # the returned model is for inference: dropout off
     return result
+
+
+def _named(evaluation: dict[str, float]) -> dict[str, float]:
+    """`evaluate`'s losses as check_finite's message names them."""
+    names = {"mlm_loss": "the evaluation sequences' MLM loss", "pair_loss": "their pair loss"}
+    return {names[k]: v for k, v in evaluation.items() if k in names}
 
 
 def replay_longest_sequence(

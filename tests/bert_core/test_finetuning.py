@@ -398,6 +398,23 @@ def test_an_answer_beyond_the_models_reach_is_an_error_or_skipped(tmp_path, tiny
         finetune(examples, tiny_checkpoint, FinetuneConfig("qa", max_length=100))
 
 
+def test_an_epoch_whose_updates_break_the_model_is_not_saved(tmp_path, tiny_checkpoint, capsys):
+    """--lr 1e30: epoch 1's held-out loss was NaN, its accuracy an argmax over NaN scores (1.000), and the model
+    was written; only epoch 2's first loss stopped the run, and the message left the folder unmentioned."""
+    data = tmp_path / "data.csv"
+    rows = [f"the river bank {n},river" if n % 2 else f"the money bank {n},money" for n in range(20)]
+    data.write_text("text,label\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "o"
+    args = ["--task", "classify", "--data", str(data), "--from", str(tiny_checkpoint), "--out", str(out)]
+    assert finetune_cli([*args, "--lr", "1e30", "--epochs", "2", "--batch-size", "32", "--threads", "1"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "after epoch 1, the held-out loss is nan: the updates broke the model; epoch 1 was not saved" in err
+    ), err
+    assert err.rstrip().endswith(f"no epoch finished, so nothing was saved (no {out} was made)")
+    assert not (out / "model.safetensors").exists()
+
+
 @pytest.mark.parametrize("lr", [float("nan"), float("inf"), 0.0])
 def test_a_learning_rate_must_be_a_positive_number(lr):
     from bert_core.finetuning.train import FinetuneConfig

@@ -694,6 +694,46 @@ def test_cli_writes_a_loadable_model(tmp_path, capsys):
     )
 
 
+def test_a_last_update_that_breaks_the_model_is_an_error_not_a_finished_run(tmp_path, capsys):
+    """--lr 1e30 on one step: the loss before the update was finite, the update broke every weight, and the run
+    said "done ... MLM loss 4.661 -> nan (accuracy 54%)" and wrote a model that predicts NaN."""
+    import torch
+
+    from bert_core.pretraining.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    write_corpus(corpus, 60, seed=9)
+    out = tmp_path / "model"
+    threads = torch.get_num_threads()
+    try:
+        code = main(
+            ["--corpus", str(corpus), "--out", str(out), "--steps", "1", "--hidden-size", "32", "--layers", "1",
+             "--heads", "2", "--vocab-size", "200", "--batch-size", "4", "--warmup", "0", "--max-positions", "64",
+             "--threads", "1", "--quiet", "--lr", "1e30"]
+        )  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
+    err = capsys.readouterr().err
+    assert code == 1 and "after step 1, the evaluation sequences' MLM loss is nan" in err, err
+    assert "the updates broke the model; step 1 was not saved; lower --lr" in err
+    assert not (out / "model.safetensors").exists()
+
+
+def test_weights_no_longer_finite_are_named_before_anything_is_saved():
+    import torch
+
+    from bert_core.pretraining.train import check_finite
+
+    network = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LayerNorm(2))
+    check_finite(network, {"the loss": 0.5}, "after step 3", "advice")  # all finite: nothing said
+    with torch.no_grad():
+        network[1].weight[0] = float("inf")
+    with pytest.raises(
+        FloatingPointError, match=r"^after step 3, the weights \(1\.weight, and maybe others\)"
+    ):
+        check_finite(network, {"the loss": 0.5}, "after step 3", "advice")
+
+
 @pytest.mark.parametrize("lr", ["nan", "inf", "0", "-1"])
 def test_cli_refuses_a_learning_rate_that_is_not_a_positive_number_before_any_work(tmp_path, capsys, lr):
     """NaN passed the check and was refused by torch's Adam only after a vocabulary had been trained; inf
