@@ -29,6 +29,7 @@ from .results import (
     WORD_OCCURRENCES,
     Analysis,
     EmbeddingComponents,
+    LabRecipe,
     MaskPrediction,
     MlmScores,
     ModelInfo,
@@ -121,6 +122,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         ignored_weights: tuple[str, ...] = (),
         trained_length: int | None = None,
         nsp_trained_as_sop: bool = False,
+        lab_recipe: LabRecipe | None = None,
     ) -> None:
         self.network = network.eval()
         self.tokenizer = tokenizer
@@ -137,6 +139,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         # its pair head where BERT's NSP head goes (cls.seq_relationship), and only its pretraining.json says
         # which task it learned. Its label 0 is "in order", as ALBERT's; it is the "sop" head here.
         self.nsp_trained_as_sop = nsp_trained_as_sop and "nsp" in network.head_names
+        self.lab_recipe = lab_recipe  # how the pre-training lab trained it, where it did (see ModelInfo)
 
     # -- facts ----------------------------------------------------------------------------------------
 
@@ -183,6 +186,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             ignored_weights=self.ignored_weights,
             packed_weights=self.network.is_packed,
             trained_length=self.trained_length,
+            lab_recipe=self.lab_recipe,
             piece_style=self.architecture.piece_style,
             architecture_name=self.architecture.name,
             embedding_size=c.embedding_size,

@@ -130,6 +130,19 @@ class MlmScores:
 
 
 @dataclass(frozen=True)
+class LabRecipe:
+    """How BERTScope's pre-training lab trained a checkpoint, as its pretraining.json records it: the share of
+    pieces chosen, of those the shares replaced by the mask and by a random piece, the masking ("dynamic":
+    drawn afresh each time, "static": fixed copies) and the sentence-pair task ("nsp", "sop" or "none")."""
+
+    mlm_probability: float
+    mask_fraction: float
+    random_fraction: float
+    masking: str
+    pair_task: str
+
+
+@dataclass(frozen=True)
 class ModelInfo:
     """What the sidebar shows about a loaded model."""
 
@@ -152,6 +165,8 @@ class ModelInfo:
     # The longest input (pieces, with specials) the model saw in pre-training, when its checkpoint records it
     # (BERTScope's own pretraining.json); positions past it were never trained. None: not recorded.
     trained_length: int | None = None
+    # How the pre-training lab trained it, for a checkpoint the lab wrote (its pretraining.json); else None.
+    lab_recipe: LabRecipe | None = None
     piece_style: PieceStyle = field(default=WORDPIECE)
     architecture_name: str = "BERT"  # for people: "RoBERTa", ...
     embedding_size: int | None = (

@@ -13,6 +13,7 @@ from app.inputs import bump
 from bert_core.pretraining.corpus import generate_document
 from bert_core.pretraining.masking import (
     MaskAction,
+    MaskingConfig,
     mask_tokens,
     replacement_token_ids,
     special_token_ids,
@@ -23,13 +24,21 @@ KEY_DRAW = "pt_draw"  # the draw shown (1, 2, ...), in the URL; the re-draw butt
 MAX_DRAW = 1_000_000
 
 
-def action_text(mask: str) -> dict[MaskAction, str]:
+def action_text(mask: str, shares: MaskingConfig) -> dict[MaskAction, str]:
+    kept = 1.0 - shares.mask_fraction - shares.random_fraction
     return {
         MaskAction.NONE: "",
-        MaskAction.MASK: f"→ {mask} (80 %)",
-        MaskAction.RANDOM: "→ random token (10 %)",
-        MaskAction.KEEP: "kept unchanged (10 %)",
+        MaskAction.MASK: f"→ {mask} ({shares.mask_fraction:.0%})",
+        MaskAction.RANDOM: f"→ random token ({shares.random_fraction:.0%})",
+        MaskAction.KEEP: f"kept unchanged ({kept:.0%})",
     }
+
+
+PAIR_TASK_NAMES = {
+    "nsp": "next sentence prediction",
+    "sop": "sentence order prediction",
+    "none": "no sentence task",
+}
 
 
 st.header("Pre-training")
@@ -51,7 +60,7 @@ FAMILY_NOTES = {
     "cosine loss), with no sentence task.",
     # Not "the exercise below": the ELECTRA paper masks with [MASK] only, not 80/10/10 (its section 2).
     "electra": "ELECTRA trains two models: a small generator, itself a masked language model, guesses the "
-    "masked pieces (a generator checkpoint can be asked below), and the discriminator, the one usually used, "
+    "masked pieces (load a generator checkpoint to try it on this page), and the discriminator, the one usually used, "
     "learns to spot which pieces of the text the generator replaced, with no sentence task.",
 }
 st.caption(
@@ -63,8 +72,31 @@ st.caption(
         + (f" {FAMILY_NOTES[info.architecture]}" if info.architecture in FAMILY_NOTES else "")
     )
 )
-if not info.has_mlm_head:
+# A checkpoint the lab trained says how: the draw follows its own recipe, not BERT's (a run at 40 % masking and
+# sentence order was introduced as 15 % and next sentence prediction).
+recipe = info.lab_recipe
+shares = (
+    MaskingConfig(recipe.mlm_probability, recipe.mask_fraction, recipe.random_fraction)
+    if recipe
+    else MaskingConfig()
+)
+if recipe is not None:
+    kept = 1.0 - recipe.mask_fraction - recipe.random_fraction
+    st.caption(
+        ui.md_escape(
+            f"This checkpoint was pre-trained with bertscope pretrain: {recipe.mlm_probability:.0%} of the pieces "
+            f"chosen (of those {recipe.mask_fraction:.0%} → {tokenizer.mask_token}, {recipe.random_fraction:.0%} "
+            f"random, {kept:.0%} kept), {recipe.masking} masking, {PAIR_TASK_NAMES[recipe.pair_task]}. The draw "
+            "below follows its recipe."
+        )
+    )
+pairs_judged = info.has_nsp_head or "sop" in info.heads
+if not info.has_mlm_head and not pairs_judged:
     ui.no_mlm_head(info, "show the masked-word exercise")
+    if "rtd" in info.heads:
+        st.page_link(
+            "views/sentence_vector.py", label="Spot replaced tokens", icon=":material/arrow_forward:"
+        )
     st.stop()
 
 # The draw is in the URL, so a lecturer's "draw 3" opens as draw 3 for the room; the button moves it on.
@@ -94,69 +126,77 @@ masked = mask_tokens(
     mask_token_id=tokenizer.mask_token_id,
     random_token_ids=replacement_token_ids(tokenizer, model.config.vocab_size),
     rng=rng,
+    config=shares,
 )
 seen = tokenizer.convert_ids_to_tokens(masked.input_ids.tolist())
 
 st.subheader("Masked language modelling")
-candidates = int((~special).sum())
-st.write(
-    f"Draw {draw + 1}: {len(masked.positions)} of {candidates} pieces chosen "
-    f"({len(masked.positions) / max(1, candidates):.0%}; 15% on average): "
-    f"{masked.count(MaskAction.MASK)} → {ui.md_escape(tokenizer.mask_token)}, "
-    f"{masked.count(MaskAction.RANDOM)} → random, "
-    f"{masked.count(MaskAction.KEEP)} kept."
-)
-st.code(" ".join(style.display(t) for t in seen), language=None, wrap_lines=True)
-rows = pd.DataFrame(
-    {
-        "position": range(len(ids)),
-        "piece": [style.display(t) for t in enc.tokens],
-        "chosen": masked.actions != MaskAction.NONE,
-        "what happened": [action_text(tokenizer.mask_token)[MaskAction(a)] for a in masked.actions],
-        "model sees": [style.display(t) for t in seen],
-    }
-)
-ui.table(rows, key="pt_masking")
-
-positions = [int(p) for p in masked.positions]
-if not candidates:
-    st.info(
-        ui.md_escape(
-            f"Every piece of this text is a special token ({tokenizer.mask_token}, {tokenizer.sep_token}, …), "
-            "which pre-training never chooses: type some words to see a draw."
-        )
-    )
-elif not positions:
-    st.info("No piece was chosen this time (a short text often draws none): press Re-draw.")
+if not info.has_mlm_head:
+    # (a BERT with only its next-sentence head still judges the pairs below)
+    ui.no_mlm_head(info, "show the masked-word exercise")
 else:
-    scores = cache.mlm_scores(
-        active,
-        [int(i) for i in masked.input_ids],
-        [int(t) for t in enc.token_type_ids],
-        positions,
-        [int(ids[p]) for p in positions],
+    candidates = int((~special).sum())
+    if candidates:  # (else the note below says why nothing is drawn: "0 of 0 pieces chosen" said nothing)
+        st.write(
+            f"Draw {draw + 1}: {len(masked.positions)} of {candidates} pieces chosen "
+            f"({len(masked.positions) / max(1, candidates):.0%}; {shares.mlm_probability:.0%} on average): "
+            f"{masked.count(MaskAction.MASK)} → {ui.md_escape(tokenizer.mask_token)}, "
+            f"{masked.count(MaskAction.RANDOM)} → random, "
+            f"{masked.count(MaskAction.KEEP)} kept."
+        )
+    st.code(" ".join(style.display(t) for t in seen), language=None, wrap_lines=True)
+    rows = pd.DataFrame(
+        {
+            "position": range(len(ids)),
+            "piece": [style.display(t) for t in enc.tokens],
+            "chosen": masked.actions != MaskAction.NONE,
+            "what happened": [
+                action_text(tokenizer.mask_token, shares)[MaskAction(a)] for a in masked.actions
+            ],
+            "model sees": [style.display(t) for t in seen],
+        }
     )
-    st.metric("MLM loss at the chosen positions (mean cross-entropy, nats)", f"{scores.mean_loss:.3f}")
-    table = pd.DataFrame(
-        [
-            {
-                "position": p.position,
-                "original": style.display(enc.tokens[p.position]),
-                "model sees": style.display(seen[p.position]),
-                # before the guesses, which run long: after them, at 1024 px the table's edge hid both
-                "P(original)": float(scores.label_probabilities[i]),
-                "loss": float(scores.losses[i]),
-                # " · " and brackets: a guessed comma read as a gap in "bank 0.04, , 0.04"
-                "top 5 guesses": " · ".join(f"{style.display(t)} ({q:.2f})" for t, q in p.as_pairs()),
-            }
-            for i, p in enumerate(scores.predictions)
-        ]
-    )
-    ui.table(table, key="pt_predictions")
-    st.caption(
-        "The loss is computed only at the chosen positions, including the kept and randomised ones: the model "
-        "cannot know which pieces were tampered with, so it has to check every one."
-    )
+    ui.table(rows, key="pt_masking")
+
+    positions = [int(p) for p in masked.positions]
+    if not candidates:
+        st.info(
+            ui.md_escape(
+                f"Every piece of this text is a special token ({tokenizer.mask_token}, {tokenizer.sep_token}, …), "
+                "which pre-training never chooses: type some words to see a draw."
+            )
+        )
+    elif not positions:
+        st.info("No piece was chosen this time (a short text often draws none): press Re-draw.")
+    else:
+        scores = cache.mlm_scores(
+            active,
+            [int(i) for i in masked.input_ids],
+            [int(t) for t in enc.token_type_ids],
+            positions,
+            [int(ids[p]) for p in positions],
+        )
+        st.metric("MLM loss at the chosen positions (mean cross-entropy, nats)", f"{scores.mean_loss:.3f}")
+        table = pd.DataFrame(
+            [
+                {
+                    "position": p.position,
+                    "original": style.display(enc.tokens[p.position]),
+                    "model sees": style.display(seen[p.position]),
+                    # before the guesses, which run long: after them, at 1024 px the table's edge hid both
+                    "P(original)": float(scores.label_probabilities[i]),
+                    "loss": float(scores.losses[i]),
+                    # " · " and brackets: a guessed comma read as a gap in "bank 0.04, , 0.04"
+                    "top 5 guesses": " · ".join(f"{style.display(t)} ({q:.2f})" for t, q in p.as_pairs()),
+                }
+                for i, p in enumerate(scores.predictions)
+            ]
+        )
+        ui.table(table, key="pt_predictions")
+        st.caption(
+            "The loss is computed only at the chosen positions, including the kept and randomised ones: the model "
+            "cannot know which pieces were tampered with, so it has to check every one."
+        )
 
 st.subheader("Next sentence and sentence order")
 # The model's own pair head judges both kinds of example: a class sees what NSP finds easy and SOP hard.

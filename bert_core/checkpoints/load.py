@@ -25,6 +25,7 @@ from torch.overrides import TorchFunctionMode
 from ..config import BertConfig, read_json
 from ..errors import ModelLoadError
 from ..modeling.heads import Network
+from ..results import LabRecipe
 from .albert import ALBERT
 from .architecture import Architecture, StateDict
 from .bert import BERT
@@ -331,6 +332,7 @@ def load_pretrained(
         ignored_weights=tuple(ignored),
         trained_length=_trained_length(record, config),
         nsp_trained_as_sop=arch is BERT and _pair_task(record) == "sop",
+        lab_recipe=_lab_recipe(record),
     )
 
 
@@ -351,6 +353,30 @@ def _pair_task(record: dict) -> str | None:
     """The sentence-pair task the lab pre-trained with ("nsp", "sop", "none"), if recorded."""
     training = record.get("training_config")
     return training.get("pair_task") if isinstance(training, dict) else None
+
+
+def _lab_recipe(record: dict) -> LabRecipe | None:
+    """The masking and pair task the lab pre-trained with, its defaults where the record leaves one out; None
+    without a record or where one is not what the lab writes (a hint, never a load error)."""
+    from ..pretraining.masking import MaskingConfig  # (no torch there; the lab's own defaults)
+
+    training = record.get("training_config")
+    if not isinstance(training, dict):
+        return None
+    given = {
+        k: training.get(k, getattr(MaskingConfig, k))
+        for k in ("mlm_probability", "mask_fraction", "random_fraction")
+    }
+    masking, pair_task = training.get("masking", "dynamic"), training.get("pair_task", "nsp")
+    try:
+        if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in given.values()):
+            raise ValueError
+        MaskingConfig(**{k: float(v) for k, v in given.items()})
+    except ValueError:
+        return None
+    if masking not in ("dynamic", "static") or pair_task not in ("nsp", "sop", "none"):
+        return None
+    return LabRecipe(**{k: float(v) for k, v in given.items()}, masking=masking, pair_task=pair_task)
 
 
 def _trained_length(record: dict, config: BertConfig) -> int | None:

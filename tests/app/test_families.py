@@ -516,6 +516,12 @@ def test_pages_without_the_head_say_so_inline(family_dirs, monkeypatch):
     assert "pre-trained to guess hidden words" not in _texts(at) and "Load a masked-LM checkpoint" in _texts(
         at
     )
+    # Pre-training: the intro's "a generator checkpoint can be asked below" pointed at nothing; now the page
+    # the discriminator's own exercise is on is one click away.
+    at = _app(monkeypatch, family_dirs["electra"], "views/pretraining.py")
+    assert "can be asked below" not in _texts(at) and "load a generator checkpoint" in _texts(at)
+    (link,) = at.get("page_link")
+    assert link.proto.page == "sentence"  # the Sentence vector & NSP page's address
     at = _app(monkeypatch, family_dirs["roberta"], "views/sentence_vector.py", b="the water ran by")
     assert not at.exception and not at.get("error")
     assert "This RoBERTa model has no NSP head" in _texts(at)

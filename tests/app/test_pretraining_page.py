@@ -104,12 +104,68 @@ def test_the_draw_is_in_the_link(page):
     )
 
 
+def test_a_lab_checkpoint_is_drawn_and_introduced_with_its_own_recipe(make_app, tmp_path, tiny_checkpoint):
+    """A run at 40 % masking with sentence order was introduced as BERT's 15 % and next sentence prediction,
+    and drawn at 15 %."""
+    import json
+    import shutil
+
+    from bert_core.pretraining.masking import MaskingConfig
+
+    lab = tmp_path / "lab"
+    shutil.copytree(tiny_checkpoint, lab)
+    training = {"mlm_probability": 0.4, "mask_fraction": 0.5, "random_fraction": 0.25, "masking": "static",
+                "pair_task": "sop"}  # fmt: skip
+    (lab / "pretraining.json").write_text(json.dumps({"training_config": training}))
+    model = bert_core.load_pretrained(lab)
+    assert model.info.lab_recipe == bert_core.LabRecipe(0.4, 0.5, 0.25, "static", "sop")
+    text = "the cat sat on the bank of the river and the dog ran to the water"
+    at = make_app("views/pretraining.py", model=str(lab), a=text, b="she was by the river")
+    assert not at.exception and not at.error
+    said = " ".join(c.value for c in at.main.caption).replace("\\", "")
+    assert "pre-trained with bertscope pretrain: 40% of the pieces chosen (of those 50% → [MASK], 25% random, " \
+        "25% kept), static masking, sentence order prediction" in said  # fmt: skip
+    tok = model.tokenizer
+    enc = tok.encode(text, "she was by the river")
+    ids = np.asarray(enc.input_ids)
+    specials = [tok.cls_token_id, tok.sep_token_id, tok.pad_token_id, tok.mask_token_id]
+    m = mask_tokens(
+        ids, np.asarray(enc.special_tokens_mask) | np.isin(ids, specials), mask_token_id=tok.mask_token_id,
+        random_token_ids=ordinary_token_ids(tok.vocab_size, [*specials, tok.unk_token_id]),
+        rng=np.random.default_rng([0, 20]), config=MaskingConfig(0.4, 0.5, 0.25),
+    )  # fmt: skip
+    masking = _table(at, "what happened")
+    assert masking[masking["chosen"]]["position"].tolist() == m.positions.tolist()
+    assert any(w.endswith("(50%)") for w in masking["what happened"]), list(masking["what happened"])
+    assert "40% on average" in " ".join(md.value for md in at.markdown)
+    assert _table(at, "model's P(in order)") is not None  # its pair head judged as the task it learned
+    # a record the lab would not write is no recipe (and no load error)
+    (lab / "pretraining.json").write_text(json.dumps({"training_config": {"mlm_probability": 2}}))
+    assert bert_core.load_pretrained(lab).info.lab_recipe is None
+
+
+def test_a_checkpoint_with_a_pair_head_alone_still_judges_pairs(make_app, tmp_path):
+    """A BERT with only its next-sentence head lost the whole page to "it has no MLM head"."""
+    from tests.conftest import make_checkpoint
+
+    nsp = make_checkpoint(tmp_path / "nsp", "nsp")
+    a, b = "the dog sat by the river", "she was by the water"
+    at = make_app("views/pretraining.py", model=str(nsp), a=a, b=b)
+    assert not at.exception and not at.error
+    assert any("has no MLM head" in i.value for i in at.info)
+    pairs = _table(at, "model's P(IsNext)")
+    assert pairs.iloc[0]["model's P(IsNext)"] == pytest.approx(
+        bert_core.load_pretrained(nsp).next_sentence(a, b), abs=1e-6
+    )
+
+
 def test_a_text_of_special_tokens_alone_is_not_told_to_draw_again(page):
     at = page(a="[MASK] [MASK] [SEP]")
     said = " ".join(i.value for i in at.info).replace("\\", "")
     assert (
         not at.exception and "Every piece of this text is a special token" in said and "Re-draw" not in said
     )
+    assert not [md.value for md in at.markdown if "pieces chosen" in md.value]  # no "0 of 0 pieces chosen"
 
 
 def test_page_without_sentence_b_explains_the_pair_examples(page):
