@@ -179,8 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         parser.error(problem)
     earlier = _saved_epoch(args.out)
-    if earlier is not None:
-        print(f"bertscope finetune: replacing the earlier checkpoint in {args.out}", file=sys.stderr)
+    if earlier is not None:  # said before the data is read, so as what will be (a bad file replaces nothing)
+        print(
+            f"bertscope finetune: the earlier checkpoint in {args.out} will be replaced once an epoch is written",
+            file=sys.stderr,
+        )
 
     import torch
 
@@ -229,12 +232,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     skipped = f" ({result.skipped} skipped: answer out of reach)" if result.skipped else ""
     held_out = (
-        f"{_scores(result.scores)} on {result.eval_examples} held-out examples"
+        f"{_scores(result.scores)} on {_count(result.eval_examples, 'held-out example')}"
         if result.eval_examples
         else "nothing held out"
     )
     print(
-        f"done in {_clock(time.monotonic() - started)}: {result.train_examples} training examples{skipped}; "
+        f"done in {_clock(time.monotonic() - started)}: {_count(result.train_examples, 'training example')}{skipped}; "
         f"{held_out}; model written to {os.fspath(args.out)}"
     )
     return 0
@@ -247,6 +250,10 @@ def _saved_epoch(out: Path) -> tuple[float, int] | None:
         return meta.stat().st_mtime, int(json.loads(meta.read_text(encoding="utf-8")).get("epoch", 0))
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"  # "1 training examples" read as a slip
 
 
 def _what_was_kept(out: Path, earlier: tuple[float, int] | None, epochs: int) -> str:

@@ -464,6 +464,15 @@ def test_the_cli_makes_data_and_fine_tunes_on_it(tmp_path, tiny_checkpoint, caps
     assert "accuracy" in captured.out and f"model written to {out}" in captured.out
     assert "epoch 1/1: train loss" in captured.err and "step 3/3" in captured.err
     assert len(bert_core.load_pretrained(out).info.labels) == 26
+    assert "47 training examples; " in captured.out and "on 5 held-out examples" in captured.out
+    # Over its own earlier model: said as what will be, since a bad file or limit still replaces nothing.
+    assert finetune_cli([*args, "--max-length", "100000"]) == 2
+    err = capsys.readouterr().err
+    assert f"the earlier checkpoint in {out} will be replaced once an epoch is written" in err
+    assert "replacing" not in err and bert_core.load_pretrained(out).info.labels
+    from bert_core.finetuning.cli import _count
+
+    assert _count(1, "training example") == "1 training example"  # "1 training examples" read as a slip
 
 
 def test_fine_tuning_says_when_examples_run_past_the_positions_the_model_was_pre_trained_on(
