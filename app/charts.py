@@ -56,6 +56,9 @@ GROUPED_BARS_LIMIT = 64  # categories drawn as bars, each labelled; more become 
 
 
 def _hex_rgb(color: str) -> tuple[int, int, int]:
+    """(r, g, b) of "#rrggbb", or of "rgb(r, g, b)" as plotly's named colour scales write their colours."""
+    if color.startswith("rgb"):
+        return tuple(int(float(v)) for v in color[color.index("(") + 1 : color.index(")")].split(",")[:3])  # type: ignore[return-value]
     return tuple(int(color[k : k + 2], 16) for k in (1, 3, 5))  # type: ignore[return-value]
 
 
@@ -396,12 +399,67 @@ def heatmap(
     if cell_numbers is not None:
         written = plot_px / c >= _text_px(["-0.00"], cell_numbers) + 4  # a cell's width against "-0.00"
         if written:
-            fig.update_traces(texttemplate="%{z:.2f}", textfont={"size": cell_numbers})
+            write_cells(fig, [[f"{v:.2f}" for v in row] for row in matrix], cell_numbers)
         fig.update_layout(meta={"cells_written": written})
     return _layout(fig, title, height, font_size)
 
 
-NO_CELL_NUMBERS = "Too many rows for a number in each cell at this width: hover a cell, or download the CSV."
+NO_CELL_NUMBERS = (
+    "Too little room for a number in each cell at this width: hover a cell, or download the CSV."
+)
+
+
+def scale_colour(scale: Sequence[Sequence], t: float) -> str:
+    """The "#rrggbb" a plotly colour scale ((position, colour), ...) gives at `t` in [0, 1], interpolated in RGB
+    between its stops as plotly draws it."""
+    stops = [(float(p), _hex_rgb(c)) for p, c in scale]
+    t = min(max(t, stops[0][0]), stops[-1][0])
+    for (p0, c0), (p1, c1) in zip(stops, stops[1:]):  # noqa: B905 (one shorter, on purpose)
+        if t <= p1:
+            f = 0.0 if p1 == p0 else (t - p0) / (p1 - p0)
+            return "#" + "".join(f"{round(a + f * (b - a)):02x}" for a, b in zip(c0, c1, strict=True))
+    return "#" + "".join(f"{v:02x}" for v in stops[-1][1])
+
+
+def write_cells(fig: go.Figure, texts: Sequence[Sequence[str]], size: int) -> go.Figure:
+    """Write `texts` (R, C) in the cells of `fig`'s heatmap (its first trace), each in black or white, whichever
+    contrasts more with its cell (`ink`). Plotly's own pick for a heatmap's texttemplate was #444 on mid blue
+    (3.4:1) and white on the roles' green (3.2:1), and its text colour cannot vary by cell: so a text trace
+    over the map, which takes no hover (the map's own hover still names the cell)."""
+    trace = fig.data[0]
+    z = np.asarray(trace.z, dtype=np.float64)  # (R, C)
+    finite = z[np.isfinite(z)]
+    if not finite.size:
+        return fig
+    low = trace.zmin if trace.zmin is not None else float(finite.min())
+    high = trace.zmax if trace.zmax is not None else float(finite.max())
+    if (
+        trace.zmin is None and trace.zmax is None and trace.zmid is not None
+    ):  # plotly centres an auto range on zmid
+        reach = max(abs(high - trace.zmid), abs(trace.zmid - low))
+        low, high = trace.zmid - reach, trace.zmid + reach
+    xs = list(trace.x) if trace.x is not None else list(range(z.shape[1]))
+    ys = list(trace.y) if trace.y is not None else list(range(z.shape[0]))
+    points = [
+        (i, j) for i in range(z.shape[0]) for j in range(z.shape[1]) if np.isfinite(z[i, j]) and texts[i][j]
+    ]
+    span = (high - low) or 1.0
+    fig.add_trace(
+        go.Scatter(
+            x=[xs[j] for _, j in points],
+            y=[ys[i] for i, _ in points],
+            mode="text",
+            text=[texts[i][j] for i, j in points],
+            textfont={
+                "size": size,
+                "color": [ink(scale_colour(trace.colorscale, (z[i, j] - low) / span)) for i, j in points],
+            },
+            hoverinfo="skip",
+            showlegend=False,
+            name="cell text",
+        )
+    )
+    return fig
 
 
 def cells_written(fig: go.Figure) -> bool:
@@ -1085,15 +1143,15 @@ def token_strip(
             zmax=zmax,
             colorscale=colorscale,
             text=[names[r * width : (r + 1) * width] for r in range(rows)],
-            texttemplate="%{text}",
-            # Plotly would shrink every label to fit the longest in its cell: 8 px, unreadable on a projector.
-            textfont={"size": font_size - 2},
             customdata=[shown[r * width : (r + 1) * width] for r in range(rows)],
             hovertemplate="%{text}: " + label(value_name) + " %{customdata}<extra></extra>",
             hoverongaps=False,
             colorbar=dict(title=value_name),
         )
     )
+    # Plotly's texttemplate would shrink every label to fit the longest in its cell: 8 px, unreadable on a
+    # projector; written over the cells at one size, each in the ink its cell's colour needs.
+    write_cells(fig, fig.data[0].text, font_size - 2)
     fig.update_yaxes(visible=False, autorange="reversed")
     fig.update_xaxes(visible=False)
     return _layout(fig, title, int(100 + rows * (40 + 2 * font_size)), font_size)
@@ -1232,6 +1290,11 @@ def span_chips(
     return _layout(fig, title, int(120 + 40 * (max(rows, default=0) + 1) * font_size / BASE_FONT), font_size)
 
 
+# Half-transparent grey: a light grey on a white page, a dark one on the dark theme's. #eeeeee vanished into the
+# white page (1.2:1) and was the brightest cell of the grid on the dark one, where it drew the eye.
+NO_ROLE = "rgba(128, 128, 128, 0.3)"
+
+
 def role_key(labels: list[list[str | None]]) -> tuple[list[str], list[tuple[float, str]]]:
     """The head-role grid's key: its names ("none" only where a head has no role) and a colour scale of one
     flat band per name, for codes 0..len(names)-1 drawn from zmin -0.5 to zmax len(names) - 0.5.
@@ -1241,7 +1304,7 @@ def role_key(labels: list[list[str | None]]) -> tuple[list[str], list[tuple[floa
     found = sorted({r for row in labels for r in row if r})
     names = (["none"] if any(not r for row in labels for r in row) else []) + found
     colours = [
-        "#eeeeee" if name == "none" else SEQUENCE_COLORS[found.index(name) % len(SEQUENCE_COLORS)]
+        NO_ROLE if name == "none" else SEQUENCE_COLORS[found.index(name) % len(SEQUENCE_COLORS)]
         for name in names
     ]
     bands = [

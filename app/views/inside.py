@@ -310,7 +310,8 @@ elif view == "roles":
         colorbar={"tickvals": list(range(len(names))), "ticktext": names, "nticks": None},
     )
     if n_heads <= 16:  # wider grids leave a cell too little room for a word
-        fig.update_traces(texttemplate="%{text}", textfont={"size": max(10, fs - 3)})
+        charts.write_cells(fig, fig.data[0].text, max(10, fs - 3))
+    fig.update_xaxes(showgrid=False).update_yaxes(showgrid=False)  # no lines through the see-through "none"
     ui.show_figure(fig, key="roles_grid", data=table, filename="head_roles")
     ui.table(table, key="roles_table")
     if st.toggle(

@@ -609,9 +609,10 @@ def test_the_head_role_grid_names_each_role_in_its_cell(app_url, page):
     """Written from customdata, every cell read "-" in the browser (plotly's heatmaps write cells from `text`),
     while the figure's JSON looked right to AppTest."""
     page.goto(f"{app_url}/inside?inside_view=Head+roles&a=the+cat+sat+on+the+mat+.")
-    page.wait_for_selector(f"{CHART} .heatmaplayer text", timeout=60_000)
+    cells_text = f"{CHART} .scatterlayer .textpoint text"  # written over the cells (charts.write_cells)
+    page.wait_for_selector(cells_text, timeout=60_000)
     wait_for_app(page)
-    cells = page.locator(f"{CHART} .heatmaplayer text").all_text_contents()
+    cells = page.locator(cells_text).all_text_contents()
     assert (
         cells
         and "-" not in cells

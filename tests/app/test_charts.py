@@ -594,7 +594,7 @@ def test_the_head_role_key_names_none_only_where_a_head_has_no_role():
         assert [c for _, c in scale[::2]] == [c for _, c in scale[1::2]]
         colours.append(dict(zip(key, [c for _, c in scale[::2]], strict=True)))
     assert all(colours[0][role] == colours[1][role] for role in names)
-    assert colours[1]["none"] == "#eeeeee" and len(set(colours[0].values())) == 3
+    assert colours[1]["none"] == charts.NO_ROLE and len(set(colours[0].values())) == 3
 
 
 # -- colour: contrast and colour blindness ------------------------------------------------------------------
@@ -620,6 +620,26 @@ def test_chip_text_reads_on_its_chip():
     )
     for t in spans.data:
         assert _contrast(t.textfont.color, t.marker.color) >= 4.5, t.name
+
+
+@pytest.mark.parametrize("scale", ["Blues", "RdBu", [[0.0, "#009e73"], [0.5, "#e69f00"], [1.0, "#eeeeee"]]])
+def test_text_written_in_heatmap_cells_reads_on_every_cell(scale):
+    """Plotly's own pick for a heatmap's cell text was #444 on mid blue (3.4:1) and white on the roles' green
+    (3.2:1): each cell's text is black or white, whichever its own colour needs (WCAG: 4.5:1)."""
+    z = np.linspace(-1, 1, 21, dtype=np.float32).reshape(3, 7)
+    z[1, 3] = np.nan  # a gap: nothing written there
+    fig = charts.heatmap(z, list("abc"), list("defghij"), zmin=-1.0, zmax=1.0, colorscale=scale)
+    charts.write_cells(fig, [[f"{v:.2f}" for v in row] for row in z], 12)
+    heat, text = fig.data
+    assert text.mode == "text" and text.hoverinfo == "skip" and len(text.text) == 20
+    cells = [(i, j) for i in range(3) for j in range(7) if not np.isnan(z[i, j])]
+    assert list(text.x) == [heat.x[j] for _, j in cells] and list(text.y) == [heat.y[i] for i, _ in cells]
+    for (i, j), colour in zip(cells, text.textfont.color, strict=True):
+        cell = charts.scale_colour(heat.colorscale, (z[i, j] + 1) / 2)
+        assert _contrast(colour, cell) >= 4.5, (z[i, j], cell, colour)
+    # the colour at a stop is the stop's own, and halfway between two is their mean
+    assert charts.scale_colour([[0, "#000000"], [1, "#ffffff"]], 0.5) == "#808080"
+    assert charts.scale_colour([[0, "rgb(0, 0, 0)"], [1, "rgb(255, 255, 255)"]], 1.0) == "#ffffff"
 
 
 def test_the_head_views_tokens_take_the_themes_text_colour_but_the_isolated_one():

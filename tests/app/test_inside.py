@@ -190,9 +190,11 @@ def test_roles_on_the_model_view_and_their_stability_over_the_presets(make_app, 
     assert grid["data"][0]["customdata"] == [[r or "none" for r in row] for row in roles.labels]  # the hover
     # written in each cell, readably: not told by colour alone. From `text`: plotly's heatmaps write no
     # customdata in a cell (every cell read "-", which only a browser showed)
-    assert grid["data"][0]["texttemplate"] == "%{text}" and grid["data"][0]["textfont"]["size"] >= 10
     short = {"punctuation": "punct", "previous": "prev", None: ""}
     assert grid["data"][0]["text"] == [[short.get(r, r) for r in row] for row in roles.labels]
+    written = grid["data"][1]  # over the cells, each in the ink its colour needs (charts.write_cells)
+    assert written["mode"] == "text" and written["textfont"]["size"] >= 10
+    assert written["text"] == [short[r] if r in short else r for row in roles.labels for r in row if r]
     assert decode(grid["data"][0]["z"]).tolist() == [
         [named.index(r or "none") for r in row] for row in roles.labels
     ]

@@ -403,12 +403,14 @@ def test_cell_numbers_are_written_only_where_a_cell_holds_one(senses, make_app):
     """Twelve sentences' cosines ran into each other at 1280 px ("1.001.000.97"), or shrank to 5 px on
     Sentence vector: past what a cell holds, the values are left to the hover and the CSV, and said so."""
     few = senses(["the river bank | river", "my bank | money", "the bank of the river | river"])
-    assert figure(few, "senses_matrix")["data"][0]["texttemplate"] == "%{z:.2f}"
+    matrix = figure(few, "senses_matrix")
+    z = decode(matrix["data"][0]["z"])
+    assert matrix["data"][1]["text"] == [f"{v:.2f}" for v in z.reshape(-1)]  # every cell, in reading order
     many = senses([f"sentence {k} about the bank | {'river' if k % 2 else 'money'}" for k in range(12)])
-    assert "texttemplate" not in figure(many, "senses_matrix")["data"][0]
+    assert len(figure(many, "senses_matrix")["data"]) == 1
     assert any("hover a cell, or download the CSV" in c.value for c in many.caption)
     lines = "\n".join(f"the cat sat on mat {k}" for k in range(12))
     vectors = make_app("views/sentence_vector.py", sv_sentences=lines)
-    assert "texttemplate" not in figure(vectors, "sv_similarity")["data"][0]
+    assert len(figure(vectors, "sv_similarity")["data"]) == 1
     two = make_app("views/sentence_vector.py", sv_sentences="the cat sat\nthe dog ran")
-    assert figure(two, "sv_similarity")["data"][0]["texttemplate"] == "%{z:.2f}"
+    assert figure(two, "sv_similarity")["data"][1]["mode"] == "text"
