@@ -60,8 +60,9 @@ FAMILY_NOTES = {
     "cosine loss), with no sentence task.",
     # Not "the exercise below": the ELECTRA paper masks with [MASK] only, not 80/10/10 (its section 2).
     "electra": "ELECTRA trains two models: a small generator, itself a masked language model, guesses the "
-    "masked pieces (load a generator checkpoint to try it on this page), and the discriminator, the one usually used, "
-    "learns to spot which pieces of the text the generator replaced, with no sentence task.",
+    "masked pieces (load a generator checkpoint to try it on this page; the paper puts the mask at every chosen "
+    "piece, where the draw below follows BERT's 80/10/10), and the discriminator, the one usually used, learns to "
+    "spot which pieces of the text the generator replaced, with no sentence task.",
 }
 st.caption(
     ui.md_escape(

@@ -655,10 +655,11 @@ def _finetune(
     result = FinetuneResult(model, labels, len(train_set), len(held_out), skipped, new_weights)
     log.info(
         # the family's name first: "a ALBERT", "a ELECTRA" were said before it; and "1 step", not "1 steps"
-        "fine-tuning %s with a %s head on %d examples (%d held out), %d step%s; new weights: %s",
+        "fine-tuning %s with a %s head on %d example%s (%d held out), %d step%s; new weights: %s",
         model.architecture.name,
         head,
         len(train_set),
+        "" if len(train_set) == 1 else "s",
         len(held_out),
         total,
         "" if total == 1 else "s",

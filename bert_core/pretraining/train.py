@@ -832,10 +832,12 @@ def _train(
     bert_config = config.bert_config(tokenizer.vocab_size, pad_token_id=data.pad_id)
     network = build_network(bert_config, config)
     log.info(
-        "pre-training %s parameters on %d documents / %d sentences, vocabulary %d",
+        "pre-training %s parameters on %d document%s / %d sentence%s, vocabulary %d",
         f"{sum(p.numel() for p in network.parameters()):,}",
         len(data.documents),
+        "" if len(data.documents) == 1 else "s",
         data.num_sentences,
+        "" if data.num_sentences == 1 else "s",
         tokenizer.vocab_size,
     )
 

@@ -541,6 +541,10 @@ def test_pages_without_the_head_say_so_inline(family_dirs, monkeypatch):
         ("distilbert", "DistilBERT learned by distillation"),
         ("distilbert", "(a cosine loss)"),
         ("electra", "learns to spot which pieces of the text the generator replaced"),
+        (
+            "electra",
+            "the paper puts the mask at every chosen piece, where the draw below follows BERT's 80/10/10",
+        ),
     ],
 )
 def test_pretraining_page_says_how_the_loaded_family_learned(family_dirs, monkeypatch, arch, note):
