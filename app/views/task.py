@@ -4,6 +4,7 @@ saliency strip over the tokens and, for classifiers, the first token's attention
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import numpy as np
 import pandas as pd
@@ -116,9 +117,11 @@ if info.task == "qa":
             "different windows can't be compared by it."
         )
     # A metric's value is Markdown: the passage's words are shown as written (`2*3*4`, `$x$`), not rendered.
+    # An answer of zero-width or space characters alone ("\u200b") left the metric blank: named by its code points.
+    visible = any(not c.isspace() and unicodedata.category(c) not in ("Cf", "Cc", "Zs") for c in best[0])
     st.metric(
         "Answer",
-        ui.md_escape(best[0]),
+        ui.md_escape(best[0]) if visible else f"(no visible characters: {ascii(best[0])})",
         f"probability {ui.percent(best[4])}",
         delta_color="off",
         delta_arrow="off",  # a probability, not a change: an arrow read as a rise

@@ -87,6 +87,19 @@ def test_tagger_answer_and_choices(heads, monkeypatch):
     np.testing.assert_allclose(probs, [p for _, p in expected], atol=1e-6)
 
 
+def test_an_answer_of_invisible_characters_is_named_not_left_blank(heads, monkeypatch):
+    """ALBERT's best span over " \xa0 x \u200b y " was the zero-width space alone: the metric showed nothing."""
+    real = bert_core.BertScopeModel.answer
+
+    def answer(self, question, context, top_k=1, **kwargs):
+        found = real(self, question, context, top_k=top_k, **kwargs)
+        return [("\u200b", 3, 4, found[0][3], found[0][4]), *found[1:]]
+
+    monkeypatch.setattr(bert_core.BertScopeModel, "answer", answer)
+    at = _app(monkeypatch, heads["qa"], a="where?", b="we sat \u200bby the bank")
+    assert at.metric[0].value == "(no visible characters: '\\u200b')"
+
+
 def test_a_typed_sep_is_no_piece_the_tag_table_lists_or_explains(heads, monkeypatch):
     """A typed [SEP] headed the table and was explained by default ("[SEP] → B-TIME"), though no word takes
     its label and the entities left it out."""
