@@ -1,4 +1,4 @@
-"""The models shipped in assets/ and the names the app's picker gives them (@demo, @demo-qa, ...), and the
+"""The models shipped in assets/ (`ASSETS`) and the names the app's picker gives them (@demo, @demo-qa, ...), and the
 setting that decides whether the hub's default model can be downloaded instead of falling back to them. Free
 of Streamlit, so that `bertscope` and `bertscope finetune --from @demo-qa` can read them without starting
 Streamlit's caches."""
@@ -8,7 +8,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-DEMO_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "demo-model"
+
+def _assets() -> Path:
+    """The bundled models and example sets: the repo's assets/ in a checkout (an editable install runs from
+    it), app/assets in an installed wheel, which pyproject.toml maps assets/ to. A wheel once carried none of
+    them: `pip install .` opened on "no such directory: .../site-packages/assets/demo-model"."""
+    here = Path(__file__).resolve().parent
+    installed = here / "assets"
+    return installed if installed.is_dir() else here.parent / "assets"
+
+
+ASSETS = _assets()
+DEMO_MODEL_DIR = ASSETS / "demo-model"
 DEMO_SOURCE = "@demo"  # the model picker's name for the bundled demo model (not a valid hub id or path)
 # The demo model's fine-tuned heads (`bertscope finetune`, README), for the Task page offline: picker name -> dir
 DEMO_TASKS_DIR = DEMO_MODEL_DIR.parent / "demo-tasks"

@@ -14,6 +14,8 @@ import socket
 import sys
 from pathlib import Path
 
+from app.bundled import ASSETS, DEMO_MODEL_DIR  # (os and pathlib only: nothing that starts Streamlit)
+
 APP_ENTRY = Path(__file__).with_name("streamlit_app.py")
 EVERY_ADDRESS = {"0.0.0.0", "::", ""}
 
@@ -203,7 +205,7 @@ def run_app(argv: list[str]) -> int:
             parser.error(f"{'--device' if args.device else 'BERTSCOPE_DEVICE'}: {problem}")
     if args.shared:
         os.environ["BERTSCOPE_ALLOW_HUB"] = "0"
-        os.environ.setdefault("BERTSCOPE_MODEL_ROOTS", str(Path(__file__).resolve().parents[1] / "assets"))
+        os.environ.setdefault("BERTSCOPE_MODEL_ROOTS", str(ASSETS))
         os.environ.setdefault("BERTSCOPE_MAX_CHARS", "2000")
         os.environ.setdefault("BERTSCOPE_MAX_MODELS", "2")
     for flag, name in (
@@ -222,7 +224,7 @@ def run_app(argv: list[str]) -> int:
             parser.error(f"{name} must be a whole number, at least {lowest}; it is {raw[:40]!r}")
     if args.shared and not os.environ.get("BERTSCOPE_MODEL_ROOTS", "").strip(os.pathsep + " "):
         # An empty setting (an unset shell variable in `--model-roots "$ROOTS"`) would mean "anywhere".
-        os.environ["BERTSCOPE_MODEL_ROOTS"] = str(Path(__file__).resolve().parents[1] / "assets")
+        os.environ["BERTSCOPE_MODEL_ROOTS"] = str(ASSETS)
     from app.bundled import hub_downloads_allowed  # not app.models: Streamlit's caches log outside a server
     from app.cpus import cores, cpu_quota  # no numpy yet: it sizes its own threads when imported
 
@@ -235,8 +237,7 @@ def run_app(argv: list[str]) -> int:
     elif args.shared and not os.environ.get("BERTSCOPE_MODEL", "").strip() and not default_model_cached():
         # A shared server never downloads. Left at bert-base-uncased, every student's sidebar would name a model
         # that can't be had, above a notice that the demo model runs instead: the room opens on the demo model.
-        demo = Path(__file__).resolve().parents[1] / "assets" / "demo-model"
-        if (demo / "config.json").is_file():
+        if (DEMO_MODEL_DIR / "config.json").is_file():
             os.environ["BERTSCOPE_MODEL"] = "@demo"
             print(
                 "bertscope: bert-base-uncased is not in this machine's Hugging Face cache and --shared does not "

@@ -7,13 +7,13 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import streamlit as st
 
+from app.bundled import ASSETS
 from bert_core.pieces import MASK_SPELLINGS, with_own_mask
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "assets" / "examples"
+EXAMPLES_DIR = ASSETS / "examples"
 EXAMPLES_FILE = EXAMPLES_DIR / "presets.txt"
 DEFAULT_TEXT_A = "The boat drifted toward the bank of the river."
 MAX_CHARS = 5_000  # longer text is cut here before tokenising (the model takes at most ~512 pieces anyway)
