@@ -12,6 +12,7 @@ import html
 import math
 import re
 import textwrap
+import unicodedata
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
@@ -1218,10 +1219,32 @@ def _chunks(text: str, limit: int = CHIP_CHARS) -> list[str]:
     which joined give `text` back exactly."""
     out = []
     while len(text) > limit:
-        cut = text.rfind(" ", 0, limit) + 1 or limit
+        cut = text.rfind(" ", 0, limit) + 1
+        if not cut:
+            # No space (Thai, Chinese, a long word): never inside a character as it is drawn, a base and its
+            # marks ("ड़ा"), or an emoji of several code points (a ZWJ family, a skin tone), which split into two
+            # chips drew a lone vowel sign and a dangling joiner.
+            cut = limit
+            while cut > 1 and (_joins_before(text[cut]) or text[cut - 1] == "\u200d"):
+                cut -= 1
+            if cut == 1:
+                cut = limit  # one cluster longer than a chip: cut where the limit falls after all
         out.append(text[:cut])
         text = text[cut:]
     return [*out, text] if text or not out else out
+
+
+def _joins_before(ch: str) -> bool:
+    """Whether `ch` belongs to the character before it: a combining mark, a joiner, a variation selector, an
+    emoji skin tone or tag."""
+    code = ord(ch)
+    return (
+        unicodedata.category(ch) in ("Mn", "Mc", "Me")
+        or ch in "\u200c\u200d"
+        or 0xFE00 <= code <= 0xFE0F
+        or 0x1F3FB <= code <= 0x1F3FF
+        or 0xE0020 <= code <= 0xE007F
+    )
 
 
 # A span_chips label for text past what the model reads: drawn hollow, apart from "other text", which the model

@@ -339,10 +339,19 @@ def _of_a_page(fn: Callable | None) -> bool:
     return getattr(inner, "__module__", None) == "__main__"
 
 
+def isolated(text: str) -> str:
+    """User text set in a line of the app's own words, its direction its own (Unicode's first-strong isolate):
+    "Masked: " before a Hebrew sentence laid it out left to right, and read right to left the mask stood
+    elsewhere than in the sentence."""
+    return f"\u2068{text}\u2069"
+
+
 def csv_text(frame: pd.DataFrame) -> str:
     """A table as CSV with CRLF line ends (RFC 4180): pandas' default "\\n" left a lone "\\r" a link can carry into
-    the typed text unquoted, and Python's csv reader and spreadsheets broke the row there."""
-    return frame.to_csv(index=False, lineterminator="\r\n")
+    the typed text unquoted, and Python's csv reader and spreadsheets broke the row there. It begins with a UTF-8
+    byte-order mark, as Streamlit's own table export does: without it Excel reads a CSV as the system's code
+    page, and Arabic, Chinese or an emoji in the pieces turned to mojibake (read it back with "utf-8-sig")."""
+    return "\ufeff" + frame.to_csv(index=False, lineterminator="\r\n")
 
 
 def show_figure(

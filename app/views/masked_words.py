@@ -124,7 +124,7 @@ else:
             _, s, e = spans[n]
             holes.append((s + at, s + at + len(mask)))
             at += len(mask) - (e - s)
-        st.text("Masked: " + (masked if len(masked) <= 400 else transforms.excerpt(masked, holes)))
+        st.text("Masked: " + ui.isolated(masked if len(masked) <= 400 else transforms.excerpt(masked, holes)))
         # A word of several pieces becomes one mask, and the model fills one mask with one piece: its whole
         # spelling can never be the answer, which a learner waiting for "riverbank" should know.
         split = []
@@ -278,7 +278,7 @@ for m, p in enumerate(predictions[:MAX_CHARTS]):
         )
         if p.tokens:
             # The best guess read in place: escaped Markdown (never markup), a heading in large text.
-            best = "→ " + transforms.fill_mask_text(texts, enc, p.position, p.tokens[0], style)
+            best = "→ " + ui.isolated(transforms.fill_mask_text(texts, enc, p.position, p.tokens[0], style))
             st.markdown(("#### " if large else "") + ui.md_escape(best))
 if large:
     # Squeezed beside the other columns at 1024 px, each guess's sentence was cut mid-word in rows 200 px tall;

@@ -389,6 +389,18 @@ def test_a_long_passage_wraps_into_rows_of_chips_and_the_answer_keeps_its_colour
     for text in (before, after, "x" * 150, "", "short"):
         chunks = charts._chunks(text)
         assert "".join(chunks) == text and all(len(c) <= charts.CHIP_CHARS for c in chunks)
+    # Text without spaces is cut between characters as they are drawn: never before a vowel sign or a skin
+    # tone, nor after a joiner (a split drew a lone "ा" and a dangling half of a family emoji).
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    for text in (
+        "a" + "लड़का" * 20,
+        "x" * 58 + family + "y" * 10,
+        "z" * 59 + "\U0001f44d\U0001f3fd" + "w" * 9,
+    ):
+        chunks = charts._chunks(text)
+        assert "".join(chunks) == text and all(len(c) <= charts.CHIP_CHARS for c in chunks)
+        for left, right in zip(chunks, chunks[1:]):  # noqa: B905
+            assert not charts._joins_before(right[0]) and not left.endswith("\u200d"), (left[-3:], right[:3])
     # Large text: fewer characters a row and a chip, so the words keep their size instead of shrinking to fit
     large = charts.span_chips([(before, None), (answer, "answer"), (after, None)], title="t", font_size=22)
     spans = [(b, w) for trace in large.data for b, w in zip(trace.base, trace.x, strict=True)]

@@ -154,13 +154,17 @@ def test_masked_words_shows_a_long_text_around_its_masks(make_app):
     at = make_app("views/masked_words.py", a=long)
     words = at.multiselect(key="mask_words")
     words.set_value([o for o in words.options if o.endswith("bank")]).run()
-    shown = [t.value for t in at.text if t.value.startswith("Masked: ")]
+    shown = [
+        t.value.replace("\u2068", "").replace("\u2069", "") for t in at.text if t.value.startswith("Masked: ")
+    ]
     assert len(shown) == 1 and shown[0].startswith("Masked: we sat by the river [MASK] today the cat")
     assert shown[0].endswith(" …") and len(shown[0]) < 150
     at = make_app("views/masked_words.py", a="the cat sat on the bank")
     words = at.multiselect(key="mask_words")
     words.set_value([o for o in words.options if o.endswith("bank")]).run()
-    assert [t.value for t in at.text] == ["Masked: the cat sat on the [MASK]"]
+    assert [t.value for t in at.text] == [
+        "Masked: \u2068the cat sat on the [MASK]\u2069"
+    ]  # its own direction
 
 
 def test_masked_words_best_guess_of_a_cut_text_stops_where_the_model_stopped_reading(make_app):
@@ -168,7 +172,11 @@ def test_masked_words_best_guess_of_a_cut_text_stops_where_the_model_stopped_rea
     text = "the [MASK] sat . " + "the cat sat on the mat . " * 60 + "then the [MASK] ran ."
     at = make_app("views/masked_words.py", a=text)
     assert not at.exception
-    best = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("→")]
+    best = [
+        m.value.replace("\\", "").replace("\u2068", "").replace("\u2069", "")
+        for m in at.markdown
+        if m.value.startswith("→")
+    ]
     assert len(best) == 1 and best[0].endswith(" …") and "then the" not in best[0] and len(best[0]) < 300
 
 
@@ -391,7 +399,11 @@ def test_masked_words_reads_each_guess_in_its_sentence(make_app, tiny_checkpoint
     third = table[(table["mask"] == 3) & (table["rank"] == 1)]["sentence with this guess"].iloc[0]
     assert third.startswith("the dog <b>") and third.endswith("</b>")  # B's mask, filled in B, as plain text
     # shown as escaped Markdown: the typed <b> stays literal text
-    shown = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("→ ")]
+    shown = [
+        m.value.replace("\\", "").replace("\u2068", "").replace("\u2069", "")
+        for m in at.markdown
+        if m.value.startswith("→ ")
+    ]
     assert shown[0] == "→ " + first and len(shown) == 3
     assert all("<b>" not in m.value for m in at.markdown)  # never raw markup
 
@@ -490,7 +502,9 @@ def test_a_csv_reads_back_whole_whatever_the_typed_text_holds():
     from app import ui
 
     frame = pd.DataFrame({"piece": ["the", "cat", "sat"], "typed text": ["the\r", 'a "b",\n', "\rsat"]})
-    rows = list(csv.reader(io.StringIO(ui.csv_text(frame), newline="")))
+    written = ui.csv_text(frame)
+    assert written.startswith("\ufeffpiece,")  # the mark Excel needs to read it as UTF-8, not a code page
+    rows = list(csv.reader(io.StringIO(written.encode().decode("utf-8-sig"), newline="")))
     assert rows == [["piece", "typed text"], *frame.values.tolist()]
 
 
