@@ -191,6 +191,25 @@ if removed:
         )
     )
 
+
+# An uncased normaliser strips the marks that sit on a letter: an accent ("café" is "cafe" to it), and the vowel
+# signs and tone marks of Thai or Devanagari, which left a Thai sentence 25 pieces of bare consonants without a
+# word on screen. Counted on the decomposed text, as the normaliser decomposes before it strips.
+def _marks(text: str) -> int:
+    return sum(unicodedata.category(c) in ("Mn", "Me") for c in unicodedata.normalize("NFD", text))
+
+
+stripped = sum(_marks(t) - _marks(tokenizer.normalize(t)) for t in typed_texts)
+if stripped > 0:
+    st.caption(
+        ui.md_escape(
+            f"The tokenizer removed {stripped} "
+            + ("mark" if stripped == 1 else "marks")
+            + " that sit on a letter (accents, as in é → e, and the vowel signs and tone marks of scripts such as "
+            "Thai or Devanagari) before splitting words: the model reads the text without them."
+        )
+    )
+
 fig = charts.token_chips(result.tokens, kinds, hovers, style=style, font_size=ui.font_size())
 ui.show_figure(fig, key="tokens_chips", data=table, filename="tokens")
 

@@ -135,10 +135,19 @@ except bert_core.InputError:
     st.stop()
 target_words = [target[s:e] for _, s, e in transforms.word_text_spans(target_enc, 0, target)]
 if len(target_words) > 1:
+    # "银行" split into "银", "行" with no reason given: BERT's tokenizer makes each Chinese character a word
+    ideographs = all(
+        len(w) == 1 and unicodedata.name(w, "").startswith("CJK UNIFIED IDEOGRAPH") for w in target_words
+    )
     st.info(
         "The target must be a single word as this model's tokenizer sees it: "
         + ui.md_escape(f'"{target}" splits into ' + ", ".join(f'"{w}"' for w in target_words))
         + ". Pick one of those words."
+        + (
+            " BERT's tokenizers read each Chinese character (a kanji, a hanja) as a word of its own."
+            if ideographs
+            else ""
+        )
     )
     st.stop()
 if target == typed_target.strip() != typed_target:  # only spaces: punctuation was said above ("Bank!" twice)
@@ -246,6 +255,17 @@ if missing:
                 "or accents."
             )
             if other_case
+            else ""
+        )
+        + (
+            # the whole Thai sentence is one word to BERT: "ธนาคาร" inside it was "not in these sentences"
+            " Thai, Lao, Khmer and Burmese are written without spaces between words, and the tokenizer splits "
+            "words only at spaces and punctuation: a phrase of them is one word to it, so a word inside one is "
+            "never found on its own."
+            if any(
+                0x0E00 <= ord(c) <= 0x0EFF or 0x1000 <= ord(c) <= 0x109F or 0x1780 <= ord(c) <= 0x17FF
+                for c in target
+            )
             else ""
         )
     )

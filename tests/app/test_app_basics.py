@@ -93,6 +93,22 @@ def test_invisible_characters_the_tokenizer_removes_are_said(make_app):
     assert not [c for c in make_app(a="the bank river").caption if "invisible" in c.value]
 
 
+def test_marks_an_uncased_tokenizer_strips_are_said(make_app, tmp_path, monkeypatch):
+    """An uncased model read a Thai sentence as bare consonants, its vowel signs and tone marks gone, and "café"
+    as "cafe", with nothing on screen to say so; a cased one keeps them and says nothing."""
+    from tests.conftest import make_checkpoint
+
+    thai = "\u0e40\u0e14\u0e47\u0e01"  # เด็ก: a vowel sign above the consonant
+    at = make_app(a=f"the cafe\u0301 and the café {thai}")  # an accent typed decomposed, one composed
+    said = [c.value.replace("\\", "") for c in at.caption if "sit on a letter" in c.value]
+    assert len(said) == 1 and said[0].startswith("The tokenizer removed 3 marks that sit on a letter"), said
+    cased = make_checkpoint(tmp_path / "cased", "mlm")
+    (cased / "tokenizer_config.json").write_text('{"do_lower_case": false}')
+    assert not bert_core.load_pretrained(cased).tokenizer.normalize("café").isascii()
+    at = make_app(model=str(cased), a=f"the café {thai}")
+    assert not [c for c in at.caption if "sit on a letter" in c.value]
+
+
 def test_sidebar_shows_model_size_and_heads(make_app):
     at = make_app()
     captions = " ".join(c.value for c in at.sidebar.caption)

@@ -84,6 +84,19 @@ def test_target_the_tokenizer_splits_into_words(senses, target, parts):
     at = senses(["the bank", "my bank"], target=target)
     message = text_of(at.info)
     assert "single word as this model's tokenizer sees it" in message and parts in message
+    # why "银行" is two words, where "can't" needs no word on scripts
+    assert ("each Chinese character (a kanji, a hanja) as a word of its own" in message) == (target == "银行")
+
+
+def test_a_thai_target_is_told_why_it_is_not_found(senses):
+    """A Thai sentence is one word to BERT (no spaces): the target was "not in these sentences" with no reason."""
+    thai = "\u0e18\u0e19\u0e32\u0e04\u0e32\u0e23"  # ธนาคาร, "bank"
+    at = senses([f"{thai}\u0e23\u0e34\u0e21\u0e19\u0e49\u0e33", "the bank", f"a {thai}"], target=thai)
+    warned = text_of(at.warning)
+    assert "not in these sentences" in warned and "sentence 1" in warned
+    assert "written without spaces between words" in warned
+    at = senses(["the river bank", "the bank of the river", "my bank"], target="banks")
+    assert "without spaces" not in text_of(at.warning)
 
 
 def test_sentence_cut_before_the_target_is_reported_as_cut(senses):
