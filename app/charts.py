@@ -76,8 +76,29 @@ def ink(background: str) -> str:
 
 
 def label(text: str) -> str:
-    """Text as plotly should draw it: HTML-escaped, and `$` made an entity so it never triggers LaTeX."""
-    return html.escape(str(text), quote=False).replace("$", "&#36;")
+    """Text as plotly should draw it: HTML-escaped, `$` made an entity so it never triggers LaTeX, and a mark
+    that begins a piece shown on its own (`_lone_marks`)."""
+    return html.escape(_lone_marks(str(text)), quote=False).replace("$", "&#36;")
+
+
+def _lone_marks(text: str) -> str:
+    """A mark that belongs on the character before it, where a piece begins with one ("##็", a Thai vowel sign
+    cut from its consonant; "##🏽", a skin tone cut from its emoji), drawn on the "#" or space before it: the
+    font had no such pair and drew a box, or "#" and U+FE0F made the emoji "#️". Set on a dotted circle, as
+    Unicode's charts show a lone mark; a selector or joiner, which draws nothing, as its code point."""
+    if not any(_joins_before(c) for c in text):
+        return text
+    out, before = [], None
+    for c in text:
+        if _joins_before(c) and (before is None or before in "#▁␣ :"):
+            silent = (
+                unicodedata.category(c) == "Cf" or 0xFE00 <= ord(c) <= 0xFE0F or 0xE0020 <= ord(c) <= 0xE007F
+            )
+            out.append(f"\\u{ord(c):04x}" if silent else "\u25cc" + c)
+        else:
+            out.append(c)
+        before = c
+    return "".join(out)
 
 
 def labels(texts: Sequence[str]) -> list[str]:

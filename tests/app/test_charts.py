@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pytest
 
@@ -722,3 +724,23 @@ def test_a_scatters_legend_names_a_long_group_short():
         names = [t.name for t in fig.data]
         assert names[0] == "river" and len(names[1]) == most and names[1].endswith("…")
         assert long in fig.data[1].hovertext[0]
+
+
+def test_a_mark_that_begins_a_piece_is_drawn_on_a_dotted_circle():
+    """Thai's "##็" drew "##▯" (the font has no "#" with a vowel sign), "##🏽" a box, and "##" + U+FE0F the
+    emoji "#️": a lone mark is set on U+25CC as Unicode's charts show one, a selector written as its code
+    point; marks within a word, an emoji's own skin tone and plain text are left as they are."""
+    assert charts.label("##\u0e47") == "##\u25cc\u0e47"
+    assert charts.label("3: ##\U0001f3fd") == "3: ##\u25cc\U0001f3fd"
+    assert charts.label("##\ufe0f") == "##\\ufe0f"
+    assert charts.label("\u2581\u0301") == "\u2581\u25cc\u0301"  # SentencePiece's word start, then an accent
+    for kept in (
+        "cafe\u0301",
+        "\U0001f44d\U0001f3fd",
+        "\u0e40\u0e14\u0e47\u0e01",
+        "\U0001f469\u200d\U0001f467",
+        "a<b",
+    ):
+        assert charts.label(kept) == html.escape(kept, quote=False)
+    fig = charts.heatmap(np.eye(2, dtype=np.float32), ["##\u0e47", "x"], ["##\u0e47", "x"])
+    assert fig.layout.yaxis.ticktext[0] == "##\u25cc\u0e47"
