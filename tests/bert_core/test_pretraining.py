@@ -667,10 +667,10 @@ def test_training_config_errors_name_the_option():
         TrainingConfig.from_dict({"hidden": 3})
 
 
-def test_cli_writes_a_loadable_model(tmp_path, capsys):
+def _tiny_cli_run(tmp_path, *flags: str) -> tuple[int, object]:
+    """`bertscope pretrain` of a 1-layer, 32-wide model on a small generated corpus: (exit code, --out)."""
     import torch
 
-    import bert_core
     from bert_core.pretraining.cli import main
 
     corpus = tmp_path / "corpus.txt"
@@ -679,12 +679,19 @@ def test_cli_writes_a_loadable_model(tmp_path, capsys):
     threads = torch.get_num_threads()
     try:
         code = main(
-            ["--corpus", str(corpus), "--out", str(out), "--steps", "4", "--hidden-size", "32", "--layers", "1",
-             "--heads", "2", "--vocab-size", "200", "--batch-size", "4", "--warmup", "1", "--max-positions", "64",
-             "--threads", "1", "--quiet"]
+            ["--corpus", str(corpus), "--out", str(out), "--hidden-size", "32", "--layers", "1", "--heads", "2",
+             "--vocab-size", "200", "--batch-size", "4", "--max-positions", "64", "--threads", "1", "--quiet",
+             *flags]
         )  # fmt: skip
     finally:
         torch.set_num_threads(threads)
+    return code, out
+
+
+def test_cli_writes_a_loadable_model(tmp_path, capsys):
+    import bert_core
+
+    code, out = _tiny_cli_run(tmp_path, "--steps", "4", "--warmup", "1")
     assert code == 0
     said = capsys.readouterr().out
     # no held-out text: the before and after are how well it learned its own corpus
@@ -697,24 +704,9 @@ def test_cli_writes_a_loadable_model(tmp_path, capsys):
 
 
 def test_a_last_update_that_breaks_the_model_is_an_error_not_a_finished_run(tmp_path, capsys):
-    """--lr 1e30 on one step: the loss before the update was finite, the update broke every weight, and the run
+    """--lr 1e30 on one step: the loss before the update was finite, the update broke the model, and the run
     said "done ... MLM loss 4.661 -> nan (accuracy 54%)" and wrote a model that predicts NaN."""
-    import torch
-
-    from bert_core.pretraining.cli import main
-
-    corpus = tmp_path / "corpus.txt"
-    write_corpus(corpus, 60, seed=9)
-    out = tmp_path / "model"
-    threads = torch.get_num_threads()
-    try:
-        code = main(
-            ["--corpus", str(corpus), "--out", str(out), "--steps", "1", "--hidden-size", "32", "--layers", "1",
-             "--heads", "2", "--vocab-size", "200", "--batch-size", "4", "--warmup", "0", "--max-positions", "64",
-             "--threads", "1", "--quiet", "--lr", "1e30"]
-        )  # fmt: skip
-    finally:
-        torch.set_num_threads(threads)
+    code, out = _tiny_cli_run(tmp_path, "--steps", "1", "--warmup", "0", "--lr", "1e30")
     err = capsys.readouterr().err
     assert code == 1 and "after step 1, the evaluation sequences' MLM loss is nan" in err, err
     assert "the updates broke the model; step 1 was not saved; lower --lr" in err
