@@ -20,9 +20,11 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python3 -m venv /opt/venv
 WORKDIR /srv/bertscope
 # Dependencies first, against empty packages, so a code change does not reinstall torch: the editable install
-# points at these two directories, which the code then fills.
+# points at these directories (every package pyproject.toml lists, and assets/), which the code then fills.
 COPY pyproject.toml README.md ./
-RUN mkdir bert_core app && touch bert_core/__init__.py app/__init__.py \
+RUN mkdir -p app/views assets bert_core/checkpoints bert_core/finetuning bert_core/interpret bert_core/modeling \
+        bert_core/pretraining \
+    && touch bert_core/__init__.py app/__init__.py \
     && pip install --extra-index-url "${TORCH_INDEX}" -e . && pip check
 COPY bert_core ./bert_core
 COPY app ./app

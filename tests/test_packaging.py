@@ -5,6 +5,7 @@ bundled files: `pip install .` opened every page on "no such directory: .../site
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -85,3 +86,27 @@ def test_an_installed_wheel_finds_its_bundled_models_outside_the_checkout(wheel,
         [sys.executable, "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0 and done.stdout.strip() == "bert", done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_the_dockerfiles_dependency_layer_builds_on_its_empty_packages(tmp_path):
+    """The Dockerfile installs the dependencies against empty packages before it copies the code; once
+    pyproject.toml listed every package, setuptools refused that skeleton ("package directory 'app/views' does
+    not exist") and the image no longer built. The skeleton is made here as the Dockerfile's RUN makes it."""
+    dockerfile = (REPO / "Dockerfile").read_text()
+    step = re.search(r"^RUN (mkdir -p .*?)\s*\\\s*\n\s*&& pip install", dockerfile, re.M | re.S)
+    assert step, "the Dockerfile's skeleton step (mkdir -p ... && touch ... && pip install) was not found"
+    skeleton = tmp_path / "skeleton"
+    skeleton.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, skeleton / name)
+    subprocess.run(["sh", "-c", step.group(1).replace("\\\n", " ")], cwd=skeleton, check=True)
+    build = "import setuptools.build_meta as b, sys; print(b.build_editable(sys.argv[1]))"
+    done = subprocess.run(
+        [sys.executable, "-c", build, str(tmp_path)],
+        cwd=skeleton,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
