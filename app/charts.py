@@ -444,11 +444,14 @@ def scale_colour(scale: Sequence[Sequence], t: float) -> str:
 
 
 def write_cells(fig: go.Figure, texts: Sequence[Sequence[str]], size: int) -> go.Figure:
-    """Write `texts` (R, C) in the cells of `fig`'s heatmap (its first trace), each in black or white, whichever
-    contrasts more with its cell (`ink`). Plotly's own pick for a heatmap's texttemplate was #444 on mid blue
-    (3.4:1) and white on the roles' green (3.2:1), and its text colour cannot vary by cell: so a text trace
-    over the map, which takes no hover (the map's own hover still names the cell)."""
+    """Write `texts` (R, C) in the cells of `fig`'s heatmap (its first trace, its colorscale set), each in black
+    or white, whichever contrasts more with its cell (`ink`). Plotly's own pick for a heatmap's texttemplate
+    was #444 on mid blue (3.4:1) and white on the roles' green (3.2:1), and its text colour cannot vary by
+    cell: so a text trace over the map, which takes no hover (the map's own hover still names the cell).
+    Call it once the y axis's direction is set: a numeric axis keeps the map's extent, in that direction."""
     trace = fig.data[0]
+    if trace.colorscale is None:  # (every heatmap here names its scale: plotly's default is not known here)
+        raise ValueError("write_cells needs the heatmap's colorscale set")
     z = np.asarray(trace.z, dtype=np.float64)  # (R, C)
     finite = z[np.isfinite(z)]
     if not finite.size:
@@ -460,27 +463,39 @@ def write_cells(fig: go.Figure, texts: Sequence[Sequence[str]], size: int) -> go
     ):  # plotly centres an auto range on zmid
         reach = max(abs(high - trace.zmid), abs(trace.zmid - low))
         low, high = trace.zmid - reach, trace.zmid + reach
+    span = (high - low) or 1.0
+
+    def colour(v: float) -> str:
+        t = (v - low) / span
+        return scale_colour(trace.colorscale, 1.0 - t if trace.reversescale else t)
+
     xs = list(trace.x) if trace.x is not None else list(range(z.shape[1]))
     ys = list(trace.y) if trace.y is not None else list(range(z.shape[0]))
     points = [
         (i, j) for i in range(z.shape[0]) for j in range(z.shape[1]) if np.isfinite(z[i, j]) and texts[i][j]
     ]
-    span = (high - low) or 1.0
     fig.add_trace(
         go.Scatter(
             x=[xs[j] for _, j in points],
             y=[ys[i] for i, _ in points],
             mode="text",
             text=[texts[i][j] for i, j in points],
-            textfont={
-                "size": size,
-                "color": [ink(scale_colour(trace.colorscale, (z[i, j] - low) / span)) for i, j in points],
-            },
+            textfont={"size": size, "color": [ink(colour(z[i, j])) for i, j in points]},
             hoverinfo="skip",
             showlegend=False,
             name="cell text",
         )
     )
+    # A text trace pads a numeric axis by 5 % each side (a token strip gained blank bands at its ends): the
+    # axes keep the map's own extent. (Category axes are laid out by their categories, and keep it anyway.)
+    if not isinstance(xs[0], str):
+        fig.update_xaxes(range=[-0.5, z.shape[1] - 0.5], autorange=False)
+    if not isinstance(ys[0], str):
+        down = fig.layout.yaxis.autorange == "reversed"
+        # (a range given in reverse draws the rows downwards; "reversed" autorange would pad again)
+        fig.update_yaxes(
+            range=[z.shape[0] - 0.5, -0.5] if down else [-0.5, z.shape[0] - 0.5], autorange=False
+        )
     return fig
 
 
@@ -1173,8 +1188,8 @@ def token_strip(
     )
     # Plotly's texttemplate would shrink every label to fit the longest in its cell: 8 px, unreadable on a
     # projector; written over the cells at one size, each in the ink its cell's colour needs.
-    write_cells(fig, fig.data[0].text, font_size - 2)
     fig.update_yaxes(visible=False, autorange="reversed")
+    write_cells(fig, fig.data[0].text, font_size - 2)
     fig.update_xaxes(visible=False)
     return _layout(fig, title, int(100 + rows * (40 + 2 * font_size)), font_size)
 

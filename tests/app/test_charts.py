@@ -651,6 +651,16 @@ def test_text_written_in_heatmap_cells_reads_on_every_cell(scale):
     for (i, j), colour in zip(cells, text.textfont.color, strict=True):
         cell = charts.scale_colour(heat.colorscale, (z[i, j] + 1) / 2)
         assert _contrast(colour, cell) >= 4.5, (z[i, j], cell, colour)
+    # A text trace pads a numeric axis by 5 %: a token strip keeps its own extent (blank bands at its ends)
+    strip = charts.saliency_strip(list("abcdefg"), np.linspace(-1, 1, 7), title="t")
+    assert list(strip.layout.xaxis.range) == [-0.5, 6.5] and strip.layout.xaxis.autorange is False
+    assert list(strip.layout.yaxis.range) == [0.5, -0.5]  # one row, drawn downwards
+    assert list(strip.data[1].text) == list("abcdefg") and list(strip.data[1].x) == list(range(7))
+    flipped = charts.heatmap(z, list("abc"), list("defghij"), zmin=-1.0, zmax=1.0, colorscale="Blues")
+    flipped.update_traces(reversescale=True)
+    charts.write_cells(flipped, [["x"] * 7] * 3, 12)
+    dark_end = charts.scale_colour(flipped.data[0].colorscale, 1.0)  # drawn at z = -1 once reversed
+    assert flipped.data[1].textfont.color[0] == charts.ink(dark_end)
     # the colour at a stop is the stop's own, and halfway between two is their mean
     assert charts.scale_colour([[0, "#000000"], [1, "#ffffff"]], 0.5) == "#808080"
     assert charts.scale_colour([[0, "rgb(0, 0, 0)"], [1, "rgb(255, 255, 255)"]], 1.0) == "#ffffff"
