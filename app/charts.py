@@ -1263,6 +1263,11 @@ def _chunks(text: str, limit: int = CHIP_CHARS) -> list[str]:
             cut = limit
             while cut > 1 and (_joins_before(text[cut]) or text[cut - 1] == "\u200d"):
                 cut -= 1
+            # nor between the two letters of a flag (🇺🇸 is two regional indicators): an odd run before the cut
+            flag = lambda c: 0x1F1E6 <= ord(c) <= 0x1F1FF  # noqa: E731
+            run = next((k for k in range(cut) if not flag(text[cut - 1 - k])), cut)
+            if run % 2 and flag(text[cut]):
+                cut -= 1
             if cut == 1:
                 cut = limit  # one cluster longer than a chip: cut where the limit falls after all
         out.append(text[:cut])

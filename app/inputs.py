@@ -77,7 +77,7 @@ def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
         why = (
             "the models read at most about 512 pieces anyway"
             if limit >= MAX_CHARS
-            else f"this server's limit, --max-chars {limit:,}"
+            else f"this server's limit of {limit} characters"
         )
         lost = text[len(cut) :]
         masks = (

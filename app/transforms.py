@@ -285,6 +285,14 @@ def labelled_fragments(text: str, spans: Sequence[tuple[int, int, str]]) -> list
     return [(t, k) for t, k in out if t.strip()]
 
 
+def pieces_cut(encoding) -> tuple[int, int]:
+    """How many pieces of sentence A and of sentence B the model's length cut off an Encoding (or Analysis)."""
+    return tuple(  # type: ignore[return-value]
+        full - sum(1 for s in encoding.sequence_ids if s == n)
+        for n, full in enumerate(encoding.pieces_before_truncation)
+    )
+
+
 def read_end(encoding, sentence: int) -> int | None:
     """Where the model stopped reading sentence `sentence` (0 = A, 1 = B) of `encoding`: the end of its last
     piece read, in characters of what was typed; None where the sentence lost none of its pieces (characters

@@ -13,7 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app import cache, charts, inputs, models
+from app import cache, charts, inputs, models, transforms
+from bert_core.checks import counted
 
 if TYPE_CHECKING:
     from bert_core import PieceStyle
@@ -481,10 +482,7 @@ def truncation_said(enc) -> str:
     """Which sentence of a cut Encoding (or Analysis) lost its end, and how many pieces: with a pair the
     longer sentence loses pieces first (transformers' "longest_first"), so "the end" alone sent a reader to
     sentence B while A had been cut and B kept whole."""
-    cut = [
-        full - sum(1 for s in enc.sequence_ids if s == n)
-        for n, full in enumerate(enc.pieces_before_truncation)
-    ]
+    cut = transforms.pieces_cut(enc)
     pieces = lambda n: f"{n} piece{'s' if n != 1 else ''}"  # noqa: E731
     if not enc.pieces_before_truncation[1]:
         return f"the end of sentence A was cut off ({pieces(cut[0])})"
@@ -645,7 +643,7 @@ def layers_text(info) -> str:
     """'12 layers' for a model card, and for ALBERT that they run one set of weights, which its architecture
     name alone did not say (the charts show 12 layers' maps either way)."""
     sets = info.layer_weight_sets
-    layers = _counted(info.num_layers, "layer")  # a lab's 1-layer model read "1 layers"
+    layers = counted(info.num_layers, "layer")  # a lab's 1-layer model read "1 layers"
     if sets is None or sets >= info.num_layers:
         return layers
     shared = "one set of weights" if sets == 1 else f"{sets} sets of weights"
@@ -653,11 +651,7 @@ def layers_text(info) -> str:
 
 
 def heads_text(info) -> str:
-    return _counted(info.num_heads, "head")
-
-
-def _counted(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+    return counted(info.num_heads, "head")
 
 
 def token_labels(tokens: list[str], style: PieceStyle | None = None) -> list[str]:

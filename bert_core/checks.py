@@ -61,3 +61,8 @@ def listed(values, name: str, instead: str) -> list:
     if not isinstance(values, Iterable):
         raise InputError(f"{name} must be a list, got {type(values).__name__}")
     return list(values)
+
+
+def counted(n: int, noun: str) -> str:
+    """ "1 layer", "12 layers": a message's count with its noun ("1 training examples" read as a slip)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -99,7 +99,8 @@ NAMES = dict(zip(("left", "right"), models.short_names([left.source, second_sour
 
 
 st.subheader("Attention")
-st.caption("Both maps share one colour scale, so the same colour is the same weight on either side.")
+if len(sides) == 2:  # (one side drawn where the second model failed)
+    st.caption("Both maps share one colour scale, so the same colour is the same weight on either side.")
 # The model cards in a row of their own: where one card wrapped to more lines than the other (a 1024 px
 # screen), each side's controls and map began at another height. Stacked (Large text), each card heads its
 # side.
@@ -174,7 +175,10 @@ def holds_mask(name: str, active: models.ActiveModel) -> bool:
 
 if not any(holds_mask(name, active) for name, active in sides):
     # Said once for both sides: each side's own "no mask" message repeated the same words.
-    st.info("Type [MASK] (or <mask>) into a sentence in the sidebar to compare the two models' guesses.")
+    st.info(
+        "Type [MASK] (or <mask>) into a sentence in the sidebar to "
+        + ("compare the two models' guesses." if len(sides) == 2 else "see the model's guesses.")
+    )
 else:
     columns = ui.side_by_side(2, "masks")  # stacked in Large text: a projector's half page left ~90 px of map
     for (name, active), column in zip(sides, columns[: len(sides)], strict=True):

@@ -25,7 +25,7 @@ MAX_DRAW = 1_000_000
 
 
 def action_text(mask: str, shares: MaskingConfig) -> dict[MaskAction, str]:
-    kept = 1.0 - shares.mask_fraction - shares.random_fraction
+    kept = shares.keep_fraction  # (clamped at 0: 1 - 0.54 - 0.46 wrote "-0%")
     return {
         MaskAction.NONE: "",
         MaskAction.MASK: f"→ {mask} ({shares.mask_fraction:.0%})",
@@ -81,14 +81,15 @@ shares = (
     if recipe
     else MaskingConfig()
 )
-if recipe is not None:
-    kept = 1.0 - recipe.mask_fraction - recipe.random_fraction
+# Said where it is not the intro's own BERT recipe (the demo model's record is BERT's, and a caption repeating
+# the intro read as something else).
+if recipe is not None and (shares != MaskingConfig() or recipe.pair_task != "nsp"):
     st.caption(
         ui.md_escape(
             f"This checkpoint was pre-trained with bertscope pretrain: {recipe.mlm_probability:.0%} of the pieces "
             f"chosen (of those {recipe.mask_fraction:.0%} → {tokenizer.mask_token}, {recipe.random_fraction:.0%} "
-            f"random, {kept:.0%} kept), {recipe.masking} masking, {PAIR_TASK_NAMES[recipe.pair_task]}. The draw "
-            "below follows its recipe."
+            f"random, {shares.keep_fraction:.0%} kept), {recipe.masking} masking, "
+            f"{PAIR_TASK_NAMES[recipe.pair_task]}. The draw below follows its recipe."
         )
     )
 pairs_judged = info.has_nsp_head or "sop" in info.heads

@@ -28,21 +28,8 @@ ANSWER_COLUMNS = ["answer", "start (character)", "end (character)", "score", "pr
 METHODS = {"integrated_gradients": "integrated gradients", "gradient_x_input": "gradient × input"}
 
 
-def _choice_cut(read) -> str:
-    """What a (prompt, choice) Encoding lost to the model's length, named as the page names the two."""
-    cut = [
-        full - sum(1 for s in read.sequence_ids if s == n)
-        for n, full in enumerate(read.pieces_before_truncation)
-    ]
-    lost = " and ".join(
-        f"the end of the {what} ({n} piece{'s' if n != 1 else ''})"
-        for what, n in zip(("prompt", "choice"), cut, strict=True)
-        if n
-    )
-    return (
-        f"{read.num_tokens_before_truncation} pieces, of which the model reads {len(read.tokens)}, so {lost} "
-        "went unread: choices that differ only there score alike"
-    )
+def _lines_said(lines: list[int]) -> str:
+    return f"line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
 
 
 st.header("Task")
@@ -171,13 +158,32 @@ elif info.task == "choice":
         )
         st.stop()
     # Each (prompt, choice) pair is cut to the model's length on its own: two choices that differ only past
-    # the cut scored alike, 0.5 each, with no word on the page.
+    # the cut scored alike, 0.5 each, with no word on the page. A prompt cut beside the choices is said once:
+    # the choices do not differ there.
+    prompt_cut, choice_cut, longest = {}, {}, 0  # line -> pieces of the prompt / of the choice not read
     for n, choice in lines:
         read = active.model.encode(text, choice)  # tokenising only
-        if read.truncated:
-            st.warning(f"The prompt with the choice on line {n}: {_choice_cut(read)}.")
-    longest = max(len(active.model.encode(text, c).tokens) for c in choices)
+        longest = max(longest, len(read.tokens))
+        for part, cut in zip((prompt_cut, choice_cut), transforms.pieces_cut(read), strict=True):
+            if cut:
+                part[n] = cut
+    reads = f"the model reads {active.model.tokenizer.max_length} pieces of the prompt and a choice together"
+    if prompt_cut:
+        beside = (
+            "every choice"
+            if len(prompt_cut) == len(lines)
+            else f"the choices on {_lines_said(list(prompt_cut))}"
+        )
+        st.warning(
+            f"Beside {beside}, the end of the prompt went unread ({max(prompt_cut.values())} pieces at most): {reads}."
+        )
+    if choice_cut:
+        st.warning(
+            f"The end of the choice on {_lines_said(list(choice_cut))} went unread ({reads}): choices that differ "
+            "only there score alike."
+        )
     ui.untrained_positions_note(active, longest, what="The longest prompt and choice")
+    ui.unknown_pieces_note(active, text, "\n".join(choices))  # (the page's note above reads no choice)
     frame = pd.DataFrame(ranked, columns=["choice", "probability"])
     ui.show_figure(
         charts.bars(

@@ -174,8 +174,19 @@ if read_as:
 # BERT's normaliser deletes control and format characters (zero-width spaces, soft hyphens, direction marks)
 # before it splits words, so "boat\u200bdrifted" is one word to it: said, since nothing on screen shows them.
 typed_texts = [t for t in (inputs.text_a, inputs.text_b) if t]
+
+
+def _selector(c: str) -> bool:
+    """A variation selector or the grapheme joiner: marks (Mn) to Unicode, but they draw nothing, an emoji's
+    U+FE0F among them; an uncased tokenizer strips them with the accents."""
+    return 0xFE00 <= ord(c) <= 0xFE0F or 0xE0100 <= ord(c) <= 0xE01EF or c == "\u034f"
+
+
 invisible = {
-    c for t in typed_texts for c in t if unicodedata.category(c) in ("Cc", "Cf") and c not in "\t\n\r"
+    c
+    for t in typed_texts
+    for c in t
+    if (unicodedata.category(c) in ("Cc", "Cf") or _selector(c)) and c not in "\t\n\r"
 }
 gone = {c: sum(t.count(c) - tokenizer.normalize(t).count(c) for t in typed_texts) for c in invisible}
 removed = sum(n for n in gone.values() if n > 0)
@@ -196,7 +207,10 @@ if removed:
 # signs and tone marks of Thai or Devanagari, which left a Thai sentence 25 pieces of bare consonants without a
 # word on screen. Counted on the decomposed text, as the normaliser decomposes before it strips.
 def _marks(text: str) -> int:
-    return sum(unicodedata.category(c) in ("Mn", "Me") for c in unicodedata.normalize("NFD", text))
+    return sum(
+        unicodedata.category(c) in ("Mn", "Me") and not _selector(c)
+        for c in unicodedata.normalize("NFD", text)
+    )
 
 
 stripped = sum(_marks(t) - _marks(tokenizer.normalize(t)) for t in typed_texts)
@@ -204,8 +218,8 @@ if stripped > 0:
     st.caption(
         ui.md_escape(
             f"The tokenizer removed {stripped} "
-            + ("mark" if stripped == 1 else "marks")
-            + " that sit on a letter (accents, as in é → e, and the vowel signs and tone marks of scripts such as "
+            + ("mark that sits" if stripped == 1 else "marks that sit")
+            + " on a letter (accents, as in é → e, and the vowel signs and tone marks of scripts such as "
             "Thai or Devanagari) before splitting words: the model reads the text without them."
         )
     )

@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..checks import counted
 from ..errors import BertScopeError
 from ..paths import in_path, out_dir, out_file, replace_problem, seed_number, writable_problem
 from ..pretraining.cli import ProgressBar, _clock, in_flags
@@ -232,12 +233,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     skipped = f" ({result.skipped} skipped: answer out of reach)" if result.skipped else ""
     held_out = (
-        f"{_scores(result.scores)} on {_count(result.eval_examples, 'held-out example')}"
+        f"{_scores(result.scores)} on {counted(result.eval_examples, 'held-out example')}"
         if result.eval_examples
         else "nothing held out"
     )
     print(
-        f"done in {_clock(time.monotonic() - started)}: {_count(result.train_examples, 'training example')}{skipped}; "
+        f"done in {_clock(time.monotonic() - started)}: {counted(result.train_examples, 'training example')}{skipped}; "
         f"{held_out}; model written to {os.fspath(args.out)}"
     )
     return 0
@@ -250,10 +251,6 @@ def _saved_epoch(out: Path) -> tuple[float, int] | None:
         return meta.stat().st_mtime, int(json.loads(meta.read_text(encoding="utf-8")).get("epoch", 0))
     except (OSError, ValueError, AttributeError):
         return None
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"  # "1 training examples" read as a slip
 
 
 def _what_was_kept(out: Path, earlier: tuple[float, int] | None, epochs: int) -> str:

@@ -102,6 +102,12 @@ def test_marks_an_uncased_tokenizer_strips_are_said(make_app, tmp_path, monkeypa
     at = make_app(a=f"the cafe\u0301 and the café {thai}")  # an accent typed decomposed, one composed
     said = [c.value.replace("\\", "") for c in at.caption if "sit on a letter" in c.value]
     assert len(said) == 1 and said[0].startswith("The tokenizer removed 3 marks that sit on a letter"), said
+    one = [c.value for c in make_app(a="the café").caption if "on a letter" in c.value]
+    assert len(one) == 1 and "removed 1 mark that sits on a letter" in one[0]
+    # an emoji's presentation selector is a mark to Unicode but sits on no letter: said as the invisible one it is
+    heart = make_app(a="I love it \u2764\ufe0f")
+    assert not [c for c in heart.caption if "on a letter" in c.value]
+    assert any("U+FE0F VARIATION SELECTOR-16" in c.value.replace("\\", "") for c in heart.caption)
     cased = make_checkpoint(tmp_path / "cased", "mlm")
     (cased / "tokenizer_config.json").write_text('{"do_lower_case": false}')
     assert not bert_core.load_pretrained(cased).tokenizer.normalize("café").isascii()

@@ -398,11 +398,13 @@ def test_a_long_passage_wraps_into_rows_of_chips_and_the_answer_keeps_its_colour
         "a" + "लड़का" * 20,
         "x" * 58 + family + "y" * 10,
         "z" * 59 + "\U0001f44d\U0001f3fd" + "w" * 9,
+        "b" * 59 + "\U0001f1fa\U0001f1f8" + "c" * 9,  # a flag: two regional indicators
     ):
         chunks = charts._chunks(text)
         assert "".join(chunks) == text and all(len(c) <= charts.CHIP_CHARS for c in chunks)
         for left, right in zip(chunks, chunks[1:]):  # noqa: B905
             assert not charts._joins_before(right[0]) and not left.endswith("\u200d"), (left[-3:], right[:3])
+            assert not (left.endswith("\U0001f1fa") and right.startswith("\U0001f1f8"))  # a flag kept whole
     # Large text: fewer characters a row and a chip, so the words keep their size instead of shrinking to fit
     large = charts.span_chips([(before, None), (answer, "answer"), (after, None)], title="t", font_size=22)
     spans = [(b, w) for trace in large.data for b, w in zip(trace.base, trace.x, strict=True)]

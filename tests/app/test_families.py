@@ -406,6 +406,7 @@ def test_a_second_model_that_fails_leaves_the_sidebars_model_drawn(monkeypatch, 
     expected = model.analyze("the [MASK] sat by the bank").attentions[-1].mean(axis=0)
     np.testing.assert_allclose(drawn, expected, atol=1e-6)
     assert figure(at, "cmp_masks_left") and figure(at, "cmp_senses")
+    assert not [c for c in at.caption if "Both maps share one colour scale" in c.value]  # one map
     ids = [chart.proto.id for chart in at.get("plotly_chart")]
     assert not [i for i in ids if i.endswith("_right")], ids
     (link,) = at.code

@@ -72,7 +72,7 @@ def test_a_long_sentence_is_cut_at_a_words_end_and_the_note_names_the_servers_li
     assert typed[:80].endswith("the che")
     text, (note,) = inputs.prepare_text(typed, "Sentence A")
     assert text == typed[: typed.rindex(" ", 0, 80)] and text.endswith("deposit the")
-    assert f"only the first {len(text)} are analysed (this server's limit, --max-chars 80)." in note
+    assert f"only the first {len(text)} are analysed (this server's limit of 80 characters)." in note
     assert note.endswith("A mask typed after that point is not read.")
     # A word longer than the last 40 characters is cut where the limit falls; a cut at a space needs no move.
     text, _ = inputs.prepare_text("a " + "x" * 100, "Sentence A")

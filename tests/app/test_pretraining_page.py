@@ -110,6 +110,7 @@ def test_a_lab_checkpoint_is_drawn_and_introduced_with_its_own_recipe(make_app, 
     import json
     import shutil
 
+    from app import bundled
     from bert_core.pretraining.masking import MaskingConfig
 
     lab = tmp_path / "lab"
@@ -139,6 +140,10 @@ def test_a_lab_checkpoint_is_drawn_and_introduced_with_its_own_recipe(make_app, 
     assert any(w.endswith("(50%)") for w in masking["what happened"]), list(masking["what happened"])
     assert "40% on average" in " ".join(md.value for md in at.markdown)
     assert _table(at, "model's P(in order)") is not None  # its pair head judged as the task it learned
+    # BERT's own recipe (the demo model's record) is the intro's: not said twice
+    demo = make_app("views/pretraining.py", model="@demo", a=text)
+    assert bert_core.load_pretrained(bundled.DEMO_MODEL_DIR).info.lab_recipe is not None
+    assert not [c for c in demo.main.caption if "pre-trained with bertscope pretrain" in c.value]
     # a record the lab would not write is no recipe (and no load error)
     (lab / "pretraining.json").write_text(json.dumps({"training_config": {"mlm_probability": 2}}))
     assert bert_core.load_pretrained(lab).info.lab_recipe is None

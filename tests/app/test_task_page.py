@@ -134,8 +134,16 @@ def test_choices_cut_to_the_models_length_are_named_and_sentence_b_is_not_read(h
     assert any("Sentence B is not read" in c.value for c in at.caption)
     at.text_area(key="task_choices").set_value(f"to fish\n\n{long} a\n{long} b").run()
     warned = [w.value for w in at.warning]
-    assert len(warned) == 2 and warned[0].startswith("The prompt with the choice on line 3:"), warned
-    assert "the end of the choice" in warned[0] and "score alike" in warned[0]
+    assert len(warned) == 1 and warned[0].startswith("The end of the choice on lines 3, 4 went unread"), (
+        warned
+    )
+    assert "reads 64 pieces of the prompt and a choice together" in warned[0] and "score alike" in warned[0]
+    # A prompt cut beside every choice is said once, and not as a difference between them
+    at.text_area(key="task_choices").set_value("to fish\nto swim\nto deposit money").run()
+    at.text_area(key="a").set_value(" ".join(["we walked by the river"] * 20)).run()
+    warned = [w.value for w in at.warning]
+    assert len(warned) == 1 and warned[0].startswith("Beside every choice, the end of the prompt went unread")
+    assert "score alike" not in warned[0]
     assert not at.subheader and "task_method" not in [
         r.key for r in at.radio
     ]  # no "Why", no Method over nothing

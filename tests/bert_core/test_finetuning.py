@@ -470,9 +470,9 @@ def test_the_cli_makes_data_and_fine_tunes_on_it(tmp_path, tiny_checkpoint, caps
     err = capsys.readouterr().err
     assert f"the earlier checkpoint in {out} will be replaced once an epoch is written" in err
     assert "replacing" not in err and bert_core.load_pretrained(out).info.labels
-    from bert_core.finetuning.cli import _count
+    from bert_core.checks import counted
 
-    assert _count(1, "training example") == "1 training example"  # "1 training examples" read as a slip
+    assert counted(1, "training example") == "1 training example"  # "1 training examples" read as a slip
 
 
 def test_fine_tuning_says_when_examples_run_past_the_positions_the_model_was_pre_trained_on(
