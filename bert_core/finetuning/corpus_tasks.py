@@ -4,7 +4,7 @@
             bank-river / bank-money, bat-animal / bat-sport, ... (every word corpus.py has in two senses);
             as many sentences of each label as the count allows
     roles   (task tag) a sentence's words, each tagged with the role the grammar filled it in as:
-            B-/I-PERSON (a person's name), PLACE, TIME, OBJECT (ROLE_SLOTS lists the slots), O otherwise
+            B-PERSON (a person's name: one word), B-/I- PLACE, TIME, OBJECT (ROLE_SLOTS lists the slots), O otherwise
     qa      (task qa) a who / where / when question about one sentence of a short generated passage, with
             the answer's character offset in the passage; the three kinds in equal numbers
 
