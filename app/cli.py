@@ -85,14 +85,12 @@ DEFAULT_MODEL = "bert-base-uncased"
 
 
 def default_model_cached() -> bool:
-    """Whether the app's default model is in the local Hugging Face cache (read from disk, nothing asked of the
-    network)."""
-    try:
-        import huggingface_hub
+    """Whether the local Hugging Face cache holds all a load of the app's default model reads (from disk,
+    nothing asked of the network): its config alone, which a tokenizer's first run leaves, opened the room on
+    a model that could not load."""
+    from bert_core.checkpoints import complete_snapshot_in_cache  # (loads torch: only where it is asked)
 
-        return isinstance(huggingface_hub.try_to_load_from_cache(DEFAULT_MODEL, "config.json"), str)
-    except Exception:  # noqa: BLE001 - a broken cache is no cached model
-        return False
+    return complete_snapshot_in_cache(DEFAULT_MODEL) is not None
 
 
 def run_app(argv: list[str]) -> int:

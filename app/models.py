@@ -248,15 +248,9 @@ def _link_out(directory: Path, inside: Callable[[Path], bool]) -> str | None:
 
 
 def is_in_hub_cache(repo_id: str) -> bool:
-    if not bert_core.checkpoints.looks_like_hub_id(repo_id):
-        return False
-    try:
-        import huggingface_hub
-
-        found = huggingface_hub.try_to_load_from_cache(repo_id, "config.json")
-    except Exception:  # noqa: BLE001 - a broken cache just means "not cached"
-        return False
-    return isinstance(found, str)
+    """Whether the cache holds all a load of `repo_id` reads (a config alone, left by a tokenizer's first run,
+    made the default model look cached, and a fresh machine opened on an error instead of the demo model)."""
+    return bert_core.checkpoints.complete_snapshot_in_cache(repo_id) is not None
 
 
 @st.cache_data(ttl=120, show_spinner=False)

@@ -159,7 +159,11 @@ def test_shared_opens_on_the_demo_model_where_the_default_hub_model_is_not_cache
     assert "downloads" not in capsys.readouterr().err  # nor where nothing is downloaded
 
 
-def test_the_default_model_counts_as_cached_when_its_config_is_in_the_hub_cache(monkeypatch, tmp_path):
+def test_the_default_model_counts_as_cached_only_when_all_a_load_reads_is_in_the_hub_cache(
+    monkeypatch, tmp_path
+):
+    """Its config alone (a tokenizer's first run leaves it, and the vocabulary) counted as cached: a shared
+    server opened every student's page on a model with no weights here, instead of the demo model."""
     from app import models
 
     assert cli.DEFAULT_MODEL == models.DEFAULT_HUB_MODEL
@@ -173,8 +177,15 @@ def test_the_default_model_counts_as_cached_when_its_config_is_in_the_hub_cache(
     (repo / "refs").mkdir(parents=True)
     (repo / "refs" / "main").write_text("0" * 40)
     (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
-    (repo / "snapshots" / ("0" * 40) / "config.json").write_text("{}")
+    snapshot = repo / "snapshots" / ("0" * 40)
+    (snapshot / "config.json").write_text("{}")
+    (snapshot / "vocab.txt").write_text("[PAD]\n")
+    assert not cli.default_model_cached()  # no weights
+    (snapshot / "model.safetensors").write_bytes(b"")
     assert cli.default_model_cached()
+    from app import models
+
+    assert models.is_in_hub_cache(cli.DEFAULT_MODEL)  # the app's fallback asks the same of the cache
 
 
 @pytest.mark.parametrize("given", [["--model-roots", ""], ["--model-roots", ":"], []])

@@ -112,13 +112,22 @@ def download_from_hub(
     from huggingface_hub import constants as hub_constants
     from huggingface_hub.errors import (
         EntryNotFoundError,
+        HFValidationError,
         LocalEntryNotFoundError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        # The hub's own rule, stricter than looks_like_hub_id: "qa/bert-mlm." (a sentence's full stop copied
+        # with it) escaped as HFValidationError, a traceback in the server's log, and was tried on every rerun.
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        raise ModelLoadError(f"{repo_id!r} is not a valid hub id: {exc}") from None
 
     if not local_files_only and not hub_constants.HF_HUB_OFFLINE:
-        cached = _complete_snapshot_in_cache(repo_id, revision=revision, cache_dir=cache_dir)
+        cached = complete_snapshot_in_cache(repo_id, revision=revision, cache_dir=cache_dir)
         if cached is not None:
             # Hub models are immutable in practice; using the cache first keeps start-up instant and offline-proof.
             log.info("using cached %s from %s", repo_id, cached)
@@ -188,21 +197,43 @@ def download_from_hub(
     return config_path.parent
 
 
-def _complete_snapshot_in_cache(
-    repo_id: str, *, revision: str | None, cache_dir: str | os.PathLike | None
+def complete_snapshot_in_cache(
+    repo_id: str, *, revision: str | None = None, cache_dir: str | os.PathLike | None = None
 ) -> Path | None:
-    """The cached snapshot directory when it holds a config, weights and a vocabulary; else None."""
+    """The cached snapshot directory when it holds what a load reads: a config, weights (every shard an index
+    names) and a vocabulary (a byte-level one with its merges); else None. Reads the disk only.
+
+    Not a config alone: running a tokenizer once leaves bert-base-uncased's config and vocabulary cached, and
+    the app took the model for cached and opened on "has neither model.safetensors nor pytorch_model.bin";
+    nor an index with a shard missing, which was read as complete and never fetched again."""
     from huggingface_hub import try_to_load_from_cache
 
+    if not looks_like_hub_id(repo_id):
+        return None
+
     def cached(filename: str) -> Path | None:
-        found = try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir, revision=revision)
+        try:
+            found = try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir, revision=revision)
+        except Exception:  # noqa: BLE001 - an id the hub library refuses, a broken cache: nothing cached
+            return None
         return Path(found) if isinstance(found, str) else None
 
     config = cached(CONFIG_FILE)
     if config is None:
         return None
-    has_weights = any(cached(name) for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX, PYTORCH_FILE))
-    has_vocab = any(cached(name) for name in ("vocab.txt", "tokenizer.json", "vocab.json"))
+    index = cached(SAFETENSORS_INDEX)
+    try:
+        shards = _index_shards(index) if index is not None else []
+    except ModelLoadError:
+        return None
+    has_weights = (
+        all(cached(name) for name in shards)
+        if index is not None
+        else any(cached(name) for name in (SAFETENSORS_FILE, PYTORCH_FILE))
+    )
+    has_vocab = any(cached(name) for name in ("vocab.txt", "tokenizer.json")) or (
+        cached("vocab.json") is not None and cached("merges.txt") is not None
+    )
     return config.parent if has_weights and has_vocab else None
 
 

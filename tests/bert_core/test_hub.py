@@ -189,3 +189,61 @@ def test_fresh_process_without_network_fails_fast_with_the_reason(tmp_path):
     assert "MODELLOADERROR" in out.stdout, out.stderr
     assert "cannot be reached" in out.stdout and "not in the local Hugging Face cache" in out.stdout
     assert "Retrying" not in out.stderr, out.stderr
+
+
+def _sharded(directory: Path, source: Path) -> None:
+    """`source`'s checkpoint written into `directory` with its weights in two safetensors shards and an index."""
+    import json
+
+    from safetensors.torch import load_file, save_file
+
+    directory.mkdir()
+    for f in source.iterdir():
+        if f.name != "model.safetensors":
+            (directory / f.name).write_bytes(f.read_bytes())
+    state = load_file(str(source / "model.safetensors"))
+    keys = sorted(state)
+    weight_map = {}
+    for n, part in enumerate((keys[::2], keys[1::2]), start=1):
+        name = f"model-0000{n}-of-00002.safetensors"
+        save_file({k: state[k] for k in part}, str(directory / name))
+        weight_map.update(dict.fromkeys(part, name))
+    (directory / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+
+
+def test_a_cached_snapshot_counts_as_complete_only_with_all_a_load_reads(tmp_path, tiny_checkpoint, online):
+    """A config alone (a tokenizer's first run leaves bert-base-uncased's) made the app take the default model
+    for cached; an index with a shard missing was read as complete, and never fetched again however online."""
+    from bert_core.checkpoints import complete_snapshot_in_cache
+
+    served = tmp_path / "served"
+    _sharded(served, tiny_checkpoint)
+    cache = tmp_path / "cache"
+    with _Hub(served) as hub:
+        bert_core.load_pretrained(REPO, cache_dir=cache, endpoint=hub.endpoint)
+    snapshot = complete_snapshot_in_cache(REPO, cache_dir=cache)
+    assert snapshot is not None and (snapshot / "model-00002-of-00002.safetensors").is_file()
+    (snapshot / "model-00002-of-00002.safetensors").unlink()  # an interrupted download's
+    assert complete_snapshot_in_cache(REPO, cache_dir=cache) is None
+    with _Hub(served) as hub:  # online again: the missing shard is fetched, not reported missing for ever
+        repaired = bert_core.load_pretrained(REPO, cache_dir=cache, endpoint=hub.endpoint)
+        asked = {path.rsplit("/", 1)[1] for _, path in hub.requests}
+    assert (
+        "model-00002-of-00002.safetensors" in asked
+        and (snapshot / "model-00002-of-00002.safetensors").is_file()
+    )
+    np.testing.assert_array_equal(
+        repaired.analyze("the bank").hidden_states,
+        bert_core.load_pretrained(tiny_checkpoint).analyze("the bank").hidden_states,
+    )
+    for name in ("model.safetensors.index.json", "vocab.txt"):  # a config without weights, or a vocabulary
+        (snapshot / name).unlink()
+        assert complete_snapshot_in_cache(REPO, cache_dir=cache) is None
+    assert complete_snapshot_in_cache("not a/valid id!", cache_dir=cache) is None
+
+
+@pytest.mark.parametrize("given", ["tester/tiny-bert.", "tester--tiny", "a..b", "models--tester--tiny-bert"])
+def test_an_id_the_hub_refuses_is_a_load_error(given):
+    """A full stop copied with the id ("qa/bert-mlm.") escaped as huggingface_hub's HFValidationError."""
+    with pytest.raises(ModelLoadError, match="is not a valid hub id"):
+        bert_core.load_pretrained(given)
