@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import json
 import logging
 import os
 import re
@@ -255,19 +256,30 @@ def is_in_hub_cache(repo_id: str) -> bool:
 
 @st.cache_data(ttl=120, show_spinner=False)
 def cached_hub_models() -> list[str]:
-    """Model repos already in the local Hugging Face cache with a config.json, of any family: the core says
-    on loading whether it can read one (bert, roberta, distilbert, albert, electra)."""
+    """Model repos the local Hugging Face cache holds whole (`is_in_hub_cache`) whose config names a family
+    the core reads (or none: the core then says what it found). Any repo with a config.json was listed: GPT-2
+    and T5, a half-downloaded snapshot, one cached only at a tag, and after a failed load all of them stood
+    under "Models that can be loaded here"."""
     try:
         import huggingface_hub
+        from huggingface_hub import constants
 
-        info = huggingface_hub.scan_cache_dir()
+        # the cache the loads read (scan_cache_dir's own default is the one set when it was imported)
+        info = huggingface_hub.scan_cache_dir(constants.HF_HUB_CACHE)
     except Exception:  # noqa: BLE001 - no cache directory yet, unreadable cache, ...
         return []
     names = []
     for repo in info.repos:
         if repo.repo_type != "model":
             continue
-        if any(f.file_name == "config.json" for rev in repo.revisions for f in rev.files):
+        snapshot = bert_core.checkpoints.complete_snapshot_in_cache(repo.repo_id)
+        if snapshot is None:
+            continue
+        try:
+            family = json.loads((snapshot / "config.json").read_text(encoding="utf-8")).get("model_type")
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+            continue
+        if family is None or family in bert_core.checkpoints.ARCHITECTURES:
             names.append(repo.repo_id)
     return sorted(names)
 

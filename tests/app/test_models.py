@@ -1069,3 +1069,35 @@ def test_short_names_tell_two_models_apart():
     ):
         names = models.short_names(sources)
         assert len(set(names)) == len(sources), names
+
+
+def test_the_picker_lists_only_cached_models_a_load_can_read(monkeypatch, tmp_path):
+    """Any cached repo with a config.json was listed, GPT-2 and a half-downloaded snapshot among them, and after
+    a failed load they all stood under "Models that can be loaded here"."""
+    import json
+
+    import huggingface_hub.constants
+
+    cache = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+
+    def cached(repo_id: str, model_type: str | None, files: tuple[str, ...]) -> None:
+        repo = cache / ("models--" + repo_id.replace("/", "--"))
+        snapshot = repo / "snapshots" / ("1" * 40)
+        snapshot.mkdir(parents=True)
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text("1" * 40)
+        (snapshot / "config.json").write_text(json.dumps({"model_type": model_type} if model_type else {}))
+        for name in files:
+            (snapshot / name).write_text("x")
+
+    whole = ("model.safetensors", "vocab.txt")
+    cached("org/bert-tiny", "bert", whole)
+    cached("org/no-type", None, whole)  # the core says what it finds
+    cached("org/gpt2", "gpt2", ("model.safetensors", "vocab.json", "merges.txt"))
+    cached("org/tokenizer-only", "bert", ("vocab.txt",))
+    cached("org/roberta-no-merges", "roberta", ("model.safetensors", "vocab.json"))
+    models.cached_hub_models.clear()  # (cached for two minutes)
+    assert models.cached_hub_models() == ["org/bert-tiny", "org/no-type"]
+    models.cached_hub_models.clear()
