@@ -538,9 +538,14 @@ def _read_pickled_weights(path: Path) -> dict[str, torch.Tensor]:
         # carries code (a __reduce__ payload) is refused instead of run.
         data = torch.load(path, map_location="cpu", weights_only=True, mmap=False)
     except pickle.UnpicklingError as exc:
+        # Only what the file holds: torch's own message runs to 1,350 characters with terminal escape codes,
+        # and its advice (weights_only=False, add_safe_globals) is what this refusal exists to avoid.
+        found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(exc))
+        holds = f" (it pickles a {found[1]} object)" if found else ""
         raise ModelLoadError(
-            f"refused to load {path.name}: it contains objects other than tensors (possibly code), and "
-            f"BERTScope never executes checkpoint contents. Use a safetensors checkpoint. Detail: {exc}"
+            f"refused to load {path.name}: it contains objects other than tensors{holds}, possibly code, and "
+            "BERTScope never executes checkpoint contents. Use a safetensors checkpoint, or a .bin of a state "
+            "dict (model.save_pretrained writes one)"
         ) from exc
     except (RuntimeError, EOFError, OSError, ValueError) as exc:
         raise ModelLoadError(

@@ -148,6 +148,22 @@ def test_bin_with_code_payload_is_refused_and_nothing_runs(tmp_path, tiny_checkp
     assert not marker.exists()
 
 
+def test_a_pickled_model_object_is_refused_in_a_few_words(tmp_path, tiny_checkpoint):
+    """torch's own 1,350 characters came through whole, terminal escape codes and its advice to load with
+    weights_only=False included: the very thing the refusal exists to avoid."""
+    import torch
+
+    directory = tmp_path / "whole"
+    shutil.copytree(tiny_checkpoint, directory)
+    (directory / "model.safetensors").unlink()
+    torch.save(torch.nn.Linear(2, 2), directory / "pytorch_model.bin")
+    with pytest.raises(ModelLoadError) as refused:
+        bert_core.load_pretrained(directory)
+    said = str(refused.value)
+    assert "it pickles a torch.nn.modules.linear.Linear object" in said and len(said) < 400
+    assert "\x1b" not in said and "weights_only" not in said
+
+
 def test_tokenizer_json_is_used_when_present(tmp_path, tiny_checkpoint):
     directory = tmp_path / "tj"
     shutil.copytree(tiny_checkpoint, directory)
