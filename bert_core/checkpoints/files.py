@@ -136,6 +136,16 @@ def download_from_hub(
             # Without this, huggingface_hub retries for ~30 s before giving up on a machine with no network.
             local_files_only = True
 
+    # Files that are neither cached nor to be had (offline, or no connection): a weights file among them is not
+    # "the repo has none", which is what an interrupted download was told.
+    not_here: list[str] = []
+    # HF_HUB_OFFLINE set on purpose is not a hub out of reach
+    cut_off = (
+        "downloads are switched off (HF_HUB_OFFLINE)"
+        if hub_constants.HF_HUB_OFFLINE
+        else ("the model hub cannot be reached")
+    )
+
     def fetch(filename: str, *, required: bool) -> Path | None:
         if progress:
             progress(f"{repo_id}: {filename}")
@@ -154,14 +164,15 @@ def download_from_hub(
             # Raised both offline and when the hub can't be reached, if the file is not cached either.
             if filename == CONFIG_FILE:
                 raise ModelLoadError(
-                    f"cannot load {repo_id!r}: the model hub cannot be reached and the model is not in the "
+                    f"cannot load {repo_id!r}: {cut_off} and the model is not in the "
                     f"local Hugging Face cache ({cache_dir or hub_constants.HF_HUB_CACHE}), and there is no "
                     f"local directory of that name. Connect once to download it, or pass a local directory."
                 ) from exc
             if required:
                 raise ModelLoadError(
-                    f"cannot load {repo_id!r}: {filename} is not in the local cache and the hub cannot be reached"
+                    f"cannot load {repo_id!r}: {filename} is not in the local cache and {cut_off}"
                 ) from exc
+            not_here.append(filename)
             return None
         except RepositoryNotFoundError as exc:
             raise ModelLoadError(f"no model {repo_id!r} on the hub (or it is private)") from exc
@@ -191,6 +202,12 @@ def download_from_hub(
                 if fetch("pytorch_model.bin.index.json", required=False)
                 else ""
             )
+            if not_here:
+                raise ModelLoadError(
+                    f"cannot load {repo_id!r}: its config is in the local Hugging Face cache but not its weights "
+                    f"(a download stopped part way, or only its tokenizer was ever fetched), and {cut_off}. "
+                    "Connect once to download them, or pass a local directory."
+                )
             raise ModelLoadError(f"{repo_id!r} has neither {SAFETENSORS_FILE} nor {PYTORCH_FILE}{sharded}")
     for name in TOKENIZER_FILES:
         fetch(name, required=False)

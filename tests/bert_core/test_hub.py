@@ -247,3 +247,26 @@ def test_an_id_the_hub_refuses_is_a_load_error(given):
     """A full stop copied with the id ("qa/bert-mlm.") escaped as huggingface_hub's HFValidationError."""
     with pytest.raises(ModelLoadError, match="is not a valid hub id"):
         bert_core.load_pretrained(given)
+
+
+def test_weights_missing_from_the_cache_are_not_said_to_be_missing_from_the_repo(
+    tmp_path, tiny_checkpoint, online, monkeypatch
+):
+    """Offline, a cached config whose weights never arrived (a stopped download; a tokenizer's first run) was
+    told "has neither model.safetensors nor pytorch_model.bin", untrue of the repo."""
+    from huggingface_hub import constants
+
+    from bert_core.checkpoints import complete_snapshot_in_cache
+
+    cache = tmp_path / "cache"
+    with _Hub(tiny_checkpoint) as hub:
+        bert_core.load_pretrained(REPO, cache_dir=cache, endpoint=hub.endpoint)
+    (complete_snapshot_in_cache(REPO, cache_dir=cache) / "model.safetensors").unlink()
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(ModelLoadError) as missing:
+        bert_core.load_pretrained(REPO, cache_dir=cache)
+    said = str(missing.value)
+    assert (
+        "its config is in the local Hugging Face cache but not its weights" in said and "neither" not in said
+    )
+    assert "downloads are switched off (HF_HUB_OFFLINE)" in said
