@@ -88,7 +88,8 @@ def default_model_cached() -> bool:
     """Whether the local Hugging Face cache holds all a load of the app's default model reads (from disk,
     nothing asked of the network): its config alone, which a tokenizer's first run leaves, opened the room on
     a model that could not load."""
-    from bert_core.checkpoints import complete_snapshot_in_cache  # (loads torch: only where it is asked)
+    # (imports torch, a few seconds the server's first page then no longer spends; OMP_NUM_THREADS is set)
+    from bert_core.checkpoints import complete_snapshot_in_cache
 
     return complete_snapshot_in_cache(DEFAULT_MODEL) is not None
 
