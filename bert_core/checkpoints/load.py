@@ -358,7 +358,8 @@ def _pair_task(record: dict) -> str | None:
 def _lab_recipe(record: dict) -> LabRecipe | None:
     """The masking and pair task the lab pre-trained with, its defaults where the record leaves one out; None
     without a record or where one is not what the lab writes (a hint, never a load error)."""
-    from ..pretraining.masking import MaskingConfig  # (no torch there; the lab's own defaults)
+    from ..pretraining.masking import MaskingConfig  # the lab's own defaults and names
+    from ..pretraining.train import MASKING_MODES, PAIR_TASKS
 
     training = record.get("training_config")
     if not isinstance(training, dict):
@@ -374,7 +375,7 @@ def _lab_recipe(record: dict) -> LabRecipe | None:
         MaskingConfig(**{k: float(v) for k, v in given.items()})
     except ValueError:
         return None
-    if masking not in ("dynamic", "static") or pair_task not in ("nsp", "sop", "none"):
+    if masking not in MASKING_MODES or pair_task not in PAIR_TASKS:
         return None
     return LabRecipe(**{k: float(v) for k, v in given.items()}, masking=masking, pair_task=pair_task)
 
