@@ -159,6 +159,9 @@ def refusal(source: str) -> str | None:
     source = source.strip()
     if source == DEMO_SOURCE or source in DEMO_TASKS:
         return None
+    unsafe = _unsafe_source(source)  # first: "@demo" and a NUL was quoted back, NUL and all
+    if unsafe:
+        return unsafe
     if source.startswith("@"):  # the bundled models' own names (`--model @nope` too); no hub id or path is so
         return (
             f"{source[:60]} is not one of the bundled models ({', '.join(bundled_models()) or 'none here'})"
@@ -166,9 +169,6 @@ def refusal(source: str) -> str | None:
     started_with = os.environ.get(ENV_MODEL, "").strip()
     if source == started_with:
         return None
-    unsafe = _unsafe_source(source)
-    if unsafe:
-        return unsafe
     if started_with and model_key(source) == model_key(started_with):  # "/m/x/" for --model /m/x
         return None
     if is_local_source(source):

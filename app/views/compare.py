@@ -67,8 +67,8 @@ except models.ModelUnavailable as exc:
     # empty below the box, the working side's maps and the link to the comparison gone with it.
     st.error(
         "The second model can't be loaded: "
-        + ui.md_escape(exc.reason.rstrip("."))
-        + ". Below, the sidebar's model alone."
+        + ui.md_escape(exc.reason if exc.reason.endswith((".", "?", "!")) else exc.reason + ".")
+        + " Below, the sidebar's model alone."
     )
 else:
     ui.model_notice(right)

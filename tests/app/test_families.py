@@ -412,6 +412,12 @@ def test_a_second_model_that_fails_leaves_the_sidebars_model_drawn(monkeypatch, 
     (link,) = at.code
     assert "model2=" in link.value and "no-such-model" in link.value  # the comparison asked for, kept
     assert at.text_area(key="a").value == "the [MASK] sat by the bank"
+    # a reason that ends in its own question mark takes no full stop after it ("directory?. Below")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", model2=str(empty))
+    (error,) = [e.value.replace("\\", "") for e in at.error]
+    assert "directory? Below, the sidebar's model alone." in error, error
 
 
 def test_compare_says_when_each_side_cut_a_long_text(family_dirs, monkeypatch, tiny_checkpoint):

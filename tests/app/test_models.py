@@ -700,6 +700,9 @@ def test_a_passing_load_failure_is_not_remembered_against_the_model(
     assert logged and "failed unexpectedly" in logged[0].getMessage() and logged[0].exc_info[0] is MemoryError
     assert store.load(str(tiny_checkpoint)).analyze("the cat").tokens[0] == "[CLS]"
     assert models.refusal("bad\x00name") and "control characters" in models.refusal("bad\x00name")
+    assert "control characters" in models.refusal(
+        "@demo\x00"
+    )  # not quoted back as a bundled name, NUL and all
 
 
 def test_a_model_directory_rewritten_while_serving(tmp_path, tiny_checkpoint, monkeypatch):
