@@ -20,6 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app import transforms
+from bert_core.pieces import draws_nothing
 
 if TYPE_CHECKING:  # only a type here
     from bert_core.pieces import PieceStyle
@@ -91,10 +92,7 @@ def _lone_marks(text: str) -> str:
     out, before = [], None
     for c in text:
         if _joins_before(c) and (before is None or before in "#▁␣ :"):
-            silent = (
-                unicodedata.category(c) == "Cf" or 0xFE00 <= ord(c) <= 0xFE0F or 0xE0020 <= ord(c) <= 0xE007F
-            )
-            out.append(f"\\u{ord(c):04x}" if silent else "\u25cc" + c)
+            out.append(f"\\u{ord(c):04x}" if draws_nothing(c) else "\u25cc" + c)
         else:
             out.append(c)
         before = c

@@ -58,7 +58,7 @@ def byte_level_spelling(text: str) -> str:
 _VISIBLE = {" ": VISIBLE_SPACE, "\n": "↵", "\t": "⇥", "\r": "␍"}
 
 
-def _invisible(c: str) -> bool:
+def draws_nothing(c: str) -> bool:
     """A character that draws nothing by itself: format characters (zero-width space, joiners, direction
     marks) and variation selectors (RoBERTa gives an emoji's U+FE0F a piece of its own)."""
     return unicodedata.category(c) == "Cf" or 0xFE00 <= ord(c) <= 0xFE0F or 0xE0100 <= ord(c) <= 0xE01EF
@@ -66,12 +66,12 @@ def _invisible(c: str) -> bool:
 
 def visible(text: str) -> str:
     """`text` with its spaces, line breaks and tabs as visible marks, other control characters as \\x.. ; a
-    text of nothing but characters that draw nothing (`_invisible`) as \\u....,
+    text of nothing but characters that draw nothing (`draws_nothing`) as \\u....,
     where it would be a blank label (within visible text a joiner is left to do its work, as in 👩‍👧)."""
     shown = "".join(
         _VISIBLE.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 32 or 0x7F <= ord(c) <= 0x9F else c) for c in text
     )
-    if shown and all(_invisible(c) for c in shown):
+    if shown and all(draws_nothing(c) for c in shown):
         return "".join(f"\\u{ord(c):04x}" for c in shown)
     return shown
 

@@ -13,6 +13,7 @@ import streamlit as st
 import bert_core
 from app import cache, charts, models, transforms, ui
 from app import inputs as inputs_module
+from bert_core.pieces import draws_nothing
 
 EXAMPLES = (
     "the bundled @demo-senses (which sense of an ambiguous word), @demo-roles (who, where, when) or @demo-qa "
@@ -105,7 +106,7 @@ if info.task == "qa":
         )
     # A metric's value is Markdown: the passage's words are shown as written (`2*3*4`, `$x$`), not rendered.
     # An answer of zero-width or space characters alone ("\u200b") left the metric blank: named by its code points.
-    visible = any(not c.isspace() and unicodedata.category(c) not in ("Cf", "Cc", "Zs") for c in best[0])
+    visible = any(not (c.isspace() or unicodedata.category(c) == "Cc" or draws_nothing(c)) for c in best[0])
     st.metric(
         "Answer",
         ui.md_escape(best[0]) if visible else f"(no visible characters: {ascii(best[0])})",

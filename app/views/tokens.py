@@ -9,6 +9,7 @@ import streamlit as st
 
 import bert_core
 from app import charts, transforms, ui
+from bert_core.pieces import draws_nothing
 
 st.header("Tokens")
 active, inputs = ui.page_model()
@@ -177,16 +178,17 @@ typed_texts = [t for t in (inputs.text_a, inputs.text_b) if t]
 
 
 def _selector(c: str) -> bool:
-    """A variation selector or the grapheme joiner: marks (Mn) to Unicode, but they draw nothing, an emoji's
-    U+FE0F among them; an uncased tokenizer strips them with the accents."""
-    return 0xFE00 <= ord(c) <= 0xFE0F or 0xE0100 <= ord(c) <= 0xE01EF or c == "\u034f"
+    """A character that draws nothing (a format character, a variation selector: an emoji's U+FE0F is a mark,
+    Mn, to Unicode) or the grapheme joiner; an uncased tokenizer strips the marks among them with the
+    accents."""
+    return draws_nothing(c) or c == "\u034f"
 
 
 invisible = {
     c
     for t in typed_texts
     for c in t
-    if (unicodedata.category(c) in ("Cc", "Cf") or _selector(c)) and c not in "\t\n\r"
+    if (unicodedata.category(c) == "Cc" or _selector(c)) and c not in "\t\n\r"
 }
 gone = {c: sum(t.count(c) - tokenizer.normalize(t).count(c) for t in typed_texts) for c in invisible}
 removed = sum(n for n in gone.values() if n > 0)
