@@ -254,24 +254,38 @@ def complete_snapshot_in_cache(
     return config.parent if has_weights and has_vocab else None
 
 
-_PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
-
-
 def hub_reachable(endpoint: str | None = None, *, timeout: float = 3.0) -> bool:
-    """A quick TCP probe of the hub endpoint (assumed reachable when a proxy is configured)."""
+    """A quick TCP probe of the hub endpoint, or of the proxy the environment sends requests to it through.
+
+    A proxy variable used to be taken for a connection: with the proxy down (a laptop off its office network),
+    huggingface_hub then retried through it for minutes before a load said anything. A proxy that answers but
+    cannot reach the hub itself is still left to huggingface_hub's own time-outs."""
     import socket
+    import urllib.request
     from urllib.parse import urlparse
 
     from huggingface_hub import constants as hub_constants
 
-    if any(os.environ.get(name) for name in _PROXY_VARIABLES):
-        return True
     url = urlparse(endpoint or hub_constants.ENDPOINT)
     if not url.hostname:
         return False
-    port = url.port or (443 if url.scheme == "https" else 80)
+    host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
+    # The standard library's reading of the *_PROXY and NO_PROXY variables, as the hub's HTTP client reads them
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(url.scheme) or proxies.get("all")
+    if proxy and not urllib.request.proxy_bypass(url.hostname):
+        through = urlparse(proxy if "://" in proxy else f"http://{proxy}")
+        if not through.hostname:
+            return True  # a proxy setting this probe can't read: the hub library may still make sense of it
+        default_port = (
+            443 if through.scheme == "https" else 1080 if through.scheme.startswith("socks") else 80
+        )
+        try:
+            host, port = through.hostname, through.port or default_port
+        except ValueError:  # a port that is no number
+            return True
     try:
-        socket.create_connection((url.hostname, port), timeout=timeout).close()
+        socket.create_connection((host, port), timeout=timeout).close()
     except OSError:
         return False
     return True

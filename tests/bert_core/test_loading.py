@@ -225,6 +225,42 @@ def test_unreachable_hub_and_empty_cache_says_so(tmp_path, monkeypatch):
         )
 
 
+@pytest.mark.parametrize("variable", ["HTTPS_PROXY", "all_proxy"])
+def test_a_proxy_nobody_answers_is_no_way_to_the_hub(tmp_path, monkeypatch, variable):
+    """A proxy variable was taken for a connection: with the proxy down, the hub library retried through it
+    for minutes. The probe now tries the proxy; NO_PROXY naming the hub's host sends it there directly."""
+    import huggingface_hub.constants
+
+    from bert_core.checkpoints.files import hub_reachable
+
+    for name in (
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(
+        time, "sleep", lambda s: pytest.fail(f"slept {s} s: the loader retried through a dead proxy")
+    )
+    with socket.socket() as hub:  # a hub that answers, behind a proxy that doesn't
+        hub.bind(("127.0.0.1", 0))
+        hub.listen()
+        endpoint = f"https://127.0.0.1:{hub.getsockname()[1]}"
+        assert hub_reachable(endpoint)
+        monkeypatch.setenv(variable, f"http://127.0.0.1:{_closed_port()}")
+        assert not hub_reachable(endpoint)
+        with pytest.raises(ModelLoadError, match="cannot be reached and the model is not in the local"):
+            bert_core.load_pretrained("someone/not-cached", cache_dir=tmp_path / "empty", endpoint=endpoint)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        assert hub_reachable(endpoint)
+
+
 def test_offline_and_not_cached(tmp_path, monkeypatch):
     import huggingface_hub.constants
 
