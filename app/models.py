@@ -84,6 +84,25 @@ def describe_source(source: str) -> str:
     return f"hub model {source}"
 
 
+def describe_weights(source: str, info: bert_core.ModelInfo) -> str:
+    """Where the weights came from, for a card under describe_source: the hub snapshot (the commit a cached hub
+    id resolved to: two machines of one room can hold different ones) and the files read. A directory holding
+    both a safetensors file and a .bin looked the same as one holding either. "" for a bundled model."""
+    if source in (DEMO_SOURCE, *DEMO_TASKS) or not info.weights_files:
+        return ""
+    files = info.weights_files
+    if len(files) > 1:
+        read = f"weights from {len(files)} safetensors shards"
+    elif files[0].endswith(".bin"):
+        read = f"weights from {files[0]} (read weights-only: no code in it runs)"
+    else:
+        read = f"weights from {files[0]}"
+    where = Path(info.directory)
+    if where.parent.name == "snapshots" and not _directory(source):
+        return f"snapshot {where.name[:10]} · {read}"
+    return read
+
+
 # Each spelling of a source that named an existing directory -> that directory's key. A directory deleted or
 # moved while pages use it is no hub id: without this, "models/x" or "/m/x/" lost its key with the directory,
 # so the pages holding its weights asked for a fresh load and the room's own model lost its kept place.

@@ -99,7 +99,8 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
             f"This model's word table has {info.vocab_size:,} rows but its vocabulary only {pieces:,} pieces: "
             "the vocabulary may belong to another model. Guesses of the rows past it are named by their id."
         )
-    st.caption(ui.md_escape(models.describe_source(active.source)))
+    weights = models.describe_weights(active.source, info)
+    st.caption(ui.md_escape(models.describe_source(active.source) + (f" · {weights}" if weights else "")))
     # The pooler is not a prediction head, but whether there is one decides the Sentence vector page's choices.
     pooler = f"pooler {'✓' if info.has_pooler else '✗'}"
     heads = " · ".join(

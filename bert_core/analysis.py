@@ -118,6 +118,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         architecture: Architecture = BERT,
         source: str = "",
         directory: Path | None = None,
+        weights_files: tuple[str, ...] = (),
         device: torch.device | None = None,
         ignored_weights: tuple[str, ...] = (),
         trained_length: int | None = None,
@@ -130,6 +131,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         self.architecture = architecture
         self.source = source
         self.directory = directory
+        self.weights_files = weights_files
         self.device = device or torch.device("cpu")
         # Fine-tuning heads (classifier, qa_outputs) the checkpoint had and BERTScope set aside.
         self.ignored_weights = ignored_weights
@@ -172,6 +174,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         return ModelInfo(
             source=self.source,
             directory=str(self.directory or ""),
+            weights_files=self.weights_files,
             architecture=self.architecture.model_type,
             num_layers=c.num_hidden_layers,
             hidden_size=c.hidden_size,

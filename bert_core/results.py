@@ -148,6 +148,9 @@ class ModelInfo:
 
     source: str
     directory: str
+    # The files the weights were read from: "model.safetensors", its shards, or "pytorch_model.bin" where a
+    # checkpoint has no safetensors; () for a model built in memory
+    weights_files: tuple[str, ...]
     architecture: str  # the checkpoint's model_type: "bert", "roberta", "distilbert", "albert", "electra"
     num_layers: int
     hidden_size: int

@@ -325,6 +325,7 @@ class StoredWeights:
 
     def __init__(self) -> None:
         self.tensors: dict[str, torch.Tensor] = {}
+        self.files: list[str] = []  # the weights files' names, as the model card names them
         # id(meta tensor) -> (file, byte offset of its data, bytes): the meta tensors are renamed by the
         # architecture, never copied, so identity finds where each one's bytes are
         self._where: dict[int, tuple[Path, int, int]] = {}
@@ -384,6 +385,7 @@ def open_state_dict(directory: Path) -> StoredWeights:
     elif index.is_file():
         files = [directory / name for name in _index_shards(index)]
     stored = StoredWeights()
+    stored.files = [file.name for file in files]
     if files:
         for file in files:
             try:
@@ -407,6 +409,7 @@ def open_state_dict(directory: Path) -> StoredWeights:
 
     bin_path = directory / PYTORCH_FILE
     if bin_path.is_file():
+        stored.files = [PYTORCH_FILE]
         stored.tensors.update(_read_pickled_weights(bin_path))
         return stored
 

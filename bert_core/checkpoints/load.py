@@ -313,6 +313,7 @@ def load_pretrained(
         network = build_network(arch, config, state, tie_word_embeddings=tie, read=stored.read)
     except WeightsMismatch as exc:
         raise WeightsMismatch(str(exc) + _assumed_sizes(config, absent)) from exc
+    weights_files = tuple(stored.files)
     del stored
     record = _lab_record(directory)
     del state  # the network now holds the only reference to each weight, so packing frees them as it goes
@@ -328,6 +329,7 @@ def load_pretrained(
         architecture=arch,
         source=str(source),
         directory=directory,
+        weights_files=weights_files,
         device=target,
         ignored_weights=tuple(ignored),
         trained_length=_trained_length(record, config),

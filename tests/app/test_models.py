@@ -1104,3 +1104,30 @@ def test_the_picker_lists_only_cached_models_a_load_can_read(monkeypatch, tmp_pa
     models.cached_hub_models.clear()  # (cached for two minutes)
     assert models.cached_hub_models() == ["org/bert-tiny", "org/no-type"]
     models.cached_hub_models.clear()
+
+
+def test_the_card_names_the_hub_snapshot_and_the_weights_file_read(
+    make_app, tmp_path, tiny_checkpoint, empty_hub_cache
+):
+    """Two machines of one room can hold different snapshots of one hub id, and a directory with both a
+    safetensors file and a .bin looked the same as one with either: the card says which was read."""
+    import shutil
+
+    from tests.bert_core.test_loading import _populate_cache
+
+    _populate_cache(empty_hub_cache, "someone/tiny-bert", tiny_checkpoint)
+    at = make_app(model="someone/tiny-bert")
+    captions = " ".join(c.value for c in at.sidebar.caption).replace("\\", "")
+    assert "hub model someone/tiny-bert · snapshot 0123456789 · weights from model.safetensors" in captions
+
+    pickled = tmp_path / "pickled"
+    shutil.copytree(tiny_checkpoint, pickled)
+    state = bert_core.checkpoints.read_state_dict(pickled)
+    (pickled / "model.safetensors").unlink()
+    torch.save(state, pickled / "pytorch_model.bin")
+    at = make_app(model=str(pickled))
+    captions = " ".join(c.value for c in at.sidebar.caption).replace("\\", "")
+    assert f"local directory {pickled} · weights from pytorch_model.bin (read weights-only" in captions
+    assert "snapshot" not in captions
+    at = make_app(model="@demo")  # the bundled models' own files are no news
+    assert "weights from" not in " ".join(c.value for c in at.sidebar.caption)

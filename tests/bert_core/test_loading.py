@@ -114,14 +114,17 @@ def test_pytorch_bin_loads_with_same_outputs(tmp_path, tiny_checkpoint):
     state = load_file(str(directory / "model.safetensors"))
     (directory / "model.safetensors").unlink()
     torch.save(state, directory / "pytorch_model.bin")
-    _same_outputs(bert_core.load_pretrained(tiny_checkpoint), bert_core.load_pretrained(directory))
+    loaded = bert_core.load_pretrained(directory)
+    _same_outputs(bert_core.load_pretrained(tiny_checkpoint), loaded)
+    assert loaded.info.weights_files == ("pytorch_model.bin",)
 
 
 def test_safetensors_preferred_over_bin(tmp_path, tiny_checkpoint):
     directory = tmp_path / "both"
     shutil.copytree(tiny_checkpoint, directory)
     (directory / "pytorch_model.bin").write_bytes(b"not a checkpoint at all")
-    bert_core.load_pretrained(directory)  # the broken .bin is never read
+    # the broken .bin is never read, and the model card says which file was
+    assert bert_core.load_pretrained(directory).info.weights_files == ("model.safetensors",)
 
 
 class _Payload:
@@ -558,7 +561,9 @@ def test_sharded_safetensors_checkpoint(tmp_path, tiny_checkpoint):
     (directory / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {}, "weight_map": weight_map})
     )
-    _same_outputs(bert_core.load_pretrained(tiny_checkpoint), bert_core.load_pretrained(directory))
+    loaded = bert_core.load_pretrained(directory)
+    _same_outputs(bert_core.load_pretrained(tiny_checkpoint), loaded)
+    assert loaded.info.weights_files == tuple(halves)
     (directory / "model-00002-of-00002.safetensors").unlink()
     with pytest.raises(ModelLoadError, match="missing weights shard"):
         bert_core.load_pretrained(directory)
