@@ -100,6 +100,25 @@ def bound(key: str) -> dict[str, str]:
     return {"key": key, "bind": "query-params"}
 
 
+def say_if_linked_out_of_range(key: str, what: str, low: int, high: int, *, where: Any = st) -> None:
+    """A caption where the link's whole number for `key` (a layer, a head) lies outside [low, high], on the run
+    that reads the link (the session has no value yet). Streamlit drops such a value and the widget opens on
+    its start without a word, so a lecturer's link to "layer 10" of bert-base, opened on a 4-layer model,
+    showed layer 1 as if that were what the link meant. Call it before the widget (which drops the value)."""
+    given = st.query_params.get(key)
+    if key in st.session_state or given is None:
+        return
+    try:
+        asked = int(given)
+    except ValueError:
+        return
+    if not low <= asked <= high:
+        where.caption(
+            f"The link asks for {what} {asked}, which this model doesn't have ({what}s {low} to {high}): "
+            f"showing the page's own start instead."
+        )
+
+
 def option_by_name(key: str, labels: Mapping[str, str]) -> None:
     """Read a link that names a radio's option by its own name (`labels` maps each name to the label shown)
     as one naming its label. A bound radio's link holds the label shown (Streamlit writes the shown value), so a
@@ -108,9 +127,16 @@ def option_by_name(key: str, labels: Mapping[str, str]) -> None:
     through session state, the option showed but the address dropped the key, so a reload lost it. Only for
     a session with no value yet (never over one the user picked). Call it before the radio."""
     given = st.query_params.get(key)
+    if key in st.session_state or given is None or given in labels.values():
+        return
+    # A name or label in another case ("Logit Lens", "LENS") is read as the option too: it too opened the
+    # default without a word, and Streamlit matches labels exactly
+    folded = {name.casefold(): label for name, label in labels.items()}
+    folded |= {label.casefold(): label for label in labels.values()}
+    meant = labels.get(given) or folded.get(given.casefold())
     # (never a label that is some option's name too: rewritten, it would be read as that option, or rerun on)
-    if key not in st.session_state and given in labels and labels[given] not in labels:
-        st.query_params[key] = labels[given]
+    if meant is not None and meant not in labels:
+        st.query_params[key] = meant
         st.rerun()
 
 

@@ -176,6 +176,10 @@ def test_out_of_range_layer_in_the_link_is_harmless(make_app):
     # URL. (Clamped to the last layer, the page once showed layer 2 while its link opened layer 1.)
     assert at.slider(key="layer").value == 1
     assert figure(at, "att_heatmap")["layout"]["title"]["text"].startswith("Layer 1")
+    # and says so: a link made on a bigger model looked as if it meant layer 1
+    said = " ".join(c.value for c in at.caption)
+    assert "The link asks for layer 20, which this model doesn't have (layers 1 to 2)" in said
+    assert "The link asks for head 9" in said
 
 
 def test_a_layer_the_new_model_lacks_starts_over_at_layer_1(make_app, tiny_checkpoint):

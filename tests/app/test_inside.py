@@ -514,6 +514,20 @@ def test_a_link_may_name_the_view_by_its_short_key(make_app):
     at.radio(key="inside_view").set_value("pll").run()  # and the user's choice then wins
     assert at.radio(key="inside_view").value == "pll"
     assert make_app(PAGE, a=TEXT, inside_view="Logit lens").radio(key="inside_view").value == "lens"
+    for other_case in ("Logit Lens", "LENS"):  # these too opened Query & key without a word
+        assert make_app(PAGE, a=TEXT, inside_view=other_case).radio(key="inside_view").value == "lens"
+
+
+def test_a_link_to_a_layer_or_head_the_model_lacks_says_so(make_app):
+    """The view opened on its start without a word: a link made on bert-base looked like it meant layer 1."""
+    at = make_app(PAGE, a=TEXT, inside_view="Query & key", qk_layer="10", qk_head="7")
+    said = " ".join(c.value for c in at.caption)
+    assert "The link asks for layer 10, which this model doesn't have (layers 1 to 2)" in said
+    assert "The link asks for head 7, which this model doesn't have (heads 1 to 4)" in said
+    at.slider(key="qk_layer").set_value(2).run()  # said once, as the link is read
+    assert "The link asks" not in " ".join(c.value for c in at.caption)
+    at = make_app(PAGE, a=TEXT, inside_view="Query & key", qk_layer="2")
+    assert "The link asks" not in " ".join(c.value for c in at.caption)
 
 
 def test_the_ablation_hint_promises_masked_word_guesses_only_where_there_is_a_head_to_guess(make_app):
