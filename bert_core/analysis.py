@@ -400,8 +400,9 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
     ) -> WordVectors:
         """`word`'s vector in each of `texts` after every layer, and their cosines (`WordVectors`): how one
         word's meaning drifts apart from layer to layer ("bank" by a river and "bank" with money). A word in
-        a text more than once gives its `occurrence` ("first", "last", or "each", a row each). The texts go
-        through the model as `vectors_batch` sends them (no attention maps kept)."""
+        a text more than once gives its `occurrence` ("first", "last", or "each", a row each). `word` may be
+        a phrase, found where its words stand one after another, its vector the mean of all their pieces.
+        The texts go through the model as `vectors_batch` sends them (no attention maps kept)."""
         texts = listed(texts, "texts", "the word is compared across several")
         if not all(isinstance(t, str) for t in texts):
             raise InputError("texts must be a list of strings (sentence A of each; pairs are not searched)")
@@ -419,15 +420,16 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             alone = self.encode(word)
         except InputError as exc:
             raise InputError(f"the word {word!r} has nothing this model reads: {exc}") from exc
+        # A phrase ("river bank", or "银行", two words to BERT) is found as its words one after another, and
+        # its vector is the mean of all their pieces
         words = [word[s:e] for _, s, e in word_text_spans(alone, 0, word)]
-        if len(words) != 1:
-            raise InputError(
-                f"{word!r} is {len(words)} words to this tokenizer ({', '.join(words)}): give one"
-            )
         found, rows, missing = [], [], []
         for index, vectors in enumerate(self.vectors_batch(texts, max_batch_tokens=max_batch_tokens)):
             occurrences = target_occurrences(
-                vectors, word, self.tokenizer.normalize, specials=typed_specials(self.tokenizer)
+                vectors,
+                word if len(words) == 1 else words,
+                self.tokenizer.normalize,
+                specials=typed_specials(self.tokenizer),
             )
             if not occurrences:
                 missing.append(index)

@@ -7,7 +7,7 @@ count the same words.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 
 from .pieces import MASK_SPELLINGS
 
@@ -108,12 +108,14 @@ def typed_specials(tokenizer) -> frozenset[str]:
 
 def target_occurrences(
     analysis,
-    target: str,
+    target: str | Sequence[str],
     normalize: Callable[[str], str],
     text: str | None = None,
     specials: Collection[str] = (),
 ) -> list[list[int]]:
-    """Token indices of every word of sentence A whose normalised text equals `normalize(target)`, in order.
+    """Token indices of every word of sentence A whose normalised text equals `normalize(target)`, in order; for
+    a phrase, `target` as the list of its words (as the tokenizer splits it: "银行" is "银", "行" to BERT), of
+    every run of that many words one after another that equal them, the run's indices together.
 
     `analysis` is anything with `sequence_ids`, `word_ids` and `offsets` (an Analysis or an Encoding); `text`
     is sentence A as typed (default `analysis.text`). Whole words only: 'banks' is not 'bank'. Punctuation
@@ -123,11 +125,28 @@ def target_occurrences(
     """
     text = analysis.text if text is None else text
     keys = word_keys(analysis, (text, None))
-    want = clean_target(normalize(target))
-    if not want:  # punctuation alone: cleaned, every mark of the text would equal it
+    words = [target] if isinstance(target, str) else list(target)
+
+    def read(word: str) -> str:
+        # a phrase's own punctuation ("can't" is can, ', t) is one of its words, compared as it stands
+        return clean_target(normalize(word)) or (normalize(word).strip() if len(words) > 1 else "")
+
+    want = [read(w) for w in words]
+    if not all(want):  # punctuation alone: cleaned, every mark of the text would equal it
         return []
-    return [
-        [i for i, key in enumerate(keys) if key == (0, word)]
+    spans = [
+        (word, None if text[start:end].strip() in specials else read(text[start:end]))
         for word, start, end in word_text_spans(analysis, 0, text)
-        if text[start:end].strip() not in specials and clean_target(normalize(text[start:end])) == want
     ]
+    found, i = [], 0
+    while i + len(want) <= len(spans):
+        run = spans[i : i + len(want)]
+        if [seen for _, seen in run] == want:
+            numbers = {word for word, _ in run}
+            found.append(
+                [k for k, key in enumerate(keys) if key is not None and key[0] == 0 and key[1] in numbers]
+            )
+            i += len(want)  # runs that overlap ("a a" in "a a a") are one occurrence, the first
+        else:
+            i += 1
+    return found

@@ -89,7 +89,8 @@ typed_target = c2.text_input(
     ui.start("senses_word", "bank"),
     **ui.bound("senses_word"),
     persist_state="session",
-    help="Whole words only ('banks' is not 'bank'). Spaces and punctuation around it are ignored.",
+    help="Whole words only ('banks' is not 'bank'). Spaces and punctuation around it are ignored. A phrase "
+    "('river bank', or a Chinese word of several characters) is found where its words stand one after another.",
 )
 OCCURRENCE_CHOICES = {"first": "the first", "last": "the last", "each": "each one (a point each)"}
 ui.option_by_name("senses_occurrence", OCCURRENCE_CHOICES)
@@ -117,9 +118,6 @@ target = transforms.clean_target(typed_target)
 if not target:
     st.info("Type the target word.")
     st.stop()
-if len(target.split()) > 1:
-    st.info("Type a single word as the target (its pieces are averaged into one vector per sentence).")
-    st.stop()
 if target != typed_target.strip():
     # "Bank!" drew the charts of "bank" without a word of the "!" left behind
     st.caption(
@@ -134,22 +132,26 @@ except bert_core.InputError:
     st.info("The target has no letters or digits the model can read; type a word.")
     st.stop()
 target_words = [target[s:e] for _, s, e in transforms.word_text_spans(target_enc, 0, target)]
+# A phrase is looked for as its words one after another: "银行" (a bank) is "银", "行" to BERT, which reads each
+# Chinese character as a word, and was refused as "not a single word", so Chinese had no word senses at all
+wanted: str | list[str] = target if len(target_words) == 1 else target_words
 if len(target_words) > 1:
-    # "银行" split into "银", "行" with no reason given: BERT's tokenizer makes each Chinese character a word
     ideographs = all(
         len(w) == 1 and unicodedata.name(w, "").startswith("CJK UNIFIED IDEOGRAPH") for w in target_words
     )
-    st.info(
-        "The target must be a single word as this model's tokenizer sees it: "
-        + ui.md_escape(f'"{target}" splits into ' + ", ".join(f'"{w}"' for w in target_words))
-        + ". Pick one of those words."
+    st.caption(
+        ui.md_escape(f"'{ui.clip(target, 60)}' is {len(target_words)} words to this model's tokenizer (")
+        + ui.md_escape(
+            ", ".join(f"'{w}'" for w in target_words[:12]) + (", …" if len(target_words) > 12 else "")
+        )
+        + "): a sentence has it where they stand one after another, and its vector there is the mean of all "
+        "their pieces' vectors."
         + (
             " BERT's tokenizers read each Chinese character (a kanji, a hanja) as a word of its own."
             if ideographs
             else ""
         )
     )
-    st.stop()
 if target == typed_target.strip() != typed_target:  # only spaces: punctuation was said above ("Bank!" twice)
     st.caption(
         "Looking for " + ui.md_escape(f"'{ui.clip(target, 60)}'") + " (spaces around the word are ignored)."
@@ -179,7 +181,7 @@ specials = transforms.typed_specials(tokenizer)  # no word ("[MASK]" was counted
 found, missing, cut, repeated, partly_cut, miscounted = [], [], [], [], [], []
 char_cut: list[int] = []  # sentences whose every occurrence lies past the line's character cut
 for n, r in zip(batch.used, batch.results, strict=True):
-    occurrences = transforms.target_occurrences(r, target, normalize, specials=specials)
+    occurrences = transforms.target_occurrences(r, wanted, normalize, specials=specials)
     total = len(occurrences)
     if r.truncated:
         # Count the occurrences in the whole sentence too: the ones past the model's limit must not vanish
@@ -189,7 +191,7 @@ for n, r in zip(batch.used, batch.results, strict=True):
             with_own_mask(sentences[n], tokenizer.mask_token), max_length=r.num_tokens_before_truncation + 2
         )
         total = len(
-            transforms.target_occurrences(whole, target, normalize, text=sentences[n], specials=specials)
+            transforms.target_occurrences(whole, wanted, normalize, text=sentences[n], specials=specials)
         )
     if not occurrences and not total and len(items[n][0]) > len(sentences[n]):
         # The line was cut to its first characters before the model read it: a target past that cut was said
@@ -197,7 +199,7 @@ for n, r in zip(batch.used, batch.results, strict=True):
         typed = with_own_mask(items[n][0], tokenizer.mask_token)
         # at most 4 pieces a character (byte-level BPE: one per UTF-8 byte), and the specials
         whole = tokenizer.encode(typed, max_length=4 * len(typed) + 3)
-        if transforms.target_occurrences(whole, target, normalize, text=items[n][0], specials=specials):
+        if transforms.target_occurrences(whole, wanted, normalize, text=items[n][0], specials=specials):
             char_cut.append(n)
             continue
     if not occurrences:
@@ -234,7 +236,7 @@ if missing:
     other_case = [
         n
         for n in missing
-        if cased and transforms.target_occurrences(read[n], target, folded, specials=specials)
+        if cased and transforms.target_occurrences(read[n], wanted, folded, specials=specials)
     ]
     st.warning(
         # said of the target: "'banks' is not 'bank'" under the target "river" said nothing (and "'citys'"

@@ -78,14 +78,50 @@ def test_target_with_punctuation_and_spaces_is_cleaned(senses):
     assert cell.startswith("1. ") and " ↔ 2. " in cell and ": " not in cell
 
 
-# quoted with double quotes: the apostrophe, in single ones, read as three of them
-@pytest.mark.parametrize(("target", "parts"), [("can't", '"can", "\'", "t"'), ("银行", '"银", "行"')])
-def test_target_the_tokenizer_splits_into_words(senses, target, parts):
-    at = senses(["the bank", "my bank"], target=target)
-    message = text_of(at.info)
-    assert "single word as this model's tokenizer sees it" in message and parts in message
-    # why "银行" is two words, where "can't" needs no word on scripts
-    assert ("each Chinese character (a kanji, a hanja) as a word of its own" in message) == (target == "银行")
+@pytest.mark.parametrize(
+    ("target", "lines", "words"),
+    [
+        (
+            "river bank",
+            ["the river bank is wet", "a river bank", "the river, bank", "my river"],
+            ["river", "bank"],
+        ),
+        (
+            "银行",
+            ["我去银行", "银行关门", "我去银", "行银"],
+            ["银", "行"],
+        ),  # two words to BERT: a character each
+        ("can't", ["I can't go", "you can't stay", "we can go", "can t"], ["can", "'", "t"]),
+    ],
+)
+def test_a_phrase_is_its_words_one_after_another_and_the_mean_of_their_pieces(
+    senses, tiny_checkpoint, target, lines, words
+):
+    """A target of several words (as the tokenizer splits it) was refused: Chinese, whose every character is a
+    word to BERT, had no word senses at all. A sentence has the phrase where its words stand in a row."""
+    m = bert_core.load_pretrained(tiny_checkpoint)
+    at = senses(lines, target=target)
+    assert not at.info and not at.error
+    said = text_of(at.caption)
+    assert (
+        f"'{target}' is {len(words)} words to this model's tokenizer" in said and "one after another" in said
+    )
+    assert ("each Chinese character" in said) == (target == "银行")
+    # the last two lines hold the words, but not one after another (or not all of them)
+    assert "sentence 3" in text_of(at.warning) and "sentence 4" in text_of(at.warning)
+    at.slider(key="senses_layer").set_value(1).run()
+    vectors = []
+    for line in lines[:2]:
+        r = m.analyze(line)
+        start = line.index(target if target != "银行" else "银")
+        end = start + len(target)
+        pieces = [
+            i for i, (s, e) in enumerate(r.offsets.tolist()) if r.sequence_ids[i] == 0 and start <= s < end
+        ]
+        assert len(pieces) >= len(words)
+        vectors.append(r.hidden_states[1, pieces].mean(axis=0))
+    u = unit(np.stack(vectors))
+    np.testing.assert_allclose(z(at, "senses_matrix"), u @ u.T, atol=1e-5)
 
 
 def test_a_thai_target_is_told_why_it_is_not_found(senses):

@@ -71,12 +71,24 @@ def test_a_word_in_no_text_gives_no_rows(tiny_model):
     assert none.vectors.shape[0] == 0 and none.cosines.shape[1:] == (0, 0) and none.missing == (0,)
 
 
+def test_a_phrase_is_found_as_its_words_in_a_row(tiny_model):
+    """ "river bank" was refused as "2 words"; a phrase is now its words one after another, its vector the mean
+    of all their pieces, and the same words apart or in another order are not it."""
+    texts = ["the river bank was wet", "a river , bank", "bank river", "by the river bank and the river bank"]
+    w = tiny_model.word_vectors(texts, " river bank. ", occurrence="each")
+    assert w.word == "river bank" and w.missing == (1, 2)
+    assert [i for i, _ in w.found] == [0, 3, 3]
+    r = tiny_model.analyze(texts[0])
+    pieces = w.found[0][1]
+    assert [r.tokens[i] for i in pieces] == tiny_model.tokenizer.encode("river bank").tokens[1:-1]
+    np.testing.assert_allclose(w.vectors[0], r.hidden_states[:, list(pieces)].mean(axis=1), atol=1e-6)
+
+
 @pytest.mark.parametrize(
     "texts, word, kwargs, said",
     [
         ("the river bank", "bank", {}, "not one string"),
         ([("a bank", "b")], "bank", {}, "list of strings"),
-        (TEXTS, "river bank", {}, "2 words"),
         (TEXTS, "   ", {}, "word must be"),
         (TEXTS, None, {}, "word must be"),
         (TEXTS, "bank", {"occurrence": "second"}, "occurrence"),
