@@ -100,6 +100,12 @@ def fill_mask_text(
     text = texts[seq] or ""
     start, end = (int(x) for x in enc.offsets[position])
     before = text[:start].rstrip() if style.is_continuation(token) else text[:start]
+    previous = enc.tokens[position - 1] if position and enc.sequence_ids[position - 1] == seq else ""
+    if style.word_start_marker and previous == style.word_start_marker:
+        # The space before the mask is a piece of its own (a RoBERTa whose <mask> keeps the space before it,
+        # lstrip off): a continuation guess follows that space, not the word before ("theal" for "the al"),
+        # and a word-start guess brings a space of its own besides, as the model reads it
+        before = text[:start] + ("" if style.is_continuation(token) else " ")
     cut = read_end(enc, seq)
     filled = before + style.strip(token)
     rest = text[end:] if cut is None else text[end:cut] + " …"

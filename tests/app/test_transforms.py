@@ -237,3 +237,24 @@ def test_read_part_cuts_only_a_sentence_that_lost_pieces(tiny_model):
     assert len(tiny_model.encode(long[:end]).tokens) - 2 == kept  # the text up to the end is what was read
     assert transforms.read_part(enc, long, 0) == long[:end].rstrip() + " …"
     assert transforms.read_part(enc, "the dog", 1) == "the dog"
+
+
+def test_a_guess_after_a_space_piece_of_its_own_keeps_that_space(family_dirs):
+    """A RoBERTa whose <mask> keeps the space before it (lstrip off) reads "the <mask>" as "Ġthe", "Ġ", <mask>:
+    a continuation guess was written onto the word before ("theal river"), where the model reads "the al"."""
+    import bert_core
+
+    model = bert_core.load_pretrained(family_dirs["roberta"])
+    text = "The bank of the <mask> river."
+    enc = model.encode(text)
+    at = enc.tokens.index("<mask>")
+    assert enc.tokens[at - 1] == "Ġ"  # the case itself: the space is a piece
+    style = model.info.piece_style
+    assert transforms.fill_mask_text((text, None), enc, at, "al", style) == "The bank of the al river."
+    # a word-start guess brings its own space besides the lone one: both are read
+    assert transforms.fill_mask_text((text, None), enc, at, "Ġcat", style) == "The bank of the  cat river."
+    glued = "The bank of the<mask> river."  # no space piece: a continuation still joins the word before
+    enc = model.encode(glued)
+    assert transforms.fill_mask_text((glued, None), enc, enc.tokens.index("<mask>"), "al", style) == (
+        "The bank of theal river."
+    )
