@@ -86,17 +86,22 @@ def describe_source(source: str) -> str:
 
 def describe_weights(source: str, info: bert_core.ModelInfo) -> str:
     """Where the weights came from, for a card under describe_source: the hub snapshot (the commit a cached hub
-    id resolved to: two machines of one room can hold different ones) and the files read. A directory holding
-    both a safetensors file and a .bin looked the same as one holding either. "" for a bundled model."""
-    if source in (DEMO_SOURCE, *DEMO_TASKS) or not info.weights_files:
-        return ""
+    id resolved to: two machines of one room can hold different ones), the files read (a directory holding
+    both a safetensors file and a .bin looked the same as one holding either), and a type they were stored in
+    other than float32 (transformers computes such a file as stored, so its numbers differ from these). Of a
+    bundled model, only the type."""
+    notes = [f"stored as {info.weights_dtype}, computed in float32"] if info.weights_dtype else []
     files = info.weights_files
+    if source in (DEMO_SOURCE, *DEMO_TASKS) or not files:
+        return "; ".join(notes)
     if len(files) > 1:
         read = f"weights from {len(files)} safetensors shards"
     elif files[0].endswith(".bin"):
-        read = f"weights from {files[0]} (read weights-only: no code in it runs)"
+        read = f"weights from {files[0]}"
+        notes.insert(0, "read weights-only: no code in it runs")
     else:
         read = f"weights from {files[0]}"
+    read += f" ({'; '.join(notes)})" if notes else ""
     where = Path(info.directory)
     if where.parent.name == "snapshots" and not _directory(source):
         return f"snapshot {where.name[:10]} · {read}"

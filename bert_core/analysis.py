@@ -119,6 +119,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         source: str = "",
         directory: Path | None = None,
         weights_files: tuple[str, ...] = (),
+        weights_dtype: str | None = None,
         device: torch.device | None = None,
         ignored_weights: tuple[str, ...] = (),
         trained_length: int | None = None,
@@ -132,6 +133,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         self.source = source
         self.directory = directory
         self.weights_files = weights_files
+        self.weights_dtype = weights_dtype
         self.device = device or torch.device("cpu")
         # Fine-tuning heads (classifier, qa_outputs) the checkpoint had and BERTScope set aside.
         self.ignored_weights = ignored_weights
@@ -175,6 +177,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             source=self.source,
             directory=str(self.directory or ""),
             weights_files=self.weights_files,
+            weights_dtype=self.weights_dtype,
             architecture=self.architecture.model_type,
             num_layers=c.num_hidden_layers,
             hidden_size=c.hidden_size,

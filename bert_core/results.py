@@ -151,6 +151,8 @@ class ModelInfo:
     # The files the weights were read from: "model.safetensors", its shards, or "pytorch_model.bin" where a
     # checkpoint has no safetensors; () for a model built in memory
     weights_files: tuple[str, ...]
+    # The floating-point type(s) the weights were stored in where not float32 ("float16"): computed in float32
+    weights_dtype: str | None
     architecture: str  # the checkpoint's model_type: "bert", "roberta", "distilbert", "albert", "electra"
     num_layers: int
     hidden_size: int

@@ -57,9 +57,15 @@ if info.embedding_size is not None:
         "normalized": f"after LayerNorm ({info.embedding_size} wide)",
         "projected": f"projected to {info.hidden_size} (what layer 1 receives)",
     }
+    # ALBERT factorises (E < H); an ELECTRA generator may project down instead (E > H), no factorisation
+    kind = (
+        "Factorised embeddings"
+        if info.embedding_size < info.hidden_size
+        else "Embeddings wider than the layers"
+    )
     st.info(
         ui.md_escape(
-            f"Factorised embeddings (E → H): the tables are E = {info.embedding_size} wide, and a learned "
+            f"{kind} (E → H): the tables are E = {info.embedding_size} wide, and a learned "
             f"projection maps each token's vector to the layers' H = {info.hidden_size} dimensions before layer 1. "
             "hidden_states[0], where the Attention and Word senses pages start, is the projected vector."
         )
@@ -145,13 +151,25 @@ else:  # a slider needs two values to choose from
     st.caption(f"This model has {max_p} position(s); all are compared.")
 sims = transforms.cosine_matrix(table[:count])
 pos_labels = [str(p) for p in range(count)]
+# A row of zeros (RoBERTa's padding row) has no direction: its cosines are drawn as 0, diagonal included, which
+# read as a position unlike itself
+zero_rows = [p for p in range(count) if not np.any(table[p])]
+zeros = (
+    f" Row{'s' if len(zero_rows) > 1 else ''} {', '.join(map(str, zero_rows))} "
+    f"{'are' if len(zero_rows) > 1 else 'is'} all zeros, so {'their' if len(zero_rows) > 1 else 'its'} cosines "
+    "(its own included) are drawn as 0: a vector of no length has no direction to compare."
+    if zero_rows
+    else ""
+)
 if active.model.config.position_offset:
     st.caption(
         ui.md_escape(
             f"{info.architecture_name} numbers positions from {active.model.config.position_offset} (the row after "
-            "its padding row): the first rows here are ones it never uses for text."
+            "its padding row): the first rows here are ones it never uses for text." + zeros
         )
     )
+elif zeros:
+    st.caption(zeros.strip())
 pos_fig = charts.heatmap(
     sims,
     pos_labels,

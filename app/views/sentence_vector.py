@@ -83,8 +83,8 @@ kinds = [POOLED, CLS, MEAN] if info.has_pooler else [CLS, MEAN]
 if not info.has_pooler:
     st.info(
         ui.md_escape(
-            f"This {info.architecture_name} model has no pooler, so there is no pooled vector; the raw {cls} "
-            "vector is used instead."
+            f"This {info.architecture_name} model has no pooler, so there is no pooled vector to choose: its "
+            f"{cls} vector and the mean of its pieces are."
         )
     )
 ui.option_by_name("sv_kind", {k: KIND_LABELS[k] for k in kinds})

@@ -230,6 +230,16 @@ fig = charts.token_chips(result.tokens, kinds, hovers, style=style, font_size=ui
 ui.show_figure(fig, key="tokens_chips", data=table, filename="tokens")
 
 st.subheader("Table")
+offset = active.model.config.position_offset
+if offset:
+    # RoBERTa's table and hovers gave "<s>" position 2 with no word of why: only the Embeddings page said it
+    st.caption(
+        ui.md_escape(
+            f"{info.architecture_name} numbers positions from {offset}: the first {offset} rows of its position "
+            f"table are never used for text (one is its padding row), so the first piece, "
+            f"{style.display(result.tokens[0])}, reads position {offset}."
+        )
+    )
 # Without a sentence B, Large text leaves out the columns that then say nothing (every piece of A, segment 0):
 # the table still ran past a 1024 px page's edge. The CSV keeps them.
 constant = ["segment", "sentence"] if ui.font_size() > ui.NORMAL_FONT and result.text_pair is None else []

@@ -61,8 +61,9 @@ def parse(text: str) -> tuple[list[tuple[str, str]], list[str]]:
 
 st.header("Word senses")
 st.caption(
-    "The same word gets a different vector in each sentence. At layer 0 it is the word's embedding plus its "
-    "position's (and segment's), so two uses differ only by where they stand; higher up the context moves it, "
+    "The same word gets a different vector in each sentence. At layer 0 it is what the embedding layer gives "
+    "(its pieces' embeddings plus their positions', normalised), so two uses differ only by where they stand "
+    "and the pieces they were read as; higher up the context moves it, "
     "and senses drift apart, as the preset's river bank and money bank do. Read the gap between senses, not a "
     "cosine's level: in upper layers even unrelated words have positive cosines, and a word drifts with its "
     "context within one sense too (Ethayarajh, 2019)."
@@ -510,7 +511,8 @@ if len(set(labelled)) >= 2:
         filename="word_sense_by_layer",
         # at layer 0 the vectors differ by position only: a gap there is where the words stand, not their sense
         caption="The gap between the lines is how much the model separates the senses at that layer; at layer 0 "
-        "the vectors differ only by position (and segment), so a gap there is not sense."
+        "the vectors differ only by position (and segment), and by the pieces a word was read as (RoBERTa's "
+        "'bank' and '␣bank' are two), so a gap there is not sense."
         if len(series) == 2
         else None,
     )

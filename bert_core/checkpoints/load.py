@@ -314,6 +314,10 @@ def load_pretrained(
     except WeightsMismatch as exc:
         raise WeightsMismatch(str(exc) + _assumed_sizes(config, absent)) from exc
     weights_files = tuple(stored.files)
+    # float16 (or bfloat16) files are computed in float32 here, where transformers computes them as stored
+    stored_as = sorted(
+        {str(t.dtype).removeprefix("torch.") for t in stored.tensors.values() if t.is_floating_point()}
+    )
     del stored
     record = _lab_record(directory)
     del state  # the network now holds the only reference to each weight, so packing frees them as it goes
@@ -330,6 +334,7 @@ def load_pretrained(
         source=str(source),
         directory=directory,
         weights_files=weights_files,
+        weights_dtype=None if stored_as in ([], ["float32"]) else ", ".join(stored_as),
         device=target,
         ignored_weights=tuple(ignored),
         trained_length=_trained_length(record, config),

@@ -79,6 +79,10 @@ def test_bpe_pieces_show_a_visible_space_not_the_marker(family_dirs, monkeypatch
     assert "Words with no space before them start without it: the text's first word, punctuation" in _texts(
         at
     )
+    # the table numbers <s> position 2: said why, on the page that shows it
+    assert table["position"][0] == 2
+    assert "RoBERTa numbers positions from 2" in _texts(at) and "<s>, reads position 2" in _texts(at)
+    assert "numbers positions from" not in _texts(_app(monkeypatch, family_dirs["albert"], "views/tokens.py"))
 
 
 def test_byte_level_pieces_show_the_characters_they_spell_not_mojibake(family_dirs, monkeypatch):
@@ -185,6 +189,9 @@ def test_embeddings_page_says_what_each_family_changes(family_dirs, monkeypatch)
     at.radio(key="emb_component").set_value("segment").run()
     title = figure(at, "emb_heatmap")["layout"]["title"]["text"]
     assert "one vector, the same for every piece" in title and "A/B" not in title
+    # its padding row is zeros: the cosine 0 drawn on the diagonal there is said to be no cosine of its own
+    assert "Row 1 is all zeros, so its cosines (its own included) are drawn as 0" in _texts(at)
+    assert "all zeros" not in _texts(_app(monkeypatch, family_dirs["albert"], "views/embeddings.py"))
 
 
 def test_a_choice_keeps_its_label_and_its_value_across_a_switch_of_family(

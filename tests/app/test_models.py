@@ -1131,3 +1131,8 @@ def test_the_card_names_the_hub_snapshot_and_the_weights_file_read(
     assert "snapshot" not in captions
     at = make_app(model="@demo")  # the bundled models' own files are no news
     assert "weights from" not in " ".join(c.value for c in at.sidebar.caption)
+    # but a file stored as float16 is: transformers computes it as stored, and its numbers differ from these
+    at = make_app(model="@demo-qa")
+    said = " ".join(c.value for c in at.sidebar.caption).replace("\\", "")
+    assert "(bundled) · stored as float16, computed in float32" in said
+    assert bert_core.load_pretrained(tiny_checkpoint).info.weights_dtype is None
