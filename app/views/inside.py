@@ -59,7 +59,7 @@ info = active.model.info
 # ALBERT's and ELECTRA's embeddings are narrower than the layers: their layer 0 is the embeddings projected up,
 # as transformers' first hidden state is too ("the embedding output" alone was loose for them).
 LAYER_0 = "Layer 0 is the embedding output" + (
-    ", projected up to the hidden size (the embeddings are narrower)."
+    ", projected to the hidden size (the embeddings are of another width)."
     if info.embedding_size is not None
     else "."
 )
@@ -350,7 +350,7 @@ elif view == "ablation":
         "Switch heads off (their output zeroed) and see what changes against the intact model; or measure, at "
         "one mask, how much the log-probability of the intact model's top guess drops when each head alone is "
         "off, as Michel et al. (2019) first ablate heads one at a time (not their gradient estimate): blue, the "
-        "head supported that guess; red, the guess got more likely without it."
+        "head supported that guess; red, the guess got more likely without it. " + LAYER_0
     )
     choices = [f"{layer + 1}.{head + 1}" for layer in range(n_layers) for head in range(n_heads)]
     kept = st.session_state.get("ablation_heads")
@@ -481,7 +481,8 @@ elif view == "ablation":
 
 elif view == "lens":
     st.caption(
-        "The MLM head applied to every layer's vector at one position (the logit lens, nostalgebraist 2020): "
+        "The MLM head, whole (its dense layer, GELU and LayerNorm, then the projection onto the vocabulary), "
+        "applied to every layer's vector at one position (the logit lens, nostalgebraist 2020): "
         "at which layer does the final answer appear, and where do the words you name under *Also follow* rise "
         "or fall? The head was trained on the last layer's vectors only, so earlier layers read through it are "
         "approximate: a late rise may be partly that mismatch, not the answer forming late. " + LAYER_0
@@ -684,7 +685,9 @@ elif view == "pll":
         "that knows the word can all but read a piece off them, which can lift a sentence with long words split "
         "into pieces above what its words deserve. With the later pieces of its word, as Kauf & Ivanova (2023) "
         "propose: those are masked too, so each piece is guessed from what comes before it in its word and from "
-        "the other words. Which way a sentence's score moves depends on the model and the words.",
+        "the other words. Which way a sentence's score moves depends on the model and the words. A word is "
+        "as the tokenizer splits words: a SentencePiece model's (ALBERT's) includes punctuation typed against "
+        "it ('table.'), which is then masked with it.",
     )
     if not info.has_mlm_head:
         ui.no_mlm_head(info, "score sentences by pseudo-likelihood")
@@ -711,6 +714,9 @@ elif view == "pll":
             return
         # With no piece scored (a sentence of masks) the sum is empty: no score, not a perfect one of 0.
         st.metric("PLL of sentence A (nats)", f"{total:.2f}" if pieces else "—")
+        if inputs.text_b:
+            # every other view here reads the pair, so a score of A alone looked like A's within the pair
+            st.caption("Sentence A is scored on its own: sentence B is not read for this score.")
         unk = tokenizer.unk_token
         if ui.unknown_typed(active, inputs.text_a):
             # The page's note says these characters are read as the unknown piece; the total also counts the

@@ -700,7 +700,7 @@ def test_inside_says_layer_0_is_projected_where_the_embeddings_are_narrower(fami
         at.radio(key="inside_view").set_value("hidden").run()
         said = _texts(at)
         assert "Layer 0 is the embedding output" in said
-        assert ("projected up to the hidden size" in said) is projected, arch
+        assert ("projected to the hidden size" in said) is projected, arch
 
 
 def test_the_papers_findings_name_bert_bases_specials_and_this_models_beside_them(family_dirs, monkeypatch):

@@ -569,3 +569,18 @@ def test_the_lens_warns_of_as_many_unfollowable_words_as_it_could_draw_then_coun
     at.text_input(key="lens_follow").set_value(" ".join(f"riverbank{i}" for i in range(9))).run()
     assert not at.exception and len(at.warning) == 5
     assert any("4 more of the words typed can't be followed either." in c.value for c in at.caption)
+
+
+def test_the_views_say_what_they_compute_where_a_reader_could_take_it_otherwise(make_app):
+    """From the faithfulness pass: numbers that matched a reference, captions that left room for another one."""
+    at = open_view(make_app, "pll")
+    assert "sentence B is not read" not in " ".join(c.value for c in at.caption)
+    at.sidebar.text_area(key="b").set_value("They were left there.").run()
+    # every other view reads the pair: A's score is A's alone, and said so
+    assert "Sentence A is scored on its own: sentence B is not read" in " ".join(c.value for c in at.caption)
+    said = " ".join(c.value for c in open_view(make_app, "lens").caption)
+    assert "The MLM head, whole (its dense layer, GELU and LayerNorm, then the projection" in said
+    # the ablation's drift rows run from layer 0, which that view never named
+    assert "Layer 0 is the embedding output" in " ".join(
+        c.value for c in open_view(make_app, "ablation").caption
+    )
