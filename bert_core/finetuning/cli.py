@@ -25,7 +25,7 @@ from ..checks import counted
 from ..errors import BertScopeError
 from ..paths import in_path, out_dir, out_file, replace_problem, seed_number, writable_problem
 from ..pretraining.cli import ProgressBar, _clock, in_flags
-from ..pretraining.train import SAVE_DTYPES
+from ..pretraining.train import SAVE_DTYPES, CheckpointWriteError
 from .data import COLUMNS, TASKS
 from .train import FinetuneConfig, StepStats
 
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\ninterrupted; {_what_was_kept(args.out, earlier, config.epochs)}", file=sys.stderr)
         return 130
-    except FloatingPointError as exc:  # and what the folder holds: an earlier epoch's model may be there
+    except (FloatingPointError, CheckpointWriteError) as exc:  # and what the folder holds: an earlier epoch's
         print(
             f"bertscope finetune: error: {exc}; {_what_was_kept(args.out, earlier, config.epochs)}",
             file=sys.stderr,

@@ -618,6 +618,7 @@ def write_checkpoint(
     Files are first written to a temporary directory beside the target and then moved in one by one, so a
     reader (or a crash) never sees a half-written model.safetensors.
     """
+    from safetensors import SafetensorError
     from safetensors.torch import save_file
 
     directory = Path(directory)
@@ -639,7 +640,9 @@ def write_checkpoint(
                 item.chmod(0o644)  # mkdtemp's files are private; a checkpoint is meant to be shared
                 os.replace(item, directory / item.name)
             _remove_stale_files(directory, written, LAB_RECORDS)
-    except (OSError, RuntimeError) as exc:  # torch.save's full disk is a RuntimeError ("enforce fail ...")
+    # torch.save's full disk is a RuntimeError ("enforce fail ..."), safetensors' a SafetensorError (an
+    # Exception of its own, which escaped as a traceback: "Error while serializing: I/O error: No space left")
+    except (OSError, RuntimeError, SafetensorError) as exc:
         why = (
             exc.strerror if isinstance(exc, OSError) and exc.strerror else "a write failed: is the disk full?"
         )

@@ -530,6 +530,27 @@ def test_an_interrupted_fine_tune_says_what_it_saved(tmp_path, tiny_checkpoint, 
     assert f"no epoch finished, so {out} still holds the earlier checkpoint" in capsys.readouterr().err
 
 
+def test_a_full_disk_while_the_weights_are_written_is_one_line_not_a_traceback(
+    tmp_path, tiny_checkpoint, capsys, monkeypatch
+):
+    """safetensors reports a full disk as its own SafetensorError (no OSError): both labs ended in a traceback."""
+    import safetensors.torch
+    from safetensors import SafetensorError
+
+    def full(*_args, **_kwargs):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(safetensors.torch, "save_file", full)
+    data = tmp_path / "senses.csv"
+    data.write_text("text,label\nthe bank by the river,river\nthe bank lent money,money\n")
+    out = tmp_path / "model"
+    args = ["--task", "classify", "--data", str(data), "--from", str(tiny_checkpoint), "--out", str(out)]
+    assert finetune_cli([*args, "--epochs", "1", "--threads", "1", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"error: cannot write the checkpoint to {out} (a write failed: is the disk full?)" in err
+    assert "no epoch finished, so nothing was saved" in err and "Traceback" not in err
+
+
 # -- the project's own data ---------------------------------------------------------------------------------
 
 
