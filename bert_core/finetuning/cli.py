@@ -23,7 +23,15 @@ from pathlib import Path
 
 from ..checks import counted
 from ..errors import BertScopeError
-from ..paths import in_path, out_dir, out_file, replace_problem, seed_number, writable_problem
+from ..paths import (
+    in_path,
+    left_as_it_was,
+    out_dir,
+    out_file,
+    replace_problem,
+    seed_number,
+    writable_problem,
+)
 from ..pretraining.cli import ProgressBar, _clock, in_flags
 from ..pretraining.train import SAVE_DTYPES, CheckpointWriteError
 from .data import COLUMNS, TASKS
@@ -139,6 +147,9 @@ def make_data_main(argv: list[str]) -> int:
         path = make_data(args.task, args.out, args.examples, args.seed)
     except (BertScopeError, ValueError) as exc:
         parser.error(str(exc))
+    except (KeyboardInterrupt, OSError) as exc:
+        print(f"\nbertscope finetune make-data: {left_as_it_was(args.out, exc)}", file=sys.stderr)
+        return 130 if isinstance(exc, KeyboardInterrupt) else 1
     print(f"wrote {args.examples} {args.task} examples to {path} (train with --task {KINDS[args.task]})")
     return 0
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..paths import written_whole
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +126,7 @@ def write_examples(path: str | Path, rows: Sequence[dict[str, Any]], task: str) 
     suffix = path.suffix.lower()
     if suffix not in CSV_SUFFIXES + JSONL_SUFFIXES:
         raise InputError(f"{path.name}: name the output .csv or .jsonl")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as handle:
+    with written_whole(path, newline="") as handle:
         if suffix in CSV_SUFFIXES:
             writer = csv.DictWriter(handle, fieldnames=COLUMNS[task], extrasaction="ignore")
             writer.writeheader()

@@ -204,7 +204,7 @@ def _clock(seconds: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "make-corpus":  # writes as it goes: not "nothing was written" when interrupted
+    if argv and argv[0] == "make-corpus":  # says itself what an interruption left
         from .corpus import main as corpus_main
 
         return corpus_main(argv[1:])

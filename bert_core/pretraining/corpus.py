@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1103,10 +1104,11 @@ def generate_corpus(documents: int, seed: int) -> Iterator[list[Sentence]]:
 def write_corpus(path: str | Path, documents: int, seed: int) -> tuple[int, int]:
     """Write the corpus file; return (documents, sentences)."""
     check_seed(seed)
+    from ..paths import written_whole
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     sentences = 0
-    with path.open("w", encoding="utf-8") as handle:
+    with written_whole(path) as handle:
         for doc in generate_corpus(documents, seed):
             handle.write("\n".join(s.text for s in doc) + "\n\n")
             sentences += len(doc)
@@ -1142,7 +1144,7 @@ def read_documents(path: str | Path) -> list[list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..paths import out_file, seed_number
+    from ..paths import left_as_it_was, out_file, seed_number
 
     parser = argparse.ArgumentParser(
         prog="bertscope pretrain make-corpus", description="Write BERTScope's generated pre-training corpus."
@@ -1153,7 +1155,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.documents < 2:
         parser.error("--documents must be at least 2 (next sentence prediction needs two documents)")
-    docs, sentences = write_corpus(args.out, args.documents, args.seed)
+    try:
+        docs, sentences = write_corpus(args.out, args.documents, args.seed)
+    except (KeyboardInterrupt, OSError) as exc:
+        print(f"\nbertscope pretrain make-corpus: {left_as_it_was(args.out, exc)}", file=sys.stderr)
+        return 130 if isinstance(exc, KeyboardInterrupt) else 1
     print(f"wrote {docs} documents, {sentences} sentences to {args.out}")
     return 0
 

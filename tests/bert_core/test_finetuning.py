@@ -790,3 +790,38 @@ def test_a_json_lines_string_may_hold_a_line_separator(tmp_path):
         (1, "the\u2028bank", "river"),
         (2, "cash", "money"),
     ]
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, lambda: OSError(28, "No space left on device")])
+@pytest.mark.parametrize("command", ["make-corpus", "make-data"])
+def test_a_data_file_written_part_way_leaves_the_one_it_replaces_as_it_was(
+    tmp_path, capsys, monkeypatch, stop, command
+):
+    """make-corpus wrote in place: stopped after 7 s it replaced a 1,835-line corpus with part of a new one,
+    which `pretrain --corpus` then read without a word, after a traceback; make-data left an empty file."""
+    from bert_core.pretraining import corpus
+    from bert_core.pretraining.cli import main as pretrain_cli
+
+    out = tmp_path / ("corpus.txt" if command == "make-corpus" else "qa.jsonl")
+    out.write_text("my own data\n")
+    real = corpus.generate_corpus if command == "make-corpus" else corpus_tasks.qa_examples
+
+    def broken(*args, **kwargs):
+        made = real(*args, **kwargs)
+        if command == "make-corpus":  # a generator: stopped after a few documents were written
+            yield from (doc for doc, _ in zip(made, range(3), strict=False))
+            raise stop()
+        raise stop()
+
+    if command == "make-corpus":
+        monkeypatch.setattr(corpus, "generate_corpus", broken)
+        code = pretrain_cli(["make-corpus", "--out", str(out), "--documents", "50"])
+    else:
+        monkeypatch.setattr(corpus_tasks, "qa_examples", lambda *a: list(broken(*a)))
+        code = finetune_cli(["make-data", "--task", "qa", "--out", str(out), "--examples", "5"])
+    err = capsys.readouterr().err
+    assert code == (130 if stop is KeyboardInterrupt else 1)
+    assert out.read_text() == "my own data\n" and [p.name for p in tmp_path.iterdir()] == [out.name]
+    assert str(out) in err and "was left as it was" in err and "Traceback" not in err
+    if stop is not KeyboardInterrupt:
+        assert "(No space left on device)" in err
