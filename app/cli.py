@@ -14,7 +14,8 @@ import socket
 import sys
 from pathlib import Path
 
-from app.bundled import ASSETS, DEMO_MODEL_DIR  # (os and pathlib only: nothing that starts Streamlit)
+# (os and pathlib only: nothing that starts Streamlit)
+from app.bundled import ASSETS, DEMO_MODEL_DIR, DEMO_SOURCE, DEMO_TASKS, bundled_dir
 
 APP_ENTRY = Path(__file__).with_name("streamlit_app.py")
 EVERY_ADDRESS = {"0.0.0.0", "::", ""}
@@ -102,7 +103,11 @@ def run_app(argv: list[str]) -> int:
         "fine-tuning lab); each has --help. Streamlit's own settings pass through, written --section.name "
         "value (e.g. --server.headless true).",
     )
-    parser.add_argument("--model", help="default model: a local directory or a hub id (env: BERTSCOPE_MODEL)")
+    parser.add_argument(
+        "--model",
+        help="default model: a local directory, a hub id, or a bundled model (@demo, @demo-qa, @demo-senses, "
+        "@demo-roles) (env: BERTSCOPE_MODEL)",
+    )
     parser.add_argument("--port", type=int, default=None, help="port to serve on (default: Streamlit's 8501)")
     parser.add_argument(
         "--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
@@ -164,11 +169,19 @@ def run_app(argv: list[str]) -> int:
     # torch.device() here): a typo such as "gpu" is refused now, not at the first page.
     # A path written as one (absolute, ./, ../ or ~) that is not there is a typo: said now, not on every page
     # of a room. A bare "name" or "owner/name" may be a hub id, which only loading can tell.
-    given = args.model or ""
+    # BERTSCOPE_MODEL is the same setting, and was not checked at all.
+    given = args.model or os.environ.get("BERTSCOPE_MODEL", "").strip()
+    flag = "--model" if args.model else "BERTSCOPE_MODEL"
     if given.startswith(("/", "./", "../", "~")) and not Path(given).expanduser().exists():
-        parser.error(f"--model {given}: no such directory")
+        parser.error(f"{flag} {given}: no such directory")
     if given and Path(given).expanduser().is_file():  # a checkpoint's config.json or weights, named instead
-        parser.error(f"--model {given} is a file: name the checkpoint's directory (the one with config.json)")
+        parser.error(f"{flag} {given} is a file: name the checkpoint's directory (the one with config.json)")
+    if (
+        given.startswith("@") and bundled_dir(given) is None
+    ):  # "@demo-QA": the server opened, every page refused it
+        parser.error(
+            f"{flag} {given}: no bundled model of that name (they are {', '.join([DEMO_SOURCE, *DEMO_TASKS])})"
+        )
     # A mistyped root was taken without a word (a mistyped --model is refused above), and each student's model
     # was then refused as "only under /models/typo". Refused where no root named is a directory; one of several
     # missing is said and allowed (the Dockerfile's /models is there only once a volume is mounted on it).

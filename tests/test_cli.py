@@ -369,6 +369,14 @@ def test_an_address_the_lecturer_named_for_streamlit_is_kept(monkeypatch, tmp_pa
         (["--model", "./no-such-dir"], "no such directory"),
         (["--model", "./README.md"], "--model ./README.md is a file: name the checkpoint's directory"),
         (["--model", "assets/demo-model/config.json"], "is a file"),
+        # the server opened on these, and every page of the room said it could not load them
+        (
+            ["--model", "@demo-QA"],
+            "--model @demo-QA: no bundled model of that name (they are @demo, @demo-senses",
+        ),
+        (["--model", "@nosuch"], "no bundled model of that name"),
+        (["BERTSCOPE_MODEL=./no-such-dir"], "BERTSCOPE_MODEL ./no-such-dir: no such directory"),
+        (["BERTSCOPE_MODEL=@demo-QA"], "BERTSCOPE_MODEL @demo-QA: no bundled model"),
     ],
 )
 def test_a_mistyped_command_or_a_bad_setting_is_refused_before_the_server_starts(
@@ -378,6 +386,10 @@ def test_a_mistyped_command_or_a_bad_setting_is_refused_before_the_server_starts
 
     monkeypatch.chdir(REPO)  # the relative paths above name the repository's own files
     monkeypatch.setattr(stcli, "main", lambda: pytest.fail("the server was started"))
+    monkeypatch.delenv("BERTSCOPE_MODEL", raising=False)
+    if argv[0].startswith("BERTSCOPE_MODEL="):  # the setting given as the environment variable
+        monkeypatch.setenv("BERTSCOPE_MODEL", argv[0].partition("=")[2])
+        argv = argv[1:]
     with pytest.raises(SystemExit) as exc:
         cli.main(argv)
     assert exc.value.code == 2 and said in capsys.readouterr().err
