@@ -328,8 +328,29 @@ def run_app(argv: list[str]) -> int:
     )
     if args.shared:
         keep_public_address_unasked()
+        # Said, not dropped without a word: a lecturer's --server.address 0.0.0.0 served on 127.0.0.1, and the
+        # room could not connect with nothing in the terminal to say why
+        for name, wanted in zip(forced[::2], forced[1::2], strict=True):
+            for given in streamlit_setting(extra, name):
+                if given.lower() != wanted:
+                    hint = f" (use --address {given})" if name == "--server.address" else ""
+                    print(
+                        f"bertscope: --shared sets {name} {wanted}: {given} is not used{hint}",
+                        file=sys.stderr,
+                    )
     sys.argv = ["streamlit", "run", str(APP_ENTRY), *flags, *extra, *forced]
     return stcli.main()
+
+
+def streamlit_setting(extra: list[str], name: str) -> list[str]:
+    """The values `extra` (Streamlit's own flags, as given) sets `name` to: "--name value" or "--name=value"."""
+    found = []
+    for i, word in enumerate(extra):
+        if word == name and i + 1 < len(extra):
+            found.append(extra[i + 1])
+        elif word.startswith(name + "="):
+            found.append(word.partition("=")[2])
+    return found
 
 
 def bundled_names(argv: list[str]) -> list[str]:

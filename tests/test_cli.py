@@ -233,16 +233,20 @@ def test_a_model_root_that_is_no_directory_is_refused_at_start(monkeypatch, tmp_
     assert cli.main(["--shared"]) == 0  # an existing root starts as before
 
 
-def test_shared_listens_where_address_says_whatever_else_is_passed(monkeypatch):
+def test_shared_listens_where_address_says_whatever_else_is_passed(monkeypatch, capsys):
     from streamlit.web import cli as stcli
 
     seen = {}
     monkeypatch.setattr(stcli, "main", lambda: seen.setdefault("argv", list(sys.argv)) and 0)
     _restored_after(monkeypatch)
-    cli.main(["--shared", "--server.address", "0.0.0.0"])
+    cli.main(["--shared", "--server.address", "0.0.0.0", "--server.enableXsrfProtection=false"])
     argv = seen["argv"]
     last = len(argv) - 1 - argv[::-1].index("--server.address")
     assert argv[last + 1] == "127.0.0.1"
+    # and says so: the room could not connect, with nothing in the terminal to say why
+    err = capsys.readouterr().err
+    assert "--shared sets --server.address 127.0.0.1: 0.0.0.0 is not used (use --address 0.0.0.0)" in err
+    assert "--shared sets --server.enableXsrfProtection true: false is not used" in err
     seen.clear()
     cli.main(["--shared", "--address", "0.0.0.0"])  # the documented way (Dockerfile, compose)
     argv = seen["argv"]

@@ -235,8 +235,6 @@ def _main(argv: list[str]) -> int:
             f"pretrain resume --corpus FILE --out {args.out}`, or to start over there, delete "
             f"{args.out / TRAINING_STATE_FILE} first"
         )
-    if (args.out / "pretraining.json").is_file():
-        print(f"bertscope pretrain: replacing the earlier checkpoint in {args.out}", file=sys.stderr)
     corpus = args.corpus
     if corpus.is_dir():
         parser.error(f"--corpus {corpus} is a directory: name the text file in it to train on")
@@ -309,11 +307,16 @@ def _main(argv: list[str]) -> int:
             f"--pair-task nsp needs at least two documents in --corpus (documents are separated by blank lines; "
             f"{corpus} holds {len(documents)}); or train the MLM alone with --pair-task none"
         )
-    if config.pair_task == "sop" and not any(len(d) >= 2 for d in documents):
+    # Both pair tasks take their first segment's end inside a document: NSP too, whose corpus of one-sentence
+    # documents trained a vocabulary first, then failed with status 1
+    if config.pair_task != "none" and not any(len(d) >= 2 for d in documents):
         parser.error(
-            f"--pair-task sop needs a document of two sentences or more in --corpus ({corpus} has none); or "
-            "train the MLM alone with --pair-task none"
+            f"--pair-task {config.pair_task} needs a document of two sentences or more in --corpus ({corpus} has "
+            "none: its documents are separated by blank lines); or train the MLM alone with --pair-task none"
         )
+    if (args.out / "pretraining.json").is_file():  # said once every check has passed: before, "replacing" led
+        # a refusal of --warmup or --layers that replaced nothing
+        print(f"bertscope pretrain: replacing the earlier checkpoint in {args.out}", file=sys.stderr)
     info = {"corpus": corpus.name, "command": "bertscope pretrain " + shlex.join(argv)}
     return _run(
         lambda **kw: train(documents, config, out_dir=args.out, tokenizer=tokenizer, info=info, **kw),

@@ -796,12 +796,13 @@ def test_sop_trains_on_one_document_where_nsp_needs_two(tmp_path, capsys):
         assert main([*run, "--out", str(tmp_path / "sop"), "--pair-task", "sop"]) == 0
     assert bert_core.load_pretrained(tmp_path / "sop").heads == ("mlm", "sop")
     corpus.write_text("the cat sat.\n\nthe dog ran.\n")  # no document with a second sentence to swap
-    with pytest.raises(SystemExit) as stopped:
-        main([*run, "--out", str(tmp_path / "none"), "--pair-task", "sop"])
-    assert (
-        stopped.value.code == 2
-        and "--pair-task sop needs a document of two sentences" in capsys.readouterr().err
-    )
+    for task in ("sop", "nsp"):  # NSP too: it trained a vocabulary first, then failed with status 1
+        with pytest.raises(SystemExit) as stopped:
+            main([*run, "--out", str(tmp_path / "none"), "--pair-task", task])
+        assert (
+            stopped.value.code == 2
+            and f"--pair-task {task} needs a document of two sentences" in capsys.readouterr().err
+        )
 
 
 def test_cli_reports_a_missing_corpus(tmp_path, capsys):
@@ -1272,3 +1273,18 @@ def test_a_corpus_of_one_document_points_to_the_mlm_alone_before_any_work(tmp_pa
               "--vocab-size", "120", "--hidden-size", "32", "--layers", "1", "--heads", "2", "--threads", "1"])  # fmt: skip
     said = capsys.readouterr().err
     assert stopped.value.code == 2 and "holds 1)" in said and "--pair-task none" in said
+
+
+def test_replacing_an_earlier_checkpoint_is_said_only_once_the_run_is_checked(tmp_path, capsys):
+    """ "replacing the earlier checkpoint in o9" came before a refusal of --warmup: nothing was replaced."""
+    from bert_core.pretraining.cli import main
+
+    out = tmp_path / "o9"
+    out.mkdir()
+    (out / "pretraining.json").write_text(json.dumps({"final": True, "step": 5}))
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat.\nthe dog ran.\n\nthe bird sang.\nthe fish swam.\n")
+    with pytest.raises(SystemExit) as stopped:
+        main(["--corpus", str(corpus), "--out", str(out), "--steps", "5", "--warmup", "100"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "--warmup" in err and "replacing" not in err
