@@ -100,11 +100,13 @@ def bound(key: str) -> dict[str, str]:
     return {"key": key, "bind": "query-params"}
 
 
-def say_if_linked_out_of_range(key: str, what: str, low: int, high: int, *, where: Any = st) -> None:
+def say_if_linked_out_of_range(key: str, what: str, low: int, high: int, shown: str) -> None:
     """A caption where the link's whole number for `key` (a layer, a head) lies outside [low, high], on the run
     that reads the link (the session has no value yet). Streamlit drops such a value and the widget opens on
     its start without a word, so a lecturer's link to "layer 10" of bert-base, opened on a 4-layer model,
-    showed layer 1 as if that were what the link meant. Call it before the widget (which drops the value)."""
+    showed layer 1 as if that were what the link meant. `shown`: what the page shows instead ("layer 1").
+    Call it before the widget (which drops the value), outside narrow columns: in one, at 1024 px in Large
+    text, the caption wrapped to eight lines and pushed its control out of line with the others."""
     given = st.query_params.get(key)
     if key in st.session_state or given is None:
         return
@@ -113,9 +115,9 @@ def say_if_linked_out_of_range(key: str, what: str, low: int, high: int, *, wher
     except ValueError:
         return
     if not low <= asked <= high:
-        where.caption(
+        st.caption(
             f"The link asks for {what} {asked}, which this model doesn't have ({what}s {low} to {high}): "
-            f"showing the page's own start instead."
+            f"showing {shown} instead."
         )
 
 

@@ -47,18 +47,18 @@ def _clamp_state() -> None:
 
 
 _clamp_state()
+ui.say_if_linked_out_of_range(KEY_LAYER, "layer", 1, n_layers, "layer 1")
+ui.say_if_linked_out_of_range(KEY_HEAD, "head", 1, n_heads, "the mean of the heads")
 c1, c2, c3 = st.columns([3, 2, 3])
 if n_layers > 1:
     # No value=: the slider starts at its minimum, layer 1, and a value= beside the clamping above would make
     # Streamlit warn about a default set twice.
-    ui.say_if_linked_out_of_range(KEY_LAYER, "layer", 1, n_layers, where=c1)
     layer = c1.slider("Layer", 1, n_layers, **ui.bound(KEY_LAYER))
 else:  # a slider needs two values to choose from
     layer = 1
     c1.caption("Layer 1 (this model has a single layer)")
 # The head view's "every head at once" draws all heads: the head choice then does nothing, and says so.
 every_head = st.session_state.get("att_view") == HEAD_VIEW and bool(st.session_state.get("att_all_heads"))
-ui.say_if_linked_out_of_range(KEY_HEAD, "head", 1, n_heads, where=c2)
 head = c2.selectbox(
     "Head",
     ["mean", *range(1, n_heads + 1)],
@@ -67,6 +67,8 @@ head = c2.selectbox(
     help="mean = average of the heads"
     + (" (not used while the head view draws every head)" if every_head else ""),
 )
+# a hand-written "att_view=head view" or "att_view=model" opened the heatmap without a word
+ui.option_by_name("att_view", {"heatmap": HEATMAP, "head": HEAD_VIEW, "model": MODEL_VIEW})
 view = c3.radio("View", [HEATMAP, HEAD_VIEW, MODEL_VIEW], **ui.bound("att_view"), horizontal=True)
 
 o1, o2, o3 = st.columns(3)

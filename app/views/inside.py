@@ -76,17 +76,18 @@ n_layers, n_heads = result.num_layers, result.num_heads
 
 def layer_and_head(prefix: str, *, heads: bool = True) -> tuple[int, int | None]:
     """A layer slider and (optionally) a head choice, 0-based, kept per view."""
+    ui.say_if_linked_out_of_range(f"{prefix}_layer", "layer", 1, n_layers, f"layer {n_layers}")
+    if heads:
+        ui.say_if_linked_out_of_range(f"{prefix}_head", "head", 1, n_heads, "head 1")
     c1, c2 = st.columns(2)
     if n_layers > 1:
         start = ui.start(f"{prefix}_layer", n_layers, lambda v: isinstance(v, int) and 1 <= v <= n_layers)
-        ui.say_if_linked_out_of_range(f"{prefix}_layer", "layer", 1, n_layers, where=c1)
         layer = c1.slider("Layer", 1, n_layers, start, **ui.bound(f"{prefix}_layer"), persist_state="session")
     else:
         layer = 1
     head = None
     if heads:
         ui.start(f"{prefix}_head", 1, lambda v: isinstance(v, int) and 1 <= v <= n_heads)
-        ui.say_if_linked_out_of_range(f"{prefix}_head", "head", 1, n_heads, where=c2)
         head = c2.selectbox(
             "Head",
             list(range(1, n_heads + 1)),
@@ -646,7 +647,7 @@ elif view == "hidden":
     matrix_figure(values, f"{pick} per token and layer", "hidden_trajectory", pick,
                   rows=layer_names, zmin=lowest, separator=" · ")  # fmt: skip
     start = ui.start("hidden_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
-    ui.say_if_linked_out_of_range("hidden_layer", "layer", 0, n_layers)
+    ui.say_if_linked_out_of_range("hidden_layer", "layer", 0, n_layers, f"layer {n_layers}")
     layer = st.slider("PCA at layer", 0, n_layers, start, **ui.bound("hidden_layer"), persist_state="session")
     tokens_map = bert_core.token_pca(result, layer)
     points = tokens_map.coordinates

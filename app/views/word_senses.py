@@ -352,7 +352,7 @@ sense_names = list(dict.fromkeys(s or NO_SENSE for s in senses))
 sense_groups = [sense_names.index(s or NO_SENSE) for s in senses]
 
 start = ui.start("senses_layer", n_layers, lambda v: isinstance(v, int) and 0 <= v <= n_layers)
-ui.say_if_linked_out_of_range("senses_layer", "layer", 0, n_layers)
+ui.say_if_linked_out_of_range("senses_layer", "layer", 0, n_layers, f"layer {n_layers}")
 layer = st.slider(
     "Layer (0 = embeddings)",
     0,

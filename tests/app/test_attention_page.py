@@ -178,8 +178,13 @@ def test_out_of_range_layer_in_the_link_is_harmless(make_app):
     assert figure(at, "att_heatmap")["layout"]["title"]["text"].startswith("Layer 1")
     # and says so: a link made on a bigger model looked as if it meant layer 1
     said = " ".join(c.value for c in at.caption)
-    assert "The link asks for layer 20, which this model doesn't have (layers 1 to 2)" in said
-    assert "The link asks for head 9" in said
+    assert (
+        "The link asks for layer 20, which this model doesn't have (layers 1 to 2): showing layer 1" in said
+    )
+    assert "The link asks for head 9, which this model doesn't have (heads 1 to 4): showing the mean" in said
+    # a view named by hand, in any case, opens that view
+    for given, shown in (("head view", "Head view"), ("MODEL", "Model view"), ("heatmap", "Heatmap")):
+        assert make_app(PAGE, a=TEXT, att_view=given).radio(key="att_view").value == shown
 
 
 def test_a_layer_the_new_model_lacks_starts_over_at_layer_1(make_app, tiny_checkpoint):

@@ -522,7 +522,9 @@ def test_a_link_to_a_layer_or_head_the_model_lacks_says_so(make_app):
     """The view opened on its start without a word: a link made on bert-base looked like it meant layer 1."""
     at = make_app(PAGE, a=TEXT, inside_view="Query & key", qk_layer="10", qk_head="7")
     said = " ".join(c.value for c in at.caption)
-    assert "The link asks for layer 10, which this model doesn't have (layers 1 to 2)" in said
+    assert (
+        "The link asks for layer 10, which this model doesn't have (layers 1 to 2): showing layer 2" in said
+    )
     assert "The link asks for head 7, which this model doesn't have (heads 1 to 4)" in said
     at.slider(key="qk_layer").set_value(2).run()  # said once, as the link is read
     assert "The link asks" not in " ".join(c.value for c in at.caption)
