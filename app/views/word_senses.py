@@ -74,7 +74,8 @@ if not large:
     st.caption("Presenting? Turn on *Large text* under Display in the sidebar.")
 fs = ui.font_size()
 
-c1, c2 = st.columns([3, 1])
+# In Large text at 1024 px a quarter of the page wrapped the occurrence choice a word a line: stacked there
+c1, c2 = (st.container(), st.container()) if large else st.columns([3, 1])
 raw = c1.text_area(
     "Sentences, one per line; end a line with | sense to group it (e.g. … | river)",
     ui.start("senses_text", preset()),
@@ -244,7 +245,15 @@ if missing:
         # would be no word)
         "The target word is not in these sentences "
         # the target cut as the sentences are: a 300-character one was quoted whole
-        + ui.md_escape(f"(whole words only: '{ui.clip(target, 60)}' inside a longer word does not count)")
+        + ui.md_escape(
+            f"(whole words only: '{ui.clip(target, 60)}' inside a longer word does not count)"
+            if isinstance(wanted, str)
+            # a phrase's sentences hold its words apart, in another order, or not at all
+            else "(its words one after another: "
+            + " then ".join(f"'{ui.clip(w, 20)}'" for w in target_words[:6])
+            + (" …" if len(target_words) > 6 else "")
+            + ")"
+        )
         # named as the other warnings name sentences: "3. Two banks merged.; 6. …" ran one into the next
         + ", which are left out: "
         + ", ".join(ui.md_escape(f"sentence {n + 1} (“{ui.clip(sentences[n], 60)}”)") for n in missing)
@@ -338,6 +347,17 @@ if len(read_as) > 1 or any(len(idx) > 1 for _, idx, *_ in found):
         else "."
     )
     st.caption(ui.md_escape(f"'{ui.clip(target, 60)}' is read as {' and as '.join(ways)}") + mean)
+unk = tokenizer.unk_token
+if unk and all(results[n].tokens[i] == unk for n, idx, *_ in found for i in idx):
+    # 银行 on an English vocabulary drew every chart of [UNK] [UNK] under a grey caption: the room reads the
+    # charts as the word's, and they are the unknown piece's (which every character the model lacks shares)
+    st.warning(
+        ui.md_escape(
+            f"This model does not know '{ui.clip(target, 60)}': it reads it as {unk}, the piece that stands for "
+            "every character its vocabulary lacks, so these charts are of that piece in each context, not of the "
+            "word. Use a model whose vocabulary has it."
+        )
+    )
 n_layers = vectors.shape[1] - 1
 full_names = [f"{n + 1}. {sense or 'sentence'}{suffix}" for n, _, suffix, sense in found]  # for the CSVs
 # a long sense cut on the axes, as Sentence vector's lines are ("money and financial institutions where…"
@@ -517,6 +537,18 @@ if len(set(labelled)) >= 2:
         else None,
     )
 else:
-    st.caption(
-        "Label at least two senses (… | river, … | money) to compare same-sense and cross-sense similarity."
-    )
+    typed_senses = {s for _, given in items for s in occurrence_senses(given) if s}
+    lost = sorted(typed_senses - set(labelled))
+    if len(typed_senses) >= 2 and lost:
+        # "Label at least two senses" was said of lines labelled with two, whose "river" line was left out
+        st.caption(
+            ui.md_escape(
+                "No sentence used here has the sense "
+                + ", ".join(f"'{ui.clip(s, 30)}'" for s in lost)
+                + " (the sentences left out are named above), so there is no second sense to compare with."
+            )
+        )
+    else:
+        st.caption(
+            "Label at least two senses (… | river, … | money) to compare same-sense and cross-sense similarity."
+        )

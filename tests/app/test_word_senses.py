@@ -107,8 +107,13 @@ def test_a_phrase_is_its_words_one_after_another_and_the_mean_of_their_pieces(
         f"'{target}' is {len(words)} words to this model's tokenizer" in said and "one after another" in said
     )
     assert ("each Chinese character" in said) == (target == "银行")
-    # the last two lines hold the words, but not one after another (or not all of them)
-    assert "sentence 3" in text_of(at.warning) and "sentence 4" in text_of(at.warning)
+    # the last two lines hold the words, but not one after another (or not all of them), as the warning says
+    warned = text_of(at.warning)
+    assert "sentence 3" in warned and "sentence 4" in warned
+    assert "(its words one after another: " + " then ".join(f"'{w}'" for w in words) + ")" in warned
+    assert "inside a longer word" not in warned
+    # the tiny vocabulary has no Chinese: the charts are of [UNK], and a room must not read them as the word's
+    assert ("This model does not know '银行': it reads it as [UNK]" in warned) == (target == "银行")
     at.slider(key="senses_layer").set_value(1).run()
     vectors = []
     for line in lines[:2]:
@@ -265,7 +270,9 @@ def test_large_text_stacks_the_matrix_and_the_pca_at_full_width(make_app):
     assert not large.exception
     for at in (normal, large):
         assert figure(at, "senses_matrix") and figure(at, "senses_pca")
-    assert len(large.columns) == len(normal.columns) - 2
+    # and the target box and its choice stand under the sentences: a quarter of the page at 1024 px wrapped the
+    # occurrence choice a word a line
+    assert len(normal.columns) == 4 and len(large.columns) == 0
 
 
 @pytest.mark.parametrize("target", ["[MASK]", "[mask]", "[CLS]", "[sep]", "##ing"])
@@ -463,3 +470,10 @@ def test_cell_numbers_are_written_only_where_a_cell_holds_one(senses, make_app):
     assert len(figure(vectors, "sv_similarity")["data"]) == 1
     two = make_app("views/sentence_vector.py", sv_sentences="the cat sat\nthe dog ran")
     assert figure(two, "sv_similarity")["data"][1]["mode"] == "text"
+
+
+def test_a_sense_whose_sentences_were_all_left_out_is_named(senses):
+    """Two senses labelled, the only "river" line without the word: "Label at least two senses" was said."""
+    at = senses(["the banks of the river | river", "the bank lent money | money", "my bank pays | money"])
+    said = text_of(at.caption)
+    assert "No sentence used here has the sense 'river'" in said and "Label at least two senses" not in said
