@@ -76,7 +76,11 @@ def describe_source(source: str) -> str:
     if source == DEMO_SOURCE:
         return "bundled demo model (a small BERT shipped with BERTScope, not Google's bert-base)"
     if source in DEMO_TASKS:
-        return f"the demo model fine-tuned here for {DEMO_TASKS[source]} (bundled)"
+        # for people: "fine-tuned here for qa" was the folder's name
+        task = {"senses": "word senses", "roles": "tagging roles", "qa": "question answering"}[
+            DEMO_TASKS[source]
+        ]
+        return f"the demo model fine-tuned here for {task} (bundled)"
     if _directory(source) is not None:
         return f"local directory {source}"
     if source.strip() in _DIRECTORY_KEYS:
@@ -1012,6 +1016,19 @@ def retry_model(key: str) -> None:
     """The "Try again" button's callback (a module function: app.inputs, widget callbacks); the store of now,
     not the one the button was drawn with, which a cleared cache has replaced."""
     model_store().forget_failure(key)
+
+
+def meant_name(previous: str | None, typed: str) -> str | None:
+    """The name a user typed whole where Streamlit's box kept only its end: the box empties a name being typed
+    once it equals the current model's (ui.TYPED_NAME_HELP), so "@demo-qa" typed over @demo arrived as "-qa",
+    which failed as a model of its own in front of a room. The current model's name and the rest, where that
+    is a model that loads here (bundled, cached, or a directory); else None."""
+    if not previous or not typed or typed.startswith(previous):
+        return None
+    whole = previous + typed
+    if whole in bundled_models() or whole in cached_hub_models() or _directory(whole) is not None:
+        return whole
+    return None
 
 
 def loadable_alternatives(failed: str) -> list[str]:

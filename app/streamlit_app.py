@@ -45,6 +45,7 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
     store = models.model_store()
     key = models.model_key(source)
     held = hold.active  # this session's model on its previous run
+    previous = held.source if held is not None else None
     if held is not None and models.loaded_key(held.source) != models.loaded_key(source):
         # Switching models: this page lets go of its old one first, or a full store (BERTSCOPE_MAX_MODELS)
         # would count it as in use by an open page and refuse the switch. (A failed load leaves no model anyway.)
@@ -73,6 +74,14 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
                 status.update(label=label, state="complete", expanded=False)
     except models.ModelUnavailable as exc:
         st.error("This model can't be loaded: " + ui.md_escape(exc.reason))
+        meant = models.meant_name(previous, source)
+        if meant is not None:
+            st.button(
+                f"Did you mean {ui.md_escape(meant)}?",
+                key="use_meant_model",
+                on_click=inputs.use_model,
+                args=(meant,),
+            )
         # A full store: the models open pages use are the ones that load now. Otherwise every bundled model too
         # (only the demo model was offered, while the picker listed its fine-tuned heads).
         alternatives = exc.in_use or [

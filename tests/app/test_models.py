@@ -1134,5 +1134,25 @@ def test_the_card_names_the_hub_snapshot_and_the_weights_file_read(
     # but a file stored as float16 is: transformers computes it as stored, and its numbers differ from these
     at = make_app(model="@demo-qa")
     said = " ".join(c.value for c in at.sidebar.caption).replace("\\", "")
-    assert "(bundled) · stored as float16, computed in float32" in said
+    assert "fine-tuned here for question answering (bundled) · stored as float16, computed in float32" in said
     assert bert_core.load_pretrained(tiny_checkpoint).info.weights_dtype is None
+
+
+def test_a_name_the_box_cut_to_its_end_is_offered_whole(make_app, monkeypatch):
+    """Streamlit's box empties a name being typed once it equals the current model's: "@demo-qa" typed over
+    @demo arrived as "-qa", which failed as a model of its own in front of a room."""
+    listed = models.model_options
+    # what the box sends, listed so that AppTest's box (which takes only listed names) can send it
+    monkeypatch.setattr(models, "model_options", lambda current: [*listed(current), "-qa", "-nothing"])
+    at = make_app(model="@demo")
+    at.sidebar.selectbox(key="model").set_value("-qa").run()
+    assert at.sidebar.error
+    (meant,) = [b for b in at.sidebar.button if b.key == "use_meant_model"]
+    assert meant.label.replace("\\", "") == "Did you mean @demo-qa?"
+    meant.click().run()
+    assert not at.sidebar.error and "fine-tuned here for question answering" in " ".join(
+        c.value for c in at.sidebar.caption
+    ).replace("\\", "")
+    at.sidebar.selectbox(key="model").set_value("@demo").run()
+    at.sidebar.selectbox(key="model").set_value("-nothing").run()  # no model of that name either way
+    assert at.sidebar.error and not [b for b in at.sidebar.button if b.key == "use_meant_model"]
