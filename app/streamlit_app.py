@@ -100,6 +100,14 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
         return None
     ui.model_notice(active)
     info = active.model.info
+    if info.unfinished:
+        # a checkpoint of a stopped run looked like the run's result, on every page
+        st.caption(
+            ui.md_escape(
+                f"An unfinished run: its lab saved this checkpoint at {info.unfinished}, so the pages show what "
+                "the model had learnt by then."
+            )
+        )
     pieces = active.model.tokenizer.vocab_size
     if info.vocab_size - pieces > max(64, info.vocab_size // 100):
         # A table padded for speed has a few rows more than the vocabulary (30528 for 30522); thousands more

@@ -125,6 +125,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         trained_length: int | None = None,
         nsp_trained_as_sop: bool = False,
         lab_recipe: LabRecipe | None = None,
+        unfinished: str | None = None,
     ) -> None:
         self.network = network.eval()
         self.tokenizer = tokenizer
@@ -144,6 +145,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
         # which task it learned. Its label 0 is "in order", as ALBERT's; it is the "sop" head here.
         self.nsp_trained_as_sop = nsp_trained_as_sop and "nsp" in network.head_names
         self.lab_recipe = lab_recipe  # how the pre-training lab trained it, where it did (see ModelInfo)
+        self.unfinished = unfinished  # where a lab run saved it on the way (see ModelInfo)
 
     # -- facts ----------------------------------------------------------------------------------------
 
@@ -193,6 +195,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             packed_weights=self.network.is_packed,
             trained_length=self.trained_length,
             lab_recipe=self.lab_recipe,
+            unfinished=self.unfinished,
             piece_style=self.architecture.piece_style,
             architecture_name=self.architecture.name,
             embedding_size=c.embedding_size,

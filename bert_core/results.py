@@ -172,6 +172,9 @@ class ModelInfo:
     trained_length: int | None = None
     # How the pre-training lab trained it, for a checkpoint the lab wrote (its pretraining.json); else None.
     lab_recipe: LabRecipe | None = None
+    # Where a lab run saved it on the way, stopped or still going ("fine-tuning epoch 1 of 3", "pre-training
+    # step 107 of 400"); None for a finished run, or a checkpoint no lab wrote
+    unfinished: str | None = None
     piece_style: PieceStyle = field(default=WORDPIECE)
     architecture_name: str = "BERT"  # for people: "RoBERTa", ...
     embedding_size: int | None = (

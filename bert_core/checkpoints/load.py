@@ -340,6 +340,7 @@ def load_pretrained(
         trained_length=_trained_length(record, config),
         nsp_trained_as_sop=arch is BERT and _pair_task(record) == "sop",
         lab_recipe=_lab_recipe(record),
+        unfinished=_unfinished(directory, record),
     )
 
 
@@ -354,6 +355,29 @@ def _lab_record(directory: Path) -> dict:
     except (OSError, UnicodeDecodeError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}
+
+
+def _unfinished(directory: Path, pretraining: dict) -> str | None:
+    """Where a lab run stopped, for a checkpoint it saved on the way ("epoch 1 of 3", "pre-training step 107 of
+    400"); None for a finished run or no record. Only the records said so, and a checkpoint of a stopped run
+    was drawn as if it were the run's result. The fine-tuning record first: it is the model's own (a
+    fine-tuned checkpoint keeps its encoder's pretraining.json)."""
+    try:
+        tuned = json.loads((directory / "finetuning.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        tuned = None
+
+    def whole(value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+    if isinstance(tuned, dict):
+        epoch, epochs = tuned.get("epoch"), (tuned.get("config") or {}).get("epochs")
+        if tuned.get("final") is False and whole(epoch) and whole(epochs):
+            return f"fine-tuning epoch {epoch} of {epochs}"
+    step, steps = pretraining.get("step"), (pretraining.get("training_config") or {}).get("steps")
+    if pretraining.get("final") is False and whole(step) and whole(steps):
+        return f"pre-training step {step} of {steps}"
+    return None
 
 
 def _pair_task(record: dict) -> str | None:

@@ -1156,3 +1156,27 @@ def test_a_name_the_box_cut_to_its_end_is_offered_whole(make_app, monkeypatch):
     at.sidebar.selectbox(key="model").set_value("@demo").run()
     at.sidebar.selectbox(key="model").set_value("-nothing").run()  # no model of that name either way
     assert at.sidebar.error and not [b for b in at.sidebar.button if b.key == "use_meant_model"]
+
+
+def test_a_checkpoint_a_lab_saved_on_the_way_is_said_to_be_unfinished(make_app, tmp_path, tiny_checkpoint):
+    """A pre-training run stopped at step 107 of 400, or a fine-tune after epoch 1 of 3, was drawn on every page
+    as if it were the run's result: only its JSON record said otherwise."""
+    import json
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_checkpoint, run)
+    record = {"step": 107, "final": False, "training_config": {"steps": 400}}
+    (run / "pretraining.json").write_text(json.dumps(record))
+    assert bert_core.load_pretrained(run).info.unfinished == "pre-training step 107 of 400"
+    said = " ".join(c.value for c in make_app(model=str(run)).sidebar.caption).replace("\\", "")
+    assert "An unfinished run: its lab saved this checkpoint at pre-training step 107 of 400" in said
+    # a fine-tune's own record comes first: its encoder's pretraining.json is copied beside it
+    (run / "finetuning.json").write_text(json.dumps({"epoch": 1, "final": False, "config": {"epochs": 3}}))
+    assert bert_core.load_pretrained(run).info.unfinished == "fine-tuning epoch 1 of 3"
+    for done in ({"epoch": 3, "final": True, "config": {"epochs": 3}}, "not json"):
+        (run / "finetuning.json").write_text(json.dumps(done) if isinstance(done, dict) else done)
+        assert bert_core.load_pretrained(run).info.unfinished == "pre-training step 107 of 400"
+    (run / "pretraining.json").write_text(json.dumps({**record, "step": 400, "final": True}))
+    assert bert_core.load_pretrained(run).info.unfinished is None
+    assert "unfinished" not in " ".join(c.value for c in make_app(model=str(run)).sidebar.caption)
