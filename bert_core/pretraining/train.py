@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checks import check_seed
+from ..checks import check_seed, counted
 from ..config import BertConfig
 from ..modeling.heads import Network
 from ..tokenizer import WordPieceTokenizer
@@ -255,6 +255,20 @@ class PretrainingData:
             sentences = [s for s in (next(ids) for _ in doc) if s]
             if sentences:
                 self.documents.append(sentences)
+        # A line longer than a whole sequence is only ever trained on in part: a corpus of one paragraph per line
+        # (a common slip: the lab reads a sentence a line) trained on each paragraph's start without a word
+        room = config.max_position_embeddings - (2 if config.pair_task == "none" else 3)
+        long = sum(len(s) > room for doc in self.documents for s in doc)
+        if long:
+            log.warning(
+                "%s of the corpus %s longer than a whole training sequence (%d pieces with --max-positions %d): "
+                "only part of each is ever trained on (the corpus is read as one sentence a line, documents "
+                "between blank lines)",
+                counted(long, "line"),
+                "is" if long == 1 else "are",
+                room,
+                config.max_position_embeddings,
+            )
         if config.pair_task != "none":
             # NSP's negatives come from another document; SOP swaps two segments of one
             if config.pair_task == "nsp" and len(self.documents) < 2:

@@ -550,6 +550,27 @@ def test_training_leaves_the_global_torch_rng_alone_and_typed_specials_are_not_m
     assert typed.sum() >= 6 and (specials == typed).all()
 
 
+def test_lines_longer_than_a_training_sequence_are_counted(small_corpus, caplog):
+    """A corpus of one paragraph per line trained on each paragraph's start without a word."""
+    import logging
+
+    from bert_core.pretraining.train import PretrainingData, TrainingConfig, train
+
+    config = TrainingConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+                            max_position_embeddings=32, steps=1, batch_size=2, warmup_steps=0,
+                            eval_sequences=2, pair_task="none")  # fmt: skip
+    tok = train(small_corpus[:6], config).tokenizer
+    paragraph = " ".join(small_corpus[0])  # one document's sentences on one line: more than 30 pieces
+    assert len(tok.backend.encode(paragraph, add_special_tokens=False).ids) > 30
+    with caplog.at_level(logging.WARNING, logger="bert_core.pretraining.train"):
+        PretrainingData([[paragraph, "the cat sat ."], ["the dog ran ."]], tok, config)
+    assert "1 line of the corpus is longer than a whole training sequence (30 pieces" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="bert_core.pretraining.train"):
+        PretrainingData([["the cat sat ."], ["the dog ran ."]], tok, config)
+    assert "longer than a whole training sequence" not in caplog.text
+
+
 def test_bert_initialisation_and_learning_rate_schedule():
     import torch
 
