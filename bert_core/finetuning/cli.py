@@ -32,7 +32,7 @@ from ..paths import (
     seed_number,
     writable_problem,
 )
-from ..pretraining.cli import ProgressBar, _clock, in_flags
+from ..pretraining.cli import ProgressBar, _clock, in_flags, refuse
 from ..pretraining.train import SAVE_DTYPES, CheckpointWriteError
 from .data import COLUMNS, TASKS
 from .train import FinetuneConfig, StepStats
@@ -186,10 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--threads must be at least 1")
     source = Path(args.source).expanduser()
     if source.is_dir() and source.resolve() == args.out.resolve():
-        parser.error("--out is the checkpoint --from reads: write the fine-tuned model to another directory")
+        refuse(
+            parser, "--out is the checkpoint --from reads: write the fine-tuned model to another directory"
+        )
     problem = replace_problem(args.out, "finetuning.json", "finetune") or writable_problem(args.out)
     if problem:
-        parser.error(problem)
+        refuse(parser, problem)
     earlier = _saved_epoch(args.out)
     if earlier is not None:  # said before the data is read, so as what will be (a bad file replaces nothing)
         print(

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from ..paths import in_path, out_dir, replace_problem, seed_number, writable_problem
 from .train import (
@@ -193,6 +193,13 @@ def _pretraining_detail(s: StepStats) -> str:
     return f" (this step: mlm {s.mlm_loss:.3f}{pair})"
 
 
+def refuse(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    """Exit with status 2 and one line, as parser.error does but without the usage: a file or its data at fault
+    (no such corpus, not UTF-8, a folder that holds other files) is no misuse of the flags, and 17 lines of
+    usage stood above the one that said what was wrong."""
+    parser.exit(2, f"{parser.prog}: error: {message}\n")
+
+
 def _clock(seconds: float) -> str:
     seconds = int(seconds)
     return (
@@ -226,21 +233,23 @@ def _main(argv: list[str]) -> int:
     problem = replace_problem(args.out, "pretraining.json", "pretrain", foreign=("finetuning.json",))
     problem = problem or writable_problem(args.out)
     if problem:
-        parser.error(problem)
+        refuse(parser, problem)
     if (args.out / TRAINING_STATE_FILE).is_file():
         # Replaced at this run's first checkpoint, or by a Ctrl-C meant to take this command back: hours of the
         # other run gone for a forgotten word.
-        parser.error(
+        refuse(
+            parser,
             f"--out {args.out} holds an unfinished run ({checkpoint_step(args.out)}): go on with it with `bertscope "
             f"pretrain resume --corpus FILE --out {args.out}`, or to start over there, delete "
-            f"{args.out / TRAINING_STATE_FILE} first"
+            f"{args.out / TRAINING_STATE_FILE} first",
         )
     corpus = args.corpus
     if corpus.is_dir():
-        parser.error(f"--corpus {corpus} is a directory: name the text file in it to train on")
+        refuse(parser, f"--corpus {corpus} is a directory: name the text file in it to train on")
     if not corpus.is_file():
-        parser.error(
-            f"--corpus {corpus}: no such file (make one with: bertscope pretrain make-corpus --out {corpus})"
+        refuse(
+            parser,
+            f"--corpus {corpus}: no such file (make one with: bertscope pretrain make-corpus --out {corpus})",
         )
     try:
         config = TrainingConfig(
@@ -294,25 +303,27 @@ def _main(argv: list[str]) -> int:
                 args.vocab, max_length=config.max_position_embeddings, ascii_twins=True
             )
         except ModelLoadError as exc:
-            parser.error(f"--vocab: {exc}")
+            refuse(parser, f"--vocab: {exc}")
     try:
         documents = read_documents(corpus)
     except ValueError as exc:
-        parser.error(str(exc))
+        refuse(parser, str(exc))
     # Said here, before the vocabulary is trained, as the other input errors are: training itself says it too,
     # but only after that wait, and with exit status 1. NSP draws its negatives from another document; SOP
     # swaps two segments of one, and a corpus of one document was refused for it too.
     if config.pair_task == "nsp" and len(documents) < 2:
-        parser.error(
+        refuse(
+            parser,
             f"--pair-task nsp needs at least two documents in --corpus (documents are separated by blank lines; "
-            f"{corpus} holds {len(documents)}); or train the MLM alone with --pair-task none"
+            f"{corpus} holds {len(documents)}); or train the MLM alone with --pair-task none",
         )
     # Both pair tasks take their first segment's end inside a document: NSP too, whose corpus of one-sentence
     # documents trained a vocabulary first, then failed with status 1
     if config.pair_task != "none" and not any(len(d) >= 2 for d in documents):
-        parser.error(
+        refuse(
+            parser,
             f"--pair-task {config.pair_task} needs a document of two sentences or more in --corpus ({corpus} has "
-            "none: its documents are separated by blank lines); or train the MLM alone with --pair-task none"
+            "none: its documents are separated by blank lines); or train the MLM alone with --pair-task none",
         )
     if (args.out / "pretraining.json").is_file():  # said once every check has passed: before, "replacing" led
         # a refusal of --warmup or --layers that replaced nothing
@@ -345,11 +356,11 @@ def _resume_main(argv: list[str], command: list[str]) -> int:
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be at least 1")
     if args.corpus.is_dir():
-        parser.error(f"--corpus {args.corpus} is a directory: name the text file the run was started with")
+        refuse(parser, f"--corpus {args.corpus} is a directory: name the text file the run was started with")
     if not args.corpus.is_file():
-        parser.error(f"--corpus {args.corpus}: no such file")
+        refuse(parser, f"--corpus {args.corpus}: no such file")
     if problem := writable_problem(args.out):
-        parser.error(problem)
+        refuse(parser, problem)
 
     from .corpus import read_documents
     from .train import corpus_problem, load_training_state, resume
@@ -359,9 +370,9 @@ def _resume_main(argv: list[str], command: list[str]) -> int:
         documents = read_documents(args.corpus)
         problem = corpus_problem(documents, state, args.out)
     except ValueError as exc:
-        parser.error(str(exc))
+        refuse(parser, str(exc))
     if problem:
-        parser.error(problem)
+        refuse(parser, problem)
     pair_task = state["training_config"]["pair_task"]
     # resume() runs on the run's own thread count unless told otherwise: another sums in another order, and
     # the weights end a few bits apart from the uninterrupted run's.

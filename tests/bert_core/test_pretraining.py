@@ -829,9 +829,11 @@ def test_sop_trains_on_one_document_where_nsp_needs_two(tmp_path, capsys):
 def test_cli_reports_a_missing_corpus(tmp_path, capsys):
     from bert_core.pretraining.cli import main
 
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as stopped:
         main(["--corpus", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "m")])
-    assert "make-corpus" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # one line: no misuse of the flags, so no 17 lines of usage above what is wrong
+    assert stopped.value.code == 2 and "make-corpus" in err and "usage:" not in err and err.count("\n") == 1
     with pytest.raises(SystemExit):  # a folder once got "no such file (make one with ...)" for its name
         main(["--corpus", str(tmp_path), "--out", str(tmp_path / "m")])
     assert f"--corpus {tmp_path} is a directory" in capsys.readouterr().err
