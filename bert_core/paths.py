@@ -131,3 +131,14 @@ def written_whole(path: Path, *, newline: str | None = None) -> Iterator[TextIO]
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
+
+
+def not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
+    """What a file that is not UTF-8 text is told: where, and how to convert it. Python's own "'utf-8' codec can't
+    decode byte 0xe9 in position 3" named no line and no way out (a spreadsheet's CSV is often Windows-1252)."""
+    line = exc.object[: exc.start].count(b"\n") + 1
+    byte = exc.object[exc.start : exc.start + 1].hex()
+    return (
+        f"{path} is not UTF-8 text (byte 0x{byte} on line {line}): save it as UTF-8, e.g. "
+        f"iconv -f windows-1252 -t utf-8 {path.name} > utf8-{path.name}"
+    )

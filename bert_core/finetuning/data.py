@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..paths import written_whole
+from ..paths import not_utf8, written_whole
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def read_examples(path: str | Path, task: str) -> list[Example]:
     try:
         text = path.read_text(encoding="utf-8-sig")  # -sig: spreadsheets often start a CSV with a BOM
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path.name} is not UTF-8 text: {exc}") from exc
+        raise InputError(not_utf8(path, exc)) from exc
     rows = list(_csv_rows(text, task, path.name) if suffix in CSV_SUFFIXES else _jsonl_rows(text, path.name))
     if task == "classify" and any(str(row.get("text_pair") or "").strip() for _, row in rows):
         # ignored, as other columns are, but this one is the pair task's: trained on `text` alone, unsaid

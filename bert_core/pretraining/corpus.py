@@ -1124,7 +1124,9 @@ def read_documents(path: str | Path) -> list[list[str]]:
     except FileNotFoundError as exc:
         raise FileNotFoundError(f"no corpus file at {path}") from exc
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text: {exc}") from exc
+        from ..paths import not_utf8
+
+        raise ValueError(not_utf8(path, exc)) from exc
     documents: list[list[str]] = []
     current: list[str] = []
     for line in text.splitlines():

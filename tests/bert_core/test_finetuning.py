@@ -825,3 +825,22 @@ def test_a_data_file_written_part_way_leaves_the_one_it_replaces_as_it_was(
     assert str(out) in err and "was left as it was" in err and "Traceback" not in err
     if stop is not KeyboardInterrupt:
         assert "(No space left on device)" in err
+
+
+def test_a_file_that_is_not_utf8_is_told_where_and_how_to_convert_it(tmp_path, capsys):
+    """Python's "'utf-8' codec can't decode byte 0xe9 in position 3" named no line and no way out; a spreadsheet's
+    CSV is often Windows-1252."""
+    from bert_core.pretraining.cli import main as pretrain_cli
+
+    data = tmp_path / "senses.csv"
+    data.write_bytes("text,label\nthe bank by the river,river\nthe café lent money,money\n".encode("cp1252"))
+    with pytest.raises(
+        InputError, match=r"is not UTF-8 text \(byte 0xe9 on line 3\): save it as UTF-8, e\.g\. iconv"
+    ):
+        read_examples(data, "classify")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes("the cat sat.\nthe dog ran.\n\nthe café opened.\n".encode("cp1252"))
+    with pytest.raises(SystemExit) as stopped:
+        pretrain_cli(["--corpus", str(corpus), "--out", str(tmp_path / "m")])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "(byte 0xe9 on line 4)" in err and "iconv -f windows-1252" in err
