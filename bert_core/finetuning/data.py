@@ -149,9 +149,19 @@ def _csv_rows(text: str, task: str, name: str) -> Iterator[tuple[int, dict[str, 
     header = reader.fieldnames or []
     missing = [c for c in COLUMNS[task] if c not in header]
     if missing:
+        # a tab or semicolon between the columns (a spreadsheet's export in many locales) read as one column,
+        # shown with a raw tab in it
+        seps = {"\t": "tab", ";": "semicolon"}
+        sep = next((seps[s] for s in seps if len(header) == 1 and s in header[0]), None)
+        hint = (
+            f": its columns are {sep}-separated, and a .csv here is comma-separated (save it again with commas, "
+            "or as .jsonl)"
+            if sep
+            else ""
+        )
         raise InputError(
             f"{name}: the header row has no {', '.join(repr(c) for c in missing)} column; {task} needs "
-            f"{', '.join(COLUMNS[task])} (found {', '.join(header) or 'nothing'})"
+            f"{', '.join(COLUMNS[task])} (found {', '.join(repr(h) for h in header) or 'nothing'}){hint}"
         )
     ended = reader.line_num  # the line the last row read ends on: a quoted value may span lines
     try:

@@ -296,6 +296,17 @@ def test_labels_the_models_head_does_not_have_are_refused(tmp_path, tiny_checkpo
     "task, content, message",
     [
         ("classify", "text\nthe bank\n", r"header row has no 'label' column; classify needs text, label"),
+        # a spreadsheet's export in many locales: one column, read with a raw tab in the message
+        (
+            "classify",
+            "text\tlabel\nthe bank\triver\n",
+            r"\(found 'text\\tlabel'\): its columns are tab-separated",
+        ),
+        (
+            "classify",
+            "text;label\nthe bank;river\n",
+            r"its columns are semicolon-separated, and a \.csv here is comma",
+        ),
         ("classify", "text,label\nthe bank,river\nthe cash\n", r"line 3: the row has no value for 'label'"),
         ("classify", "text,label\nthe bank,river,extra\n", r"line 2: 3 values for 2 columns"),
         # a quote left open runs the row on to the file's end, where the fault was named
