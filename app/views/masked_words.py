@@ -284,7 +284,7 @@ if large:
     # Squeezed beside the other columns at 1024 px, each guess's sentence was cut mid-word in rows 200 px tall;
     # the line under each chart reads the best guess in place, and the CSV has every one
     ui.table(table.drop(columns="sentence with this guess"))
-    st.caption("Each guess read in its sentence: in each chart's CSV.")
+    st.caption("Each chart's CSV also has the whole sentence with each guess in it.")
 else:
     ui.table(table)
 if len(predictions) > 1:
