@@ -255,39 +255,31 @@ def complete_snapshot_in_cache(
 
 
 def hub_reachable(endpoint: str | None = None, *, timeout: float = 3.0) -> bool:
-    """A quick TCP probe of the hub endpoint, or of the proxy the environment sends requests to it through.
+    """A quick probe of the hub endpoint through the hub library's own HTTP client: one HEAD request, no
+    retries. Unreachable where it cannot connect (no network, a proxy that doesn't answer); any answer, or a
+    connection that then says nothing, is a hub within reach.
 
-    A proxy variable used to be taken for a connection: with the proxy down (a laptop off its office network),
-    huggingface_hub then retried through it for minutes before a load said anything. A proxy that answers but
-    cannot reach the hub itself is still left to huggingface_hub's own time-outs."""
-    import socket
-    import urllib.request
-    from urllib.parse import urlparse
-
+    Through that client, not a bare socket: a proxy variable used to be taken for a connection, and with the
+    proxy down (a laptop off its office network) huggingface_hub retried through it for minutes. Reading the
+    proxy variables here as the standard library does was no better: NO_PROXY=.huggingface.co sends the
+    standard library straight to the hub, while the hub's client (httpx) still goes through the proxy."""
     from huggingface_hub import constants as hub_constants
+    from huggingface_hub.utils import get_session
 
-    url = urlparse(endpoint or hub_constants.ENDPOINT)
-    if not url.hostname:
-        return False
-    host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
-    # The standard library's reading of the *_PROXY and NO_PROXY variables, as the hub's HTTP client reads them
-    proxies = urllib.request.getproxies()
-    proxy = proxies.get(url.scheme) or proxies.get("all")
-    if proxy and not urllib.request.proxy_bypass(url.hostname):
-        through = urlparse(proxy if "://" in proxy else f"http://{proxy}")
-        if not through.hostname:
-            return True  # a proxy setting this probe can't read: the hub library may still make sense of it
-        default_port = (
-            443 if through.scheme == "https" else 1080 if through.scheme.startswith("socks") else 80
-        )
-        try:
-            host, port = through.hostname, through.port or default_port
-        except ValueError:  # a port that is no number
-            return True
+    url = endpoint or hub_constants.ENDPOINT
     try:
-        socket.create_connection((host, port), timeout=timeout).close()
-    except OSError:
-        return False
+        get_session().head(url, timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - the client's own error classes differ across its versions
+        # httpx's ConnectError, ConnectTimeout and ProxyError; requests' ConnectionError (its ProxyError and
+        # ConnectTimeout among them); an address that is no URL at all, in either
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        unreachable = {"ConnectError", "ConnectTimeout", "ProxyError", "ConnectionError"} | {
+            "InvalidURL",
+            "UnsupportedProtocol",
+            "MissingSchema",
+            "InvalidSchema",
+        }
+        return not names & unreachable and not isinstance(exc, ValueError)
     return True
 
 

@@ -228,13 +228,26 @@ def test_unreachable_hub_and_empty_cache_says_so(tmp_path, monkeypatch):
         )
 
 
-@pytest.mark.parametrize("variable", ["HTTPS_PROXY", "all_proxy"])
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "all_proxy"])
 def test_a_proxy_nobody_answers_is_no_way_to_the_hub(tmp_path, monkeypatch, variable):
     """A proxy variable was taken for a connection: with the proxy down, the hub library retried through it
-    for minutes. The probe now tries the proxy; NO_PROXY naming the hub's host sends it there directly."""
+    for minutes. The probe now asks through the hub library's own client, which takes the proxy (and NO_PROXY)
+    as its downloads will."""
+    import http.server
+    import threading
+
+    import huggingface_hub
     import huggingface_hub.constants
 
     from bert_core.checkpoints.files import hub_reachable
+
+    class Hub(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
 
     for name in (
         "HTTPS_PROXY",
@@ -251,17 +264,30 @@ def test_a_proxy_nobody_answers_is_no_way_to_the_hub(tmp_path, monkeypatch, vari
     monkeypatch.setattr(
         time, "sleep", lambda s: pytest.fail(f"slept {s} s: the loader retried through a dead proxy")
     )
-    with socket.socket() as hub:  # a hub that answers, behind a proxy that doesn't
-        hub.bind(("127.0.0.1", 0))
-        hub.listen()
-        endpoint = f"https://127.0.0.1:{hub.getsockname()[1]}"
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)  # a hub that answers...
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    # the hub library's client reads the proxy variables when it is made: made again as each setting changes
+    huggingface_hub.close_session()
+    try:
         assert hub_reachable(endpoint)
-        monkeypatch.setenv(variable, f"http://127.0.0.1:{_closed_port()}")
+        monkeypatch.setenv(variable, f"http://127.0.0.1:{_closed_port()}")  # ...behind a proxy that doesn't
+        huggingface_hub.close_session()
         assert not hub_reachable(endpoint)
         with pytest.raises(ModelLoadError, match="cannot be reached and the model is not in the local"):
             bert_core.load_pretrained("someone/not-cached", cache_dir=tmp_path / "empty", endpoint=endpoint)
+        # NO_PROXY as the hub's client reads it: ".localhost" spares subdomains only, where the standard library
+        # (which the probe once followed) spares "localhost" too and went straight to a hub the client can't reach
+        monkeypatch.setenv("NO_PROXY", ".localhost")
+        huggingface_hub.close_session()
+        assert not hub_reachable(f"http://localhost:{server.server_address[1]}")
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        huggingface_hub.close_session()
         assert hub_reachable(endpoint)
+        assert not hub_reachable("no url at all")
+    finally:
+        server.shutdown()
+        huggingface_hub.close_session()
 
 
 def test_offline_and_not_cached(tmp_path, monkeypatch):
