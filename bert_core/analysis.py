@@ -428,7 +428,7 @@ class BertScopeModel(AnalysisPasses, TaskPasses):
             raise InputError(f"the word {word!r} has nothing this model reads: {exc}") from exc
         # A phrase ("river bank", or "银行", two words to BERT) is found as its words one after another, and
         # its vector is the mean of all their pieces
-        words = [word[s:e] for _, s, e in word_text_spans(alone, 0, word)]
+        words = [word[s:e] for _, s, e in word_text_spans(alone, 0, word) if word[s:e].strip()]
         found, rows, missing = [], [], []
         for index, vectors in enumerate(self.vectors_batch(texts, max_batch_tokens=max_batch_tokens)):
             occurrences = target_occurrences(

@@ -91,7 +91,8 @@ class WordVectors:
     the app's Word senses page draws them). K = the occurrences kept, one row each.
 
     Whole words only, as the app counts them (`bert_core.words`): "banks" is not "bank"; case and accents count
-    as the tokenizer's normaliser says (an uncased model's "Bank" is "bank")."""
+    as the tokenizer's normaliser says (an uncased model's "Bank" is "bank"). A phrase ("river bank") is found
+    where its words stand one after another, its vector the mean of all their pieces."""
 
     word: str
     texts: tuple[str, ...]

@@ -125,18 +125,21 @@ def target_occurrences(
     """
     text = analysis.text if text is None else text
     keys = word_keys(analysis, (text, None))
-    words = [target] if isinstance(target, str) else list(target)
+    # Blank words are no words of a phrase: a byte-level BPE reads a second space as a piece of its own ("a river
+    # bank" typed with two spaces is "Ġriver", "Ġ", "Ġbank"), which broke the run "river bank" in two
+    words = [target] if isinstance(target, str) else [w for w in target if w.strip()]
 
     def read(word: str) -> str:
         # a phrase's own punctuation ("can't" is can, ', t) is one of its words, compared as it stands
         return clean_target(normalize(word)) or (normalize(word).strip() if len(words) > 1 else "")
 
     want = [read(w) for w in words]
-    if not all(want):  # punctuation alone: cleaned, every mark of the text would equal it
+    if not want or not all(want):  # punctuation alone: cleaned, every mark of the text would equal it
         return []
     spans = [
         (word, None if text[start:end].strip() in specials else read(text[start:end]))
         for word, start, end in word_text_spans(analysis, 0, text)
+        if text[start:end].strip()
     ]
     found, i = [], 0
     while i + len(want) <= len(spans):

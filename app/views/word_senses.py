@@ -133,7 +133,9 @@ try:
 except bert_core.InputError:
     st.info("The target has no letters or digits the model can read; type a word.")
     st.stop()
-target_words = [target[s:e] for _, s, e in transforms.word_text_spans(target_enc, 0, target)]
+target_words = [
+    target[s:e] for _, s, e in transforms.word_text_spans(target_enc, 0, target) if target[s:e].strip()
+]
 # A phrase is looked for as its words one after another: "银行" (a bank) is "银", "行" to BERT, which reads each
 # Chinese character as a word, and was refused as "not a single word", so Chinese had no word senses at all
 wanted: str | list[str] = target if len(target_words) == 1 else target_words

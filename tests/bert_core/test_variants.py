@@ -231,6 +231,21 @@ def test_a_generic_fast_tokenizer_class_reads_the_byte_level_pipeline_as_the_fil
         assert (ours.encode("the bank").tokens[1] == "Ġthe") == prefixed, cls
 
 
+@pytest.mark.parametrize("arch", ["roberta", "albert"])
+def test_a_phrase_is_found_across_any_spaces_between_its_words(checkpoints, arch):
+    """Byte-level BPE reads a second space as a piece of its own ("Ġriver", "Ġ", "Ġbank"), which broke the run
+    "river bank" in two; a target typed with two spaces was a phrase of three words, one of them blank."""
+    m = bert_core.load_pretrained(checkpoints[arch, "mlm"])
+    vectors = m.word_vectors(["a river  bank here", "the river bank", "the river , bank"], "river   bank")
+    assert vectors.word == "river   bank" and vectors.missing == (2,)
+    assert [t for t, _ in vectors.found] == [0, 1]
+    from bert_core.words import target_occurrences
+
+    assert (
+        target_occurrences(m.encode("a bank"), [], m.tokenizer.normalize, text="a bank") == []
+    )  # no words: none
+
+
 def test_a_typed_mask_in_either_spelling_is_no_occurrence_of_the_word_mask(checkpoints):
     """RoBERTa reads a typed [MASK] as its <mask>, whose brackets off read "MASK": word_vectors found it."""
     m = bert_core.load_pretrained(checkpoints["roberta", "mlm"])
