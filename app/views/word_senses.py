@@ -539,9 +539,11 @@ if len(set(labelled)) >= 2:
         else None,
     )
 else:
-    typed_senses = {s for _, given in items for s in occurrence_senses(given) if s}
-    lost = sorted(typed_senses - set(labelled))
-    if len(typed_senses) >= 2 and lost:
+    # Only the senses of lines left out above: every line's split at its commas named senses of lines that were
+    # used ("money, finance" for one occurrence is one sense), or of an occurrence 'first' did not pick
+    dropped = {s for n in (*missing, *cut, *char_cut) for s in occurrence_senses(items[n][1]) if s}
+    lost = sorted(dropped - set(labelled))
+    if lost and len(set(labelled) | set(lost)) >= 2:
         # "Label at least two senses" was said of lines labelled with two, whose "river" line was left out
         st.caption(
             ui.md_escape(
