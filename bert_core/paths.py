@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -118,7 +119,16 @@ def written_whole(path: Path, *, newline: str | None = None) -> Iterator[TextIO]
     """A text file to write `path` through: written beside it under a temporary name and moved over it only
     once whole, so a write stopped part way (Ctrl-C, a full disk) leaves `path` as it was. make-corpus wrote in
     place, and a run stopped after 7 s replaced a corpus of 1,835 lines with 4,593 lines of a cut-short one,
-    which a later `pretrain --corpus` read without a word."""
+    which a later `pretrain --corpus` read without a word. The file keeps what writing in place kept: a
+    symlink's target is written (not the link replaced), and the mode of the file it replaces (else the one the
+    umask gives a new file; mkstemp's own is private)."""
+    path = path.resolve()
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", newline=newline, dir=path.parent, prefix=f".{path.name}.", delete=False
@@ -126,7 +136,7 @@ def written_whole(path: Path, *, newline: str | None = None) -> Iterator[TextIO]
     try:
         with handle:
             yield handle
-        os.chmod(handle.name, 0o644)  # mkstemp's files are private; the file it replaces was not
+        os.chmod(handle.name, mode)
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)

@@ -479,6 +479,8 @@ def test_a_sense_whose_sentences_were_all_left_out_is_named(senses):
     assert "No sentence used here has the sense 'river'" in said and "Label at least two senses" not in said
     # one sense with a comma in it, and a second occurrence 'first' did not pick, are no senses left out
     at = senses(["the bank lent money | money, finance", "my bank pays | money, finance"])
-    assert "No sentence used here" not in text_of(at.caption) and "Label at least two senses" in text_of(at.caption)
+    assert "No sentence used here" not in text_of(at.caption) and "Label at least two senses" in text_of(
+        at.caption
+    )
     at = senses(["the bank by the bank | river, money", "my bank pays | river"])
     assert "No sentence used here" not in text_of(at.caption)

@@ -855,3 +855,29 @@ def test_a_file_that_is_not_utf8_is_told_where_and_how_to_convert_it(tmp_path, c
         pretrain_cli(["--corpus", str(corpus), "--out", str(tmp_path / "m")])
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and "(byte 0xe9 on line 4)" in err and "iconv -f windows-1252" in err
+
+
+def test_a_data_file_written_whole_keeps_its_mode_and_writes_through_a_link(tmp_path):
+    """Moved in from a temporary file, the written file was made 0644 (a private corpus world-readable) and a
+    symlink named as --out was replaced by a file, its target left as it was; writing in place kept both."""
+    import os
+    import stat
+
+    from bert_core.pretraining.corpus import write_corpus
+
+    private = tmp_path / "private.txt"
+    private.write_text("old")
+    private.chmod(0o600)
+    write_corpus(private, 2, seed=0)
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600 and private.read_text() != "old"
+    target = tmp_path / "real.txt"
+    target.write_text("old")
+    (tmp_path / "link.txt").symlink_to(target)
+    write_corpus(tmp_path / "link.txt", 2, seed=0)
+    assert (tmp_path / "link.txt").is_symlink() and target.read_text() != "old"
+    old = os.umask(0o077)
+    try:
+        write_corpus(tmp_path / "new.txt", 2, seed=0)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o600
