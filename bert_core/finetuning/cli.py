@@ -239,10 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ninterrupted; {_what_was_kept(args.out, earlier, config.epochs)}", file=sys.stderr)
         return 130
     except (FloatingPointError, CheckpointWriteError) as exc:  # and what the folder holds: an earlier epoch's
-        print(
-            f"bertscope finetune: error: {exc}; {_what_was_kept(args.out, earlier, config.epochs)}",
-            file=sys.stderr,
-        )
+        kept = _what_was_kept(args.out, earlier, config.epochs, unsaved=isinstance(exc, CheckpointWriteError))
+        print(f"bertscope finetune: error: {exc}; {kept}", file=sys.stderr)
         return 1
     skipped = f" ({result.skipped} skipped: answer out of reach)" if result.skipped else ""
     held_out = (
@@ -266,17 +264,22 @@ def _saved_epoch(out: Path) -> tuple[float, int] | None:
         return None
 
 
-def _what_was_kept(out: Path, earlier: tuple[float, int] | None, epochs: int) -> str:
+def _what_was_kept(
+    out: Path, earlier: tuple[float, int] | None, epochs: int, *, unsaved: bool = False
+) -> str:
     """What an interrupted run left in `out`: a model is saved after each epoch, so one stopped in its first
-    epoch wrote nothing (it once said "the last finished epoch (if any) is in OUT" of a folder never made)."""
+    epoch wrote nothing (it once said "the last finished epoch (if any) is in OUT" of a folder never made).
+    `unsaved`: an epoch finished but its checkpoint could not be written (it was said that none finished)."""
     now = _saved_epoch(out)
     if now is not None and now != earlier:
-        return f"epoch {now[1]} of {epochs}, the last finished, is saved in {out}"
+        last = "the last saved" if unsaved else "the last finished"
+        return f"epoch {now[1]} of {epochs}, {last}, is saved in {out}"
+    why = "" if unsaved else "no epoch finished, so "
     if earlier is not None:
-        return f"no epoch finished, so {out} still holds the earlier checkpoint"
+        return f"{why}{out} still holds the earlier checkpoint"
     if not out.exists():
-        return f"no epoch finished, so nothing was saved (no {out} was made)"
-    return f"no epoch finished, so nothing was saved in {out}"
+        return f"{why}nothing was saved (no {out} was made)"
+    return f"{why}nothing was saved in {out}"
 
 
 # FinetuneConfig's settings as this command's options, for its messages (pretraining.cli.in_flags).

@@ -658,7 +658,11 @@ def write_checkpoint(
     # Exception of its own, which escaped as a traceback: "Error while serializing: I/O error: No space left")
     except (OSError, RuntimeError, SafetensorError) as exc:
         why = (
-            exc.strerror if isinstance(exc, OSError) and exc.strerror else "a write failed: is the disk full?"
+            exc.strerror
+            if isinstance(exc, OSError) and exc.strerror
+            # safetensors' own words after "is the disk full?", which is not its only cause
+            else "a write failed: is the disk full?"
+            + (f" {str(exc).splitlines()[0][:200]}" if isinstance(exc, SafetensorError) and str(exc) else "")
         )
         raise CheckpointWriteError(f"cannot write the checkpoint to {directory} ({why})") from exc
     return directory
