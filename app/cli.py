@@ -331,11 +331,11 @@ def run_app(argv: list[str]) -> int:
         # Said, not dropped without a word: a lecturer's --server.address 0.0.0.0 served on 127.0.0.1, and the
         # room could not connect with nothing in the terminal to say why
         for name, wanted in zip(forced[::2], forced[1::2], strict=True):
-            for given in streamlit_setting(extra, name):
-                if given.lower() != wanted:
-                    hint = f" (use --address {given})" if name == "--server.address" else ""
+            for value in streamlit_setting(extra, name):
+                if value.lower() != wanted.lower():
+                    hint = f" (use --address {value})" if name == "--server.address" else ""
                     print(
-                        f"bertscope: --shared sets {name} {wanted}: {given} is not used{hint}",
+                        f"bertscope: --shared sets {name} {wanted}: {value} is not used{hint}",
                         file=sys.stderr,
                     )
     sys.argv = ["streamlit", "run", str(APP_ENTRY), *flags, *extra, *forced]

@@ -1026,9 +1026,9 @@ def meant_name(previous: str | None, typed: str) -> str | None:
     if not previous or not typed or typed.startswith(previous):
         return None
     whole = previous + typed
-    if whole in bundled_models() or whole in cached_hub_models() or _directory(whole) is not None:
-        return whole
-    return None
+    loads = whole in bundled_models() or whole in cached_hub_models() or _directory(whole) is not None
+    # never a directory outside a shared server's roots: offered, it told the room which paths exist there
+    return whole if loads and refusal(whole) is None else None
 
 
 def loadable_alternatives(failed: str) -> list[str]:

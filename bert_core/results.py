@@ -149,11 +149,6 @@ class ModelInfo:
 
     source: str
     directory: str
-    # The files the weights were read from: "model.safetensors", its shards, or "pytorch_model.bin" where a
-    # checkpoint has no safetensors; () for a model built in memory
-    weights_files: tuple[str, ...]
-    # The floating-point type(s) the weights were stored in where not float32 ("float16"): computed in float32
-    weights_dtype: str | None
     architecture: str  # the checkpoint's model_type: "bert", "roberta", "distilbert", "albert", "electra"
     num_layers: int
     hidden_size: int
@@ -173,6 +168,11 @@ class ModelInfo:
     trained_length: int | None = None
     # How the pre-training lab trained it, for a checkpoint the lab wrote (its pretraining.json); else None.
     lab_recipe: LabRecipe | None = None
+    # The files the weights were read from: "model.safetensors", its shards, or "pytorch_model.bin" where a
+    # checkpoint has no safetensors; () for a model built in memory
+    weights_files: tuple[str, ...] = ()
+    # The floating-point type(s) the weights were stored in where not float32 ("float16"): computed in float32
+    weights_dtype: str | None = None
     # Where a lab run saved it on the way, stopped or still going ("fine-tuning epoch 1 of 3", "pre-training
     # step 107 of 400"); None for a finished run, or a checkpoint no lab wrote
     unfinished: str | None = None

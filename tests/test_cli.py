@@ -247,6 +247,10 @@ def test_shared_listens_where_address_says_whatever_else_is_passed(monkeypatch, 
     err = capsys.readouterr().err
     assert "--shared sets --server.address 127.0.0.1: 0.0.0.0 is not used (use --address 0.0.0.0)" in err
     assert "--shared sets --server.enableXsrfProtection true: false is not used" in err
+    cli.main(
+        ["--shared", "--address", "LocalHost", "--server.address", "localhost"]
+    )  # the same, in other case
+    assert "is not used" not in capsys.readouterr().err
     seen.clear()
     cli.main(["--shared", "--address", "0.0.0.0"])  # the documented way (Dockerfile, compose)
     argv = seen["argv"]

@@ -157,7 +157,8 @@ zero_rows = [p for p in range(count) if not np.any(table[p])]
 zeros = (
     f" Row{'s' if len(zero_rows) > 1 else ''} {', '.join(map(str, zero_rows))} "
     f"{'are' if len(zero_rows) > 1 else 'is'} all zeros, so {'their' if len(zero_rows) > 1 else 'its'} cosines "
-    "(its own included) are drawn as 0: a vector of no length has no direction to compare."
+    f"({'their' if len(zero_rows) > 1 else 'its'} own included) are drawn as 0: a vector of no length has no "
+    "direction to compare."
     if zero_rows
     else ""
 )

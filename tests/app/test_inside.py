@@ -530,6 +530,26 @@ def test_a_link_to_a_layer_or_head_the_model_lacks_says_so(make_app):
     assert "The link asks" not in " ".join(c.value for c in at.caption)
     at = make_app(PAGE, a=TEXT, inside_view="Query & key", qk_layer="2")
     assert "The link asks" not in " ".join(c.value for c in at.caption)
+    # every slider a link names a layer for: Hidden states, Word senses, Compare (each side)
+    for page, query, said in (
+        (
+            PAGE,
+            {"inside_view": "Hidden states by layer", "hidden_layer": "99"},
+            "layer 99, which this model doesn't have (layers 0 to 2): showing layer 2",
+        ),
+        (
+            "views/word_senses.py",
+            {"senses_layer": "99"},
+            "layer 99, which this model doesn't have (layers 0 to 2): showing layer 2",
+        ),
+        (
+            "views/compare.py",
+            {"cmp_layer_left": "99", "cmp_head_left": "9"},
+            "head 9, which this model doesn't have (heads 1 to 4): showing the mean",
+        ),
+    ):
+        at = make_app(page, a=TEXT, **query)
+        assert said in " ".join(c.value for c in at.caption), page
 
 
 def test_the_ablation_hint_promises_masked_word_guesses_only_where_there_is_a_head_to_guess(make_app):

@@ -1180,3 +1180,16 @@ def test_a_checkpoint_a_lab_saved_on_the_way_is_said_to_be_unfinished(make_app, 
     (run / "pretraining.json").write_text(json.dumps({**record, "step": 400, "final": True}))
     assert bert_core.load_pretrained(run).info.unfinished is None
     assert "unfinished" not in " ".join(c.value for c in make_app(model=str(run)).sidebar.caption)
+
+
+def test_a_cut_name_is_never_completed_to_a_directory_outside_the_roots(tmp_path, monkeypatch):
+    """Offered, it told a shared server's room which paths exist outside the allowed roots."""
+    (tmp_path / "allowed" / "a").mkdir(parents=True)
+    (tmp_path / "allowed" / "ab").mkdir()
+    (tmp_path / "outside").mkdir()
+    monkeypatch.setenv("BERTSCOPE_MODEL_ROOTS", str(tmp_path / "allowed"))
+    previous = str(tmp_path / "allowed" / "a")
+    assert models.meant_name(previous, "b") == previous + "b"
+    assert models.meant_name(previous, "/../../outside") is None
+    monkeypatch.delenv("BERTSCOPE_MODEL_ROOTS")
+    assert models.meant_name(previous, "/../../outside") == previous + "/../../outside"
