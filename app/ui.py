@@ -140,6 +140,13 @@ def option_by_name(key: str, labels: Mapping[str, str]) -> None:
     if meant is not None and meant not in labels:
         st.query_params[key] = meant
         st.rerun()
+    elif meant is None:
+        # "inside_view=lense" opened the first view as if linked: Streamlit drops a value that is no option
+        st.caption(
+            md_escape(
+                f"The link's {key}={clip(given, 40)} is not one of this page's choices, so it is not used."
+            )
+        )
 
 
 def follow_default(key: str, default: object, valid: Callable[[object], bool]) -> None:

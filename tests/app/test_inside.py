@@ -516,6 +516,11 @@ def test_a_link_may_name_the_view_by_its_short_key(make_app):
     assert make_app(PAGE, a=TEXT, inside_view="Logit lens").radio(key="inside_view").value == "lens"
     for other_case in ("Logit Lens", "LENS"):  # these too opened Query & key without a word
         assert make_app(PAGE, a=TEXT, inside_view=other_case).radio(key="inside_view").value == "lens"
+    # a name that is none of them is said not to be used, where it opened the first view as if linked
+    at = make_app(PAGE, a=TEXT, inside_view="lense")
+    said = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "The link's inside_view=lense is not one of this page's choices, so it is not used." in said
+    assert "is not one of this page's choices" not in " ".join(c.value for c in at.run().caption)
 
 
 def test_a_link_to_a_layer_or_head_the_model_lacks_says_so(make_app):

@@ -214,7 +214,9 @@ def test_masked_words_large_text_table_leaves_the_guess_sentences_to_the_csv(mak
     plain, shown = normal.dataframe[0].value, large.table[0].value
     assert "shown as" not in plain.columns and "sentence with this guess" in plain.columns
     assert [c for c in plain.columns if c not in shown.columns] == ["sentence with this guess"]
-    assert any("Each chart's CSV also has the whole sentence with each guess" in c.value for c in large.caption)
+    assert any(
+        "Each chart's CSV also has the whole sentence with each guess" in c.value for c in large.caption
+    )
 
 
 def test_masked_words_without_mlm_head(make_app, tmp_path):
