@@ -17,6 +17,8 @@ from pathlib import Path
 # (os and pathlib only: nothing that starts Streamlit)
 from app.bundled import ASSETS, DEMO_MODEL_DIR, DEMO_SOURCE, DEMO_TASKS, bundled_dir
 
+BUNDLED_NAMES = (DEMO_SOURCE, *DEMO_TASKS)
+
 APP_ENTRY = Path(__file__).with_name("streamlit_app.py")
 EVERY_ADDRESS = {"0.0.0.0", "::", ""}
 
@@ -105,8 +107,8 @@ def run_app(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--model",
-        help="default model: a local directory, a hub id, or a bundled model (@demo, @demo-qa, @demo-senses, "
-        "@demo-roles) (env: BERTSCOPE_MODEL)",
+        help=f"default model: a local directory, a hub id, or a bundled model ({', '.join(BUNDLED_NAMES)}) "
+        "(env: BERTSCOPE_MODEL)",
     )
     parser.add_argument("--port", type=int, default=None, help="port to serve on (default: Streamlit's 8501)")
     parser.add_argument(
@@ -179,9 +181,7 @@ def run_app(argv: list[str]) -> int:
     if (
         given.startswith("@") and bundled_dir(given) is None
     ):  # "@demo-QA": the server opened, every page refused it
-        parser.error(
-            f"{flag} {given}: no bundled model of that name (they are {', '.join([DEMO_SOURCE, *DEMO_TASKS])})"
-        )
+        parser.error(f"{flag} {given}: no bundled model of that name (they are {', '.join(BUNDLED_NAMES)})")
     # A mistyped root was taken without a word (a mistyped --model is refused above), and each student's model
     # was then refused as "only under /models/typo". Refused where no root named is a directory; one of several
     # missing is said and allowed (the Dockerfile's /models is there only once a volume is mounted on it).

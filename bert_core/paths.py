@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,13 +106,16 @@ def replace_problem(out: Path, record: str, lab: str, foreign: tuple[str, ...] =
     )
 
 
-def left_as_it_was(path: Path, exc: BaseException) -> str:
-    """What a file-writing command says when it stopped (`written_whole` left `path` untouched)."""
+def stopped_writing(command: str, path: Path, exc: BaseException) -> int:
+    """Say in one line why a file-writing command stopped (Ctrl-C, a full disk) and that `path` is as it was
+    (`written_whole` never touched it); the exit status: 130 for Ctrl-C, as a shell gives it, else 1."""
     had = "was left as it was" if path.exists() else "was not written"
     if isinstance(exc, KeyboardInterrupt):
-        return f"interrupted; {path} {had}"
+        print(f"\n{command}: interrupted; {path} {had}", file=sys.stderr)
+        return 130
     why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return f"error: cannot write {path} ({why}); it {had}"
+    print(f"{command}: error: cannot write {path} ({why}); it {had}", file=sys.stderr)
+    return 1
 
 
 @contextlib.contextmanager

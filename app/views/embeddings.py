@@ -154,11 +154,10 @@ pos_labels = [str(p) for p in range(count)]
 # A row of zeros (RoBERTa's padding row) has no direction: its cosines are drawn as 0, diagonal included, which
 # read as a position unlike itself
 zero_rows = [p for p in range(count) if not np.any(table[p])]
+rows_, are, their = ("Rows", "are", "their") if len(zero_rows) > 1 else ("Row", "is", "its")
 zeros = (
-    f" Row{'s' if len(zero_rows) > 1 else ''} {', '.join(map(str, zero_rows))} "
-    f"{'are' if len(zero_rows) > 1 else 'is'} all zeros, so {'their' if len(zero_rows) > 1 else 'its'} cosines "
-    f"({'their' if len(zero_rows) > 1 else 'its'} own included) are drawn as 0: a vector of no length has no "
-    "direction to compare."
+    f" {rows_} {', '.join(map(str, zero_rows))} {are} all zeros, so {their} cosines ({their} own included) are "
+    "drawn as 0: a vector of no length has no direction to compare."
     if zero_rows
     else ""
 )

@@ -273,13 +273,10 @@ def hub_reachable(endpoint: str | None = None, *, timeout: float = 3.0) -> bool:
         # httpx's ConnectError, ConnectTimeout and ProxyError; requests' ConnectionError (its ProxyError and
         # ConnectTimeout among them); an address that is no URL at all, in either
         names = {cls.__name__ for cls in type(exc).__mro__}
-        unreachable = {"ConnectError", "ConnectTimeout", "ProxyError", "ConnectionError"} | {
-            "InvalidURL",
-            "UnsupportedProtocol",
-            "MissingSchema",
-            "InvalidSchema",
+        return not names & {
+            *("ConnectError", "ConnectTimeout", "ProxyError", "ConnectionError"),
+            *("InvalidURL", "UnsupportedProtocol", "MissingSchema", "InvalidSchema"),
         }
-        return not names & unreachable and not isinstance(exc, ValueError)
     return True
 
 

@@ -25,11 +25,11 @@ from ..checks import counted
 from ..errors import BertScopeError
 from ..paths import (
     in_path,
-    left_as_it_was,
     out_dir,
     out_file,
     replace_problem,
     seed_number,
+    stopped_writing,
     writable_problem,
 )
 from ..pretraining.cli import ProgressBar, _clock, in_flags, refuse
@@ -148,8 +148,7 @@ def make_data_main(argv: list[str]) -> int:
     except (BertScopeError, ValueError) as exc:
         parser.error(str(exc))
     except (KeyboardInterrupt, OSError) as exc:
-        print(f"\nbertscope finetune make-data: {left_as_it_was(args.out, exc)}", file=sys.stderr)
-        return 130 if isinstance(exc, KeyboardInterrupt) else 1
+        return stopped_writing(parser.prog, args.out, exc)
     print(f"wrote {args.examples} {args.task} examples to {path} (train with --task {KINDS[args.task]})")
     return 0
 

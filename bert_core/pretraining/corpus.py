@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1146,7 +1145,7 @@ def read_documents(path: str | Path) -> list[list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..paths import left_as_it_was, out_file, seed_number
+    from ..paths import out_file, seed_number, stopped_writing
 
     parser = argparse.ArgumentParser(
         prog="bertscope pretrain make-corpus", description="Write BERTScope's generated pre-training corpus."
@@ -1160,8 +1159,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         docs, sentences = write_corpus(args.out, args.documents, args.seed)
     except (KeyboardInterrupt, OSError) as exc:
-        print(f"\nbertscope pretrain make-corpus: {left_as_it_was(args.out, exc)}", file=sys.stderr)
-        return 130 if isinstance(exc, KeyboardInterrupt) else 1
+        return stopped_writing(parser.prog, args.out, exc)
     print(f"wrote {docs} documents, {sentences} sentences to {args.out}")
     return 0
 
