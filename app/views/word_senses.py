@@ -337,7 +337,22 @@ for n, idx, *_ in found:
     sentence_numbers = read_as.setdefault(" ".join(style.display(results[n].tokens[i]) for i in idx), [])
     if n + 1 not in sentence_numbers:
         sentence_numbers.append(n + 1)
-if len(read_as) > 1 or any(len(idx) > 1 for _, idx, *_ in found):
+unk = tokenizer.unk_token
+if unk and all(results[n].tokens[i] == unk for n, idx, *_ in found for i in idx):
+    # 银行 on an English vocabulary drew every chart of [UNK] [UNK] under a grey caption: the room reads the
+    # charts as the word's, and they are the unknown piece's (which every character the model lacks shares)
+    st.warning(
+        ui.md_escape(
+            f"This model does not know '{ui.clip(target, 60)}': it reads it as {' and as '.join(read_as)}, the "
+            "piece that stands for every character its vocabulary lacks, so these charts are of that piece in each "
+            "context, not of the word. Use a model whose vocabulary has it."
+        )
+    )
+elif len(read_as) > 1 or (
+    any(len(idx) > 1 for _, idx, *_ in found)
+    # a phrase read as its words, one piece each, was said twice: the caption above says its words and mean
+    and (isinstance(wanted, str) or list(read_as) != [" ".join(style.display(w) for w in target_words)])
+):
     ways = [
         f"{pieces}"
         + (f" (sentence{'s' if len(ns) > 1 else ''} {', '.join(map(str, ns))})" if len(read_as) > 1 else "")
@@ -345,21 +360,10 @@ if len(read_as) > 1 or any(len(idx) > 1 for _, idx, *_ in found):
     ]
     mean = (
         ": its vector in each sentence is the mean of its pieces' vectors."
-        if any(len(idx) > 1 for _, idx, *_ in found)
+        if isinstance(wanted, str) and any(len(idx) > 1 for _, idx, *_ in found)
         else "."
     )
     st.caption(ui.md_escape(f"'{ui.clip(target, 60)}' is read as {' and as '.join(ways)}") + mean)
-unk = tokenizer.unk_token
-if unk and all(results[n].tokens[i] == unk for n, idx, *_ in found for i in idx):
-    # 银行 on an English vocabulary drew every chart of [UNK] [UNK] under a grey caption: the room reads the
-    # charts as the word's, and they are the unknown piece's (which every character the model lacks shares)
-    st.warning(
-        ui.md_escape(
-            f"This model does not know '{ui.clip(target, 60)}': it reads it as {unk}, the piece that stands for "
-            "every character its vocabulary lacks, so these charts are of that piece in each context, not of the "
-            "word. Use a model whose vocabulary has it."
-        )
-    )
 n_layers = vectors.shape[1] - 1
 full_names = [f"{n + 1}. {sense or 'sentence'}{suffix}" for n, _, suffix, sense in found]  # for the CSVs
 # a long sense cut on the axes, as Sentence vector's lines are ("money and financial institutions where…"
