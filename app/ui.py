@@ -615,12 +615,19 @@ def unknown_pieces_lines_note(active: models.ActiveModel, lines: list[str]) -> N
     )
 
 
+UNKNOWN_NAMED = 8  # typed texts a note names before "and N more"
+
+
 def _unknown_caption(active: models.ActiveModel, named: list[str]) -> None:
     if named:
         it = "it" if len(named) == 1 else "them"
         unk = active.model.tokenizer.unk_token
+        # Chinese sentences on an English vocabulary named fifteen characters, six lines in Large text
+        shown = named[:UNKNOWN_NAMED] + (
+            [f"{len(named) - UNKNOWN_NAMED} more"] if len(named) > UNKNOWN_NAMED else []
+        )
         st.caption(
-            md_escape(f"This model's vocabulary has no piece for {', '.join(named)}: it reads {it} as {unk}.")
+            md_escape(f"This model's vocabulary has no piece for {', '.join(shown)}: it reads {it} as {unk}.")
         )
 
 

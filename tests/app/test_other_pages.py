@@ -303,6 +303,14 @@ def test_pages_say_what_the_model_reads_as_its_unknown_piece(make_app):
     assert notes(at) == [
         "This model's vocabulary has no piece for '☃' (sentences 1, 3), '♞' (sentence 3): it reads them as [UNK]."
     ]
+    # past eight, the rest are counted: fifteen Chinese characters ran to six lines in Large text
+    symbols = [chr(0x2654 + k) for k in range(11)]  # chess pieces, none in the tiny vocabulary
+    at.text_area(key="sv_sentences").set_value("\n".join(f"the {c} sat" for c in symbols)).run()
+    (note,) = notes(at)
+    assert (
+        note.endswith(f"'{symbols[7]}' (sentence 8), 3 more: it reads them as [UNK].")
+        and symbols[8] not in note
+    )
 
 
 def test_large_text_option_enlarges_figures(make_app):
