@@ -344,10 +344,10 @@ def load_pretrained(
     )
 
 
-def _lab_record(directory: Path) -> dict:
-    """BERTScope's pretraining.json, or {}: only hints, so a missing, unreadable or odd file is simply no record
-    (never a load error)."""
-    path = directory / "pretraining.json"
+def _lab_record(directory: Path, name: str = "pretraining.json") -> dict:
+    """A record BERTScope's labs write (pretraining.json, finetuning.json), or {}: only hints, so a missing,
+    unreadable or odd file is simply no record (never a load error)."""
+    path = directory / name
     if not path.is_file():
         return {}
     try:
@@ -362,22 +362,21 @@ def _unfinished(directory: Path, pretraining: dict) -> str | None:
     400"); None for a finished run or no record. Only the records said so, and a checkpoint of a stopped run
     was drawn as if it were the run's result. The fine-tuning record first: it is the model's own (a
     fine-tuned checkpoint keeps its encoder's pretraining.json)."""
-    try:
-        tuned = json.loads((directory / "finetuning.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        tuned = None
-
-    def whole(value: object) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-    if isinstance(tuned, dict):
-        epoch, epochs = tuned.get("epoch"), (tuned.get("config") or {}).get("epochs")
-        if tuned.get("final") is False and whole(epoch) and whole(epochs):
-            return f"fine-tuning epoch {epoch} of {epochs}"
-    step, steps = pretraining.get("step"), (pretraining.get("training_config") or {}).get("steps")
-    if pretraining.get("final") is False and whole(step) and whole(steps):
-        return f"pre-training step {step} of {steps}"
+    tuned = _lab_record(directory, "finetuning.json")
+    for record, done, planned, config, what in (
+        (tuned, "epoch", "epochs", "config", "fine-tuning epoch"),
+        (pretraining, "step", "steps", "training_config", "pre-training step"),
+    ):
+        settings = record.get(config)
+        total = settings.get(planned) if isinstance(settings, dict) else None
+        if record.get("final") is False and _counted(record.get(done)) and _counted(total):
+            return f"{what} {record[done]} of {total}"
     return None
+
+
+def _counted(value: object) -> bool:
+    """A positive whole number in a lab's record (JSON's true is no count)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _pair_task(record: dict) -> str | None:
@@ -414,11 +413,7 @@ def _lab_recipe(record: dict) -> LabRecipe | None:
 def _trained_length(record: dict, config: BertConfig) -> int | None:
     """The longest pre-training input the lab recorded, if any."""
     value = record.get("longest_sequence")
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or not 0 < value < config.max_position_embeddings
-    ):
+    if not _counted(value) or value >= config.max_position_embeddings:
         return None  # no record, or nothing left untrained
     return value
 

@@ -1174,7 +1174,12 @@ def test_a_checkpoint_a_lab_saved_on_the_way_is_said_to_be_unfinished(make_app, 
     # a fine-tune's own record comes first: its encoder's pretraining.json is copied beside it
     (run / "finetuning.json").write_text(json.dumps({"epoch": 1, "final": False, "config": {"epochs": 3}}))
     assert bert_core.load_pretrained(run).info.unfinished == "fine-tuning epoch 1 of 3"
-    for done in ({"epoch": 3, "final": True, "config": {"epochs": 3}}, "not json"):
+    # a record of another shape is no record, and never a load error ("config" a list read .get off it)
+    for done in (
+        {"epoch": 3, "final": True, "config": {"epochs": 3}},
+        "not json",
+        {"epoch": 1, "final": False, "config": [3]},
+    ):
         (run / "finetuning.json").write_text(json.dumps(done) if isinstance(done, dict) else done)
         assert bert_core.load_pretrained(run).info.unfinished == "pre-training step 107 of 400"
     (run / "pretraining.json").write_text(json.dumps({**record, "step": 400, "final": True}))
