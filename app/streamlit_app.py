@@ -269,6 +269,8 @@ def main() -> None:
 
 
 def run_page(page) -> None:
+    unused = st.empty()  # above the page: what its widgets left of the link is known once they are made
+    ui.forget_link_record()
     try:
         page.run()
     except bert_core.BertScopeError as exc:
@@ -281,6 +283,8 @@ def run_page(page) -> None:
         import logging
 
         logging.getLogger("bertscope").exception("page failed")
+    finally:  # st.stop() and st.rerun() included: a page stopped below its controls has read the link
+        ui.say_unused_link_values(unused)
 
 
 main()

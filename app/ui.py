@@ -97,7 +97,69 @@ def bound(key: str) -> dict[str, str]:
     `start`."""
     if key in st.session_state:
         st.session_state[key] = st.session_state[key]
+    else:
+        given = st.query_params.get_all(key)
+        if given:  # the run that reads the link: what it asked for, to compare once the page has run
+            _link_record()[0][key] = given
     return {"key": key, "bind": "query-params"}
+
+
+_LINK_RECORD = "_link_record"
+
+
+def _link_record() -> tuple[dict[str, list[str]], set[str]]:
+    """This run's link values read by widgets made with `bound` (key: the values given), and the keys whose
+    page said itself what it made of them (`say_if_linked_out_of_range`, `option_by_name`)."""
+    return st.session_state.setdefault(_LINK_RECORD, ({}, set()))
+
+
+def forget_link_record() -> None:
+    """Start this run's record afresh (one a failed run left is no part of it)."""
+    st.session_state.pop(_LINK_RECORD, None)
+
+
+def _link_checked(key: str) -> None:
+    _link_record()[1].add(key)
+
+
+def _in_link(value: object) -> list[str]:
+    """A widget's value as the link writes it (Streamlit's own form: true/false, 5 for 5.0, one entry each)."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [text for v in value for text in _in_link(v)]
+    if isinstance(value, bool):
+        return [str(value).lower()]
+    if isinstance(value, float) and value.is_integer():
+        return [str(int(value))]
+    return [str(value)]
+
+
+def say_unused_link_values(place: Any) -> None:
+    """Once the page has run: a caption in `place` (above the page) naming each value of the link that a widget
+    did not take as given. Streamlit drops one that is no option, no number or out of range, and cuts a
+    multiselect's list to the options it knows, without a word: `mask_topk=500` opened on the top 5,
+    `ablation_heads=9.9` on no head, `layer=abc` on layer 1, each as if the link had said so. Called for every
+    page; a page's own notes (`say_if_linked_out_of_range`, `option_by_name`) are not said twice."""
+    given, checked = st.session_state.pop(_LINK_RECORD, ({}, set()))
+    said = []
+    for key, asked in given.items():
+        now = st.query_params.get_all(key)
+        if key in checked or now == asked or key not in st.session_state:
+            continue
+        value = st.session_state[key]
+        if not now and asked == _in_link(value):
+            continue  # the widget's own start, which Streamlit leaves out of the address
+        unused = [a for a in asked if a not in now] or asked
+        shown = ", ".join(clip(v, 30) for v in _in_link(value)) or "none"
+        said.append(f"{key}={', '.join(clip(a, 30) for a in unused)} (showing {shown})")
+    if said:
+        place.caption(
+            md_escape(
+                "Not used from the link (no such choice on this page for this model and text, or out of its "
+                "range): " + "; ".join(said) + "."
+            )
+        )
 
 
 def say_if_linked_out_of_range(key: str, what: str, low: int, high: int, shown: str) -> None:
@@ -110,9 +172,11 @@ def say_if_linked_out_of_range(key: str, what: str, low: int, high: int, shown: 
     given = st.query_params.get(key)
     if key in st.session_state or given is None:
         return
+    _link_checked(key)
     try:
         asked = int(given)
     except ValueError:
+        st.caption(md_escape(f"The link's {key}={clip(given, 30)} is no {what} number: showing {shown}."))
         return
     if not low <= asked <= high:
         st.caption(
@@ -129,7 +193,10 @@ def option_by_name(key: str, labels: Mapping[str, str]) -> None:
     through session state, the option showed but the address dropped the key, so a reload lost it. Only for
     a session with no value yet (never over one the user picked). Call it before the radio."""
     given = st.query_params.get(key)
-    if key in st.session_state or given is None or given in labels.values():
+    if key in st.session_state or given is None:
+        return
+    _link_checked(key)
+    if given in labels.values():
         return
     # A name or label in another case ("Logit Lens", "LENS") is read as the option too: it too opened the
     # default without a word, and Streamlit matches labels exactly

@@ -500,6 +500,45 @@ def test_each_pages_controls_come_from_a_shared_link(make_app):
     assert at.toggle(key="roles_stability").value is True
 
 
+UNUSED = "Not used from the link (no such choice on this page for this model and text, or out of its range): "
+
+
+def _captions(at) -> str:
+    return " ".join(c.value for c in at.caption).replace("\\", "")
+
+
+def test_a_link_value_no_control_takes_is_said_once_and_a_usable_one_is_not(make_app):
+    """Streamlit drops a linked value that is no option, no number or out of range, and cuts a list to the options
+    it knows, without a word: each opened the page as if the link had asked for its start."""
+    text = "the man went to the [MASK]"
+    at = make_app("views/masked_words.py", a=text, mask_topk="500")
+    assert at.number_input(key="mask_topk").value == 5
+    assert UNUSED + "mask_topk=500 (showing 5)." in _captions(at)
+    assert UNUSED not in _captions(at.run())  # said on the run that read the link, not on every run after
+    at = make_app("views/inside.py", a=text, inside_view="Head ablation", ablation_heads=["1.1", "9.9"])
+    assert at.multiselect(key="ablation_heads").value == ["1.1"]
+    assert UNUSED + "ablation_heads=9.9 (showing 1.1)." in _captions(at)
+    at = make_app("views/attention.py", a=text, att_hide_special="perhaps", att_heads_shown=["7"])
+    assert UNUSED + "att_hide_special=perhaps (showing false)." in _captions(at)
+    # a layer that is no number: the page's own note says it, and the page-wide one does not say it again
+    at = make_app("views/attention.py", a=text, layer="abc")
+    assert "The link's layer=abc is no layer number: showing layer 1." in _captions(at)
+    assert UNUSED not in _captions(at)
+    # what a control takes, its own start included (Streamlit leaves that out of the address), is not named
+    for page, query in (
+        ("views/masked_words.py", {"mask_topk": "5"}),
+        ("views/masked_words.py", {"mask_topk": "1"}),
+        ("views/attention.py", {"att_hide_special": "false", "att_merge": "true", "layer": "2"}),
+        ("views/inside.py", {"inside_view": "Head ablation", "ablation_heads": ["1.1", "2.2"]}),
+        (
+            "views/word_senses.py",
+            {"senses_layer": "0", "senses_occurrence": "the last", "senses_word": "bank"},
+        ),
+    ):
+        at = make_app(page, a=text, **query)
+        assert UNUSED not in _captions(at), (page, query)
+
+
 def test_a_csv_reads_back_whole_whatever_the_typed_text_holds():
     """A link can carry a carriage return into the text (the box turns one typed into a line feed): the Tokens
     CSV wrote it bare and unquoted, and Python's csv reader stopped there ("new-line character seen in unquoted
