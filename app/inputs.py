@@ -228,9 +228,9 @@ def unquoted(name: str) -> str:
     return name
 
 
-def use_model(source: str) -> None:
-    """The "Use …" buttons under a model that can't be loaded."""
-    st.session_state[KEY_MODEL] = source
+def use_model(source: str, key: str = KEY_MODEL) -> None:
+    """The "Use …" buttons under a model that can't be loaded (`key`: the sidebar's box, or Compare's)."""
+    st.session_state[key] = source
 
 
 _BEFORE_EXAMPLE = "_model_before_example"  # (the model before an example loaded its own, the example's model)

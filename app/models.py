@@ -1019,16 +1019,52 @@ def retry_model(key: str) -> None:
 
 
 def meant_name(previous: str | None, typed: str) -> str | None:
-    """The name a user typed whole where Streamlit's box kept only its end: the box empties a name being typed
-    once it equals the current model's (ui.TYPED_NAME_HELP), so "@demo-qa" typed over @demo arrived as "-qa",
-    which failed as a model of its own in front of a room. The current model's name and the rest, where that
-    is a model that loads here (bundled, cached, or a directory); else None."""
-    if not previous or not typed or typed.startswith(previous):
+    """The model a name that failed to load most likely meant, where that model loads here; else None.
+
+    First the name a user typed whole where Streamlit's box kept only its end: the box empties a name being
+    typed once it equals the current model's (ui.TYPED_NAME_HELP), so "@demo-qa" typed over @demo arrived as
+    "-qa", which failed as a model of its own in front of a room: the current model's name and the rest, where
+    that is a model that loads here (bundled, cached, or a directory). Then a slip of the keys in a name the
+    picker lists ("bert-base-uncsed" with bert-base-uncased cached, "@Demo-QA", "@dmeo"): offline, the hub
+    cannot say which it meant, and the room saw only "not found"."""
+    if not typed:
         return None
-    whole = previous + typed
-    loads = whole in bundled_models() or whole in cached_hub_models() or _directory(whole) is not None
-    # never a directory outside a shared server's roots: offered, it told the room which paths exist there
-    return whole if loads and refusal(whole) is None else None
+    if previous and not typed.startswith(previous):
+        whole = previous + typed
+        loads = whole in bundled_models() or whole in cached_hub_models() or _directory(whole) is not None
+        # never a directory outside a shared server's roots: offered, it told the room which paths exist there
+        if loads and refusal(whole) is None:
+            return whole
+    listed = [
+        *bundled_models(),
+        *cached_hub_models(),
+        *root_models(),
+    ]  # root_models: only what `refusal` opens
+    if typed in listed:
+        return None  # a listed model that failed is no slip
+    folded = typed.casefold()
+    slips = [name for name in listed if _one_slip(folded, name.casefold())]
+    return slips[0] if len(slips) == 1 else None
+
+
+def _one_slip(typed: str, name: str) -> bool:
+    """Whether `typed` is `name` with one key slipped: the same but for case, or one letter left out, added,
+    changed, or swapped with its neighbour. Not a closeness ratio (difflib): bert-base-cased and
+    bert-base-uncased, or bert-large-uncased and bert-base-uncased, are as close by ratio as a typo is, and are
+    other models."""
+    if typed == name:
+        return True
+    if abs(len(typed) - len(name)) > 1:
+        return False
+    i = next(
+        (k for k, (a, b) in enumerate(zip(typed, name, strict=False)) if a != b), min(len(typed), len(name))
+    )
+    if len(typed) != len(name):
+        shorter, longer = sorted((typed, name), key=len)
+        return shorter[i:] == longer[i + 1 :]
+    changed = typed[i + 1 :] == name[i + 1 :]
+    swapped = typed[i : i + 2] == name[i : i + 2][::-1] and typed[i + 2 :] == name[i + 2 :]
+    return changed or swapped
 
 
 def loadable_alternatives(failed: str) -> list[str]:

@@ -60,6 +60,7 @@ second = st.selectbox(
 )
 second_source = inputs.unquoted(second or "") or options[0]
 right: models.ActiveModel | None = None
+held = models.session_hold().second  # the second model of this page's previous run
 try:
     right = models.load_second(second_source)
 except models.ModelUnavailable as exc:
@@ -70,6 +71,15 @@ except models.ModelUnavailable as exc:
         + ui.md_escape(exc.reason if exc.reason.endswith((".", "?", "!")) else exc.reason + ".")
         + " Below, the sidebar's model alone."
     )
+    # as the sidebar offers: this box too cuts a name typed over its current one, and a typo is a typo here too
+    meant = models.meant_name(held.source if held is not None else None, second_source)
+    if meant is not None:
+        st.button(
+            f"Did you mean {ui.md_escape(meant)}?",
+            key="use_meant_second",
+            on_click=inputs.use_model,
+            args=(meant, KEY_SECOND),
+        )
 else:
     ui.model_notice(right)
     if models.loaded_key(right.source) == models.loaded_key(left.source):

@@ -425,6 +425,14 @@ def test_a_second_model_that_fails_leaves_the_sidebars_model_drawn(monkeypatch, 
     at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", model2=str(empty))
     (error,) = [e.value.replace("\\", "") for e in at.error]
     assert "directory? Below, the sidebar's model alone." in error, error
+    # a slip of the keys in a model that loads here is offered, as in the sidebar
+    at = _app(monkeypatch, tiny_checkpoint, "views/compare.py", model2="@dmeo")
+    assert at.error and not [i for i in (c.proto.id for c in at.get("plotly_chart")) if i.endswith("_right")]
+    (meant,) = [b for b in at.button if b.key == "use_meant_second"]
+    assert meant.label.replace("\\", "") == "Did you mean @demo?"
+    meant.click().run()
+    assert not at.error and figure(at, "cmp_attention_right")
+    assert at.selectbox(key="model2").value == "@demo"
 
 
 def test_compare_says_when_each_side_cut_a_long_text(family_dirs, monkeypatch, tiny_checkpoint):

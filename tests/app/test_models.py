@@ -1158,6 +1158,30 @@ def test_a_name_the_box_cut_to_its_end_is_offered_whole(make_app, monkeypatch):
     assert at.sidebar.error and not [b for b in at.sidebar.button if b.key == "use_meant_model"]
 
 
+def test_a_slip_of_the_keys_in_a_name_that_loads_here_is_offered(make_app, monkeypatch):
+    """Offline, "bert-base-uncsed" or "@dmeo" failed with "not found", and the room had to spot the typo."""
+    listed = models.model_options
+    monkeypatch.setattr(models, "model_options", lambda current: [*listed(current), "@dmeo", "@Demo-QA"])
+    at = make_app(model="@demo-qa")
+    for typed, meant in (("@dmeo", "@demo"), ("@Demo-QA", "@demo-qa")):
+        at.sidebar.selectbox(key="model").set_value(typed).run()
+        assert at.sidebar.error
+        (button,) = [b for b in at.sidebar.button if b.key == "use_meant_model"]
+        assert button.label.replace("\\", "") == f"Did you mean {meant}?"
+    button.click().run()
+    assert not at.sidebar.error and at.sidebar.selectbox(key="model").value == "@demo-qa"
+    monkeypatch.setattr(models, "cached_hub_models", lambda: ["bert-base-uncased", "albert-base-v2"])
+    assert models.meant_name(None, "bert-base-uncsed") == "bert-base-uncased"  # a letter left out
+    assert models.meant_name(None, "bert-base-unacsed") == "bert-base-uncased"  # two swapped
+    assert models.meant_name(None, "Bert-Base-Uncased") == "bert-base-uncased"
+    # other models, however close their names: never offered as what was meant
+    for other in ("bert-base-cased", "bert-large-uncased", "bert-base-uncased", "roberta-base", ""):
+        assert models.meant_name(None, other) is None, other
+    # two names one slip away: neither is offered
+    monkeypatch.setattr(models, "cached_hub_models", lambda: ["albert-base-v1", "albert-base-v2"])
+    assert models.meant_name(None, "albert-base-v3") is None
+
+
 def test_a_checkpoint_a_lab_saved_on_the_way_is_said_to_be_unfinished(make_app, tmp_path, tiny_checkpoint):
     """A pre-training run stopped at step 107 of 400, or a fine-tune after epoch 1 of 3, was drawn on every page
     as if it were the run's result: only its JSON record said otherwise."""
