@@ -174,6 +174,7 @@ def sidebar() -> None:
         sentences, chosen, display = st.container(), st.container(), st.container()
         with display:
             with st.expander("Display"):
+                ui.link_read(ui.KEY_LARGE)  # "large=yes" was dropped without a word
                 st.toggle("Large text (for a projector)", key=ui.KEY_LARGE, bind="query-params")
                 st.radio(
                     "Figure download format (plotly's camera button)",
@@ -261,6 +262,7 @@ def main() -> None:
                 pass
         if not page.url_path.startswith(COMPARE_PATH):  # "compare", or "compare-start" were it the first page
             models.leave_second()  # only that page uses a second model: elsewhere it is free to go
+        ui.forget_link_record()  # before the sidebar, whose Large text reads the link too
         sidebar()
         ui.large_text_style()
         run_page(page)
@@ -270,7 +272,6 @@ def main() -> None:
 
 def run_page(page) -> None:
     unused = st.empty()  # above the page: what its widgets left of the link is known once they are made
-    ui.forget_link_record()
     try:
         page.run()
     except bert_core.BertScopeError as exc:

@@ -98,10 +98,16 @@ def bound(key: str) -> dict[str, str]:
     if key in st.session_state:
         st.session_state[key] = st.session_state[key]
     else:
-        given = st.query_params.get_all(key)
-        if given:  # the run that reads the link: what it asked for, to compare once the page has run
-            _link_record()[0][key] = given
+        link_read(key)
     return {"key": key, "bind": "query-params"}
+
+
+def link_read(key: str) -> None:
+    """Call before a widget bound to the URL is made (`bound` does): on the run that reads the link, what the
+    link asks of it, which `say_unused_link_values` compares with what the widget took once the page has run."""
+    given = st.query_params.get_all(key) if key not in st.session_state else []
+    if given:
+        _link_record()[0][key] = given
 
 
 _LINK_RECORD = "_link_record"

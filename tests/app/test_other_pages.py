@@ -520,6 +520,9 @@ def test_a_link_value_no_control_takes_is_said_once_and_a_usable_one_is_not(make
     assert UNUSED + "ablation_heads=9.9 (showing 1.1)." in _captions(at)
     at = make_app("views/attention.py", a=text, att_hide_special="perhaps", att_heads_shown=["7"])
     assert UNUSED + "att_hide_special=perhaps (showing false)." in _captions(at)
+    at = make_app(a=text, large="yes")  # the sidebar's Large text too
+    assert UNUSED + "large=yes (showing false)." in _captions(at)
+    assert UNUSED not in _captions(make_app(a=text, large="true"))
     # a layer that is no number: the page's own note says it, and the page-wide one does not say it again
     at = make_app("views/attention.py", a=text, layer="abc")
     assert "The link's layer=abc is no layer number: showing layer 1." in _captions(at)
