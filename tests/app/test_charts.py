@@ -348,7 +348,10 @@ def test_a_long_saliency_strip_wraps_so_its_labels_do_not_pile_up():
 
 def test_bar_values_too_small_for_three_decimals_keep_their_size():
     fig = charts.bars(["a", "b", "c", "d"], [-0.00021, 0.0, 0.25, 3e-5], value_name="log-probability")
-    assert list(fig.data[0].text) == ["-2.1e-04", "0.000", "0.250", "3.0e-05"]
+    assert list(fig.data[0].text) == ["-0.00021", "0.000", "0.250", "0.000030"]
+    # in decimals down to a millionth, two digits, a carry included; e-notation below
+    fig = charts.bars(["a", "b", "c", "d"], [-0.00046, 0.0000999, 4e-7, -0.000001])
+    assert list(fig.data[0].text) == ["-0.00046", "0.00010", "4.0e-07", "-0.0000010"]
 
 
 def test_a_bars_hover_names_the_bar_escaped():
