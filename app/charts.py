@@ -799,8 +799,9 @@ def model_view(
 # -- bars and lines -------------------------------------------------------------------------------------
 
 
-def _small_value(v: float) -> str:
-    """Two significant digits of a value under 0.0005 in size: decimals from a millionth up, e-notation below."""
+def small_number(v: float) -> str:
+    """Two significant digits of a small nonzero value (a bar's under 0.0005, a table's under 0.00005): in
+    decimals from a millionth up, e-notation below."""
     if abs(v) < 1e-6:
         return f"{v:.1e}"
     rounded = float(f"{v:.1e}")  # two digits, a carry included (0.0000999 is 0.00010, not 0.000100)
@@ -825,7 +826,7 @@ def bars(
     # A value too small for three decimals keeps its size and sign: a near-certain piece's log-probability of
     # -0.0002 read "-0.000", and a tiny probability "0.000", as if it were none. Two digits of it, in decimals
     # down to a millionth ("-0.00046" beside "-0.001": a room read "-4.6e-04" as another kind of number).
-    text = [_small_value(v) if 0 < abs(v) < 0.0005 else f"{v:.3f}" for v in values]
+    text = [small_number(v) if 0 < abs(v) < 0.0005 else f"{v:.3f}" for v in values]
     width_px = width_px or page_px(font_size)
     # Values always outside their bar, at the chart's text size: inside, plotly shrinks them to fit thin bars
     # (7 px), which nobody at the back of a room can read. The axis leaves room for them past range_max.

@@ -323,10 +323,10 @@ SMALLEST_4DP = 5e-5  # below it, four decimals write a number as 0.0000
 
 def _table_number(value: float) -> str:
     """A number of a column st.table would round to 0: four decimals as st.table writes them, or two
-    significant digits where those would read 0 ("4.2e-06")."""
+    significant digits where those would read 0 ("0.0000042"), as a bar writes them."""
     if not math.isfinite(value):
         return "" if math.isnan(value) else str(value)
-    return f"{value:.2g}" if value and abs(value) < SMALLEST_4DP else f"{value:.4f}"
+    return charts.small_number(value) if value and abs(value) < SMALLEST_4DP else f"{value:.4f}"
 
 
 def large_text_style() -> None:

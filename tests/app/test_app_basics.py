@@ -399,7 +399,7 @@ def test_a_large_text_table_writes_a_tiny_probability_as_a_number_not_zero():
     at = AppTest.from_function(script, default_timeout=30).run()
     assert not at.exception, [e.value for e in at.exception]
     shown = at.table[0].value
-    assert shown["p"].tolist() == ["0.9796", "4.2e-06", "0.0000"]
+    assert shown["p"].tolist() == ["0.9796", "0.0000042", "0.0000"]
     assert shown["loss"].tolist() == [0.02, 12.32, 1.0]  # a column with nothing to lose stays numbers
 
 
