@@ -20,6 +20,11 @@ import bert_core  # noqa: E402
 from app import inputs, models, server, transforms, ui  # noqa: E402
 from app.registry import PAGES  # noqa: E402
 
+try:  # not public API: without it, notes on a link's values may be lost to a rerun
+    from streamlit.runtime.scriptrunner_utils.exceptions import RerunException  # noqa: E402
+except ImportError:
+    RerunException = ()  # type: ignore[assignment,misc]  # (an except clause that catches nothing)
+
 COMPARE_PATH = next(p.url_path for p in PAGES if p.file == "views/compare.py")
 
 
@@ -252,6 +257,7 @@ def main() -> None:
             # Deleting the parameter does not help (the seed reads the address the session opened with); the
             # page opened again with the address less those parameters does.
             kept = {k: st.query_params.get_all(k) for k in st.query_params if k not in unreadable}
+            ui.link_values_dropped({k: st.query_params.get_all(k) for k in unreadable})  # named on the page
             st.switch_page(home if page is twin else page, query_params=kept)
         if page is twin:
             try:
@@ -271,9 +277,15 @@ def main() -> None:
 
 
 def run_page(page) -> None:
-    unused = st.empty()  # above the page: what its widgets left of the link is known once they are made
+    # above the page: what its widgets made of the link is known once they are made
+    ui.place_link_notes(st.empty())
     try:
         page.run()
+    except RerunException:
+        # a rerun asked for (ui.option_by_name) or a new run that stopped this one part-way: that next run's
+        # widgets hold their values already, so what this run read of the link is said by the next one
+        ui.carry_link_record()
+        raise
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
     except Exception as exc:  # noqa: BLE001 - the UI shows a message, never a traceback
@@ -284,8 +296,8 @@ def run_page(page) -> None:
         import logging
 
         logging.getLogger("bertscope").exception("page failed")
-    finally:  # st.stop() and st.rerun() included: a page stopped below its controls has read the link
-        ui.say_unused_link_values(unused)
+    finally:  # a page's st.rerun() included (its ui.stop() said them already; nothing is drawn after a stop)
+        ui.say_link_notes()
 
 
 main()

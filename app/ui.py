@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import re
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+import threading
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -104,90 +106,170 @@ def bound(key: str) -> dict[str, str]:
 
 def link_read(key: str) -> None:
     """Call before a widget bound to the URL is made (`bound` does): on the run that reads the link, what the
-    link asks of it, which `say_unused_link_values` compares with what the widget took once the page has run."""
-    given = st.query_params.get_all(key) if key not in st.session_state else []
+    link asks of it, which `say_link_notes` compares with what the widget took once the page has run."""
+    if key in st.session_state:
+        return
+    given = st.query_params.get_all(key) or st.session_state.get(_LINK_DROPPED, {}).pop(key, [])
     if given:
-        _link_record()[0][key] = given
+        _link_record()["given"].setdefault(key, given)
 
 
+# What this run made of the link: "given" (key: the values the link gave a widget), "notes" (what a page said
+# itself of a value, markdown) and the keys they name ("checked"), and "carry": kept for the next run, as this
+# one was stopped for a rerun (asked for by `option_by_name`, or a new run of the browser's) whose widgets
+# already hold their values, so that run alone would not know what the link asked for.
 _LINK_RECORD = "_link_record"
+_LINK_DROPPED = (
+    "_link_dropped"  # values the entry took out of the address, until a page's widget would read them
+)
 
 
-def _link_record() -> tuple[dict[str, list[str]], set[str]]:
-    """This run's link values read by widgets made with `bound` (key: the values given), and the keys whose
-    page said itself what it made of them (`say_if_linked_out_of_range`, `option_by_name`)."""
-    return st.session_state.setdefault(_LINK_RECORD, ({}, set()))
+def _link_record() -> dict[str, Any]:
+    record = st.session_state.get(_LINK_RECORD)
+    if record is None:
+        record = st.session_state[_LINK_RECORD] = {"given": {}, "notes": [], "checked": set(), "carry": False}
+    return record
 
 
 def forget_link_record() -> None:
-    """Start this run's record afresh (one a failed run left is no part of it)."""
-    st.session_state.pop(_LINK_RECORD, None)
+    """Start this run's record afresh, but for one carried over from the run before (see `_LINK_RECORD`)."""
+    record = st.session_state.get(_LINK_RECORD)
+    if record is not None and record["carry"]:
+        record["carry"] = False
+    else:
+        st.session_state.pop(_LINK_RECORD, None)
 
 
-def _link_checked(key: str) -> None:
-    _link_record()[1].add(key)
+def carry_link_record() -> None:
+    """Keep this run's record for the next run: this one was stopped for a rerun before it was shown whole."""
+    _link_record()["carry"] = True
 
 
-def _in_link(value: object) -> list[str]:
-    """A widget's value as the link writes it (Streamlit's own form: true/false, 5 for 5.0, one entry each)."""
+def link_values_dropped(dropped: Mapping[str, list[str]]) -> None:
+    """Link values the entry takes out of the address before a page reads them (`inputs.unreadable_numbers`),
+    named as unused by the page whose widget would have read them."""
+    st.session_state.setdefault(_LINK_DROPPED, {}).update(dropped)
+
+
+def _link_note(key: str, note: str) -> None:
+    record = _link_record()
+    record["notes"].append(note)
+    record["checked"].add(key)
+
+
+def _names(given: str, value: object) -> bool:
+    """Whether a link's text names `value` as Streamlit reads it ("3.0" and "03" a number 3, "FALSE" off)."""
+    if isinstance(value, bool):
+        return given.casefold() == str(value).casefold()
+    if isinstance(value, numbers.Real):
+        try:
+            return float(given) == value
+        except ValueError:
+            return False
+    return given == str(value)
+
+
+def _values(value: object) -> list[object]:
     if value is None:
         return []
-    if isinstance(value, (list, tuple)):
-        return [text for v in value for text in _in_link(v)]
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _shown(value: object) -> str:
     if isinstance(value, bool):
-        return [str(value).lower()]
+        return "on" if value else "off"
     if isinstance(value, float) and value.is_integer():
-        return [str(int(value))]
-    return [str(value)]
+        return str(int(value))
+    return clip(str(value), 30)
 
 
-def say_unused_link_values(place: Any) -> None:
-    """Once the page has run: a caption in `place` (above the page) naming each value of the link that a widget
-    did not take as given. Streamlit drops one that is no option, no number or out of range, and cuts a
-    multiselect's list to the options it knows, without a word: `mask_topk=500` opened on the top 5,
-    `ablation_heads=9.9` on no head, `layer=abc` on layer 1, each as if the link had said so. Called for every
-    page; a page's own notes (`say_if_linked_out_of_range`, `option_by_name`) are not said twice."""
-    given, checked = st.session_state.pop(_LINK_RECORD, ({}, set()))
+_RUN = threading.local()  # this run's place for the notes on the link: an element, not kept in session state
+
+
+def place_link_notes(place: Any) -> None:
+    """Where `say_link_notes` writes: an empty slot above the page, made before it runs."""
+    _RUN.place = place
+
+
+def stop() -> NoReturn:
+    """st.stop() for a page: the notes on the link are said first, as nothing can be drawn once a stop is asked
+    (a page stopped below its controls has read the link)."""
+    say_link_notes()
+    st.stop()
+
+
+def say_link_notes() -> None:
+    """Once the page has run or stops (`stop`): above the page (`place_link_notes`), what it said of the link's values
+    (`say_if_linked_out_of_range`, `option_by_name`), and each value a widget did not take as given. Streamlit
+    drops a value that is no option, no number or out of range, cuts a multiselect's list to the options it
+    knows and a text to its box's length, all without a word: `mask_topk=500` opened on the top 5,
+    `ablation_heads=9.9` on no head, `att_hide_special=perhaps` off, each as if the link had asked for it. In
+    one place, so that two notes on one link are not read in two places in two manners."""
+    place, _RUN.place = getattr(_RUN, "place", None), None
+    if place is None:
+        return  # said already (`stop`): no st call may follow a stop
+    record = st.session_state.get(_LINK_RECORD)
+    if record is None or record["carry"]:
+        return  # nothing read, or a run that is rerun at once: the next one says it
+    st.session_state.pop(_LINK_RECORD)
     said = []
-    for key, asked in given.items():
-        now = st.query_params.get_all(key)
-        if key in checked or now == asked or key not in st.session_state:
+    for key, asked in record["given"].items():
+        if key in record["checked"] or key not in st.session_state:
             continue
         value = st.session_state[key]
-        if not now and asked == _in_link(value):
-            continue  # the widget's own start, which Streamlit leaves out of the address
-        unused = [a for a in asked if a not in now] or asked
-        shown = ", ".join(clip(v, 30) for v in _in_link(value)) or "none"
-        said.append(f"{key}={', '.join(clip(a, 30) for a in unused)} (showing {shown})")
+        held = _values(value)
+        unused = [a for a in asked if not any(_names(a, v) for v in held)]
+        if not unused:
+            continue  # its values, its own start and values written another way included (3.0, FALSE)
+        if len(asked) == 1 and isinstance(value, str) and value and asked[0].startswith(value):
+            said.append(f"{key}={clip(asked[0], 30)} (cut to its first {len(value)} characters)")
+            continue
+        shown = ", ".join(_shown(v) for v in held) or "none"
+        said.append(f"{key}={', '.join(clip(a, 30) for a in dict.fromkeys(unused))} (showing {shown})")
+    lines = list(record["notes"])
     if said:
-        place.caption(
+        lines.append(
             md_escape(
-                "Not used from the link (no such choice on this page for this model and text, or out of its "
-                "range): " + "; ".join(said) + "."
+                "Not used from the link as given (no such choice on this page for this model and text, or "
+                "out of its range): " + "; ".join(said) + "."
             )
         )
+    if lines:
+        place.caption("  \n".join(lines))
 
 
-def say_if_linked_out_of_range(key: str, what: str, low: int, high: int, shown: str) -> None:
-    """A caption where the link's whole number for `key` (a layer, a head) lies outside [low, high], on the run
-    that reads the link (the session has no value yet). Streamlit drops such a value and the widget opens on
-    its start without a word, so a lecturer's link to "layer 10" of bert-base, opened on a 4-layer model,
-    showed layer 1 as if that were what the link meant. `shown`: what the page shows instead ("layer 1").
-    Call it before the widget (which drops the value), outside narrow columns: in one, at 1024 px in Large
-    text, the caption wrapped to eight lines and pushed its control out of line with the others."""
-    given = st.query_params.get(key)
-    if key in st.session_state or given is None:
-        return
-    _link_checked(key)
+def say_if_linked_out_of_range(
+    key: str, what: str, low: int, high: int, shown: str, also: Collection[str] = ()
+) -> None:
+    """A note where the link's whole number for `key` (a layer, a head) lies outside [low, high] or is no number
+    (but for `also`, the widget's other choices: a head's "mean"), on the run that reads the link (the session
+    has no value yet). Streamlit drops such a value and the widget opens on its start without a word, so a
+    lecturer's link to "layer 10" of bert-base, opened on a 4-layer model, showed layer 1 as if that were what
+    the link meant. `shown`: what the page shows instead ("layer 1"). Said above the page (`say_link_notes`),
+    where any other value of the link the page does not use is named too. Call it before the widget."""
+    given = st.query_params.get_all(key)
+    if key in st.session_state or len(given) != 1 or given[0] in also:
+        return  # (a value repeated, which Streamlit drops too, is named with the others)
+    asked: int | None
     try:
-        asked = int(given)
+        asked = int(given[0])  # a number of any length: "999…9" is a layer this model lacks
     except ValueError:
-        st.caption(md_escape(f"The link's {key}={clip(given, 30)} is no {what} number: showing {shown}."))
-        return
-    if not low <= asked <= high:
-        st.caption(
-            f"The link asks for {what} {asked}, which this model doesn't have ({what}s {low} to {high}): "
-            f"showing {shown} instead."
+        try:  # else as Streamlit reads a number: "3.0" and "1e0" are layers 3 and 1
+            number = float(given[0])
+        except ValueError:
+            number = math.nan
+        asked = int(number) if math.isfinite(number) and number.is_integer() else None
+    if asked is None:
+        _link_note(
+            key, md_escape(f"The link's {key}={clip(given[0], 30)} is no {what} number: showing {shown}.")
+        )
+    elif not low <= asked <= high:
+        _link_note(
+            key,
+            md_escape(
+                f"The link asks for {what} {clip(given[0], 30)}, which this model doesn't have ({what}s {low} to "
+                f"{high}): showing {shown} instead."
+            ),
         )
 
 
@@ -201,7 +283,7 @@ def option_by_name(key: str, labels: Mapping[str, str]) -> None:
     given = st.query_params.get(key)
     if key in st.session_state or given is None:
         return
-    _link_checked(key)
+    _link_record()["checked"].add(key)
     if given in labels.values():
         return
     # A name or label in another case ("Logit Lens", "LENS") is read as the option too: it too opened the
@@ -212,13 +294,14 @@ def option_by_name(key: str, labels: Mapping[str, str]) -> None:
     # (never a label that is some option's name too: rewritten, it would be read as that option, or rerun on)
     if meant is not None and meant not in labels:
         st.query_params[key] = meant
-        st.rerun()
+        st.rerun()  # (what this run read of the link is said by the next: app/streamlit_app.py `run_page`)
     elif meant is None:
         # "inside_view=lense" opened the first view as if linked: Streamlit drops a value that is no option
-        st.caption(
+        _link_note(
+            key,
             md_escape(
                 f"The link's {key}={clip(given, 40)} is not one of this page's choices, so it is not used."
-            )
+            ),
         )
 
 
@@ -517,7 +600,7 @@ def page_model(need_text: bool = True) -> tuple[models.ActiveModel, inputs.Input
     active = models.active_model()
     if active is None:
         st.info("No model is loaded: pick one that loads in the sidebar (the message there says why).")
-        st.stop()
+        stop()
     typed = inputs.current_inputs()
     mask = active.model.tokenizer.mask_token
     given = inputs.with_mask_token(typed, mask)
@@ -528,7 +611,7 @@ def page_model(need_text: bool = True) -> tuple[models.ActiveModel, inputs.Input
         st.caption(md_escape(f"{spelled} is read as {mask}, this model's mask token."))
     if need_text and given.text_a is None:
         st.info("Type a sentence in the sidebar (Sentence A) to analyse it.")
-        st.stop()
+        stop()
     return active, given
 
 
@@ -555,7 +638,7 @@ def analysis_or_stop(
         st.error(user_message(exc))
         if not stop:
             return None
-        st.stop()
+        stop()
     if notes:
         length_notes(active, result, who=who)
     if notes and unknown_note:

@@ -48,7 +48,7 @@ def _clamp_state() -> None:
 
 _clamp_state()
 ui.say_if_linked_out_of_range(KEY_LAYER, "layer", 1, n_layers, "layer 1")
-ui.say_if_linked_out_of_range(KEY_HEAD, "head", 1, n_heads, "the mean of the heads")
+ui.say_if_linked_out_of_range(KEY_HEAD, "head", 1, n_heads, "the mean of the heads", also=("mean",))
 c1, c2, c3 = st.columns([3, 2, 3])
 if n_layers > 1:
     # No value=: the slider starts at its minimum, layer 1, and a value= beside the clamping above would make
@@ -111,7 +111,7 @@ cols = [i for i in keep if direction != "A→B" or seqs[i] == 1]
 cols = [i for i in cols if direction != "B→A" or seqs[i] == 0]
 if not rows or not cols:
     st.info("Nothing left to show with these options (e.g. every token is special). Change an option.")
-    st.stop()
+    ui.stop()
 
 
 def transform(att: np.ndarray) -> np.ndarray:
@@ -206,7 +206,7 @@ if view == MODEL_VIEW:
     )
     for note in notes:
         st.caption(note)
-    st.stop()
+    ui.stop()
 
 layer_att = result.attentions[layer - 1]  # (N, S, S)
 matrix = layer_att.mean(axis=0) if head == "mean" else layer_att[int(head) - 1]

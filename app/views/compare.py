@@ -146,7 +146,9 @@ for (name, active), heading, column in zip(sides, cards[: len(sides)], columns[:
             st.caption("Layer 1 (this model has a single layer)")
         heads = ["mean"] + [str(h) for h in range(1, n_heads + 1)]
         ui.start(f"cmp_head_{name}", "mean", lambda v, hs=heads: v in hs)
-        ui.say_if_linked_out_of_range(f"cmp_head_{name}", "head", 1, n_heads, "the mean of the heads")
+        ui.say_if_linked_out_of_range(
+            f"cmp_head_{name}", "head", 1, n_heads, "the mean of the heads", also=("mean",)
+        )
         head = st.selectbox(
             ui.widget_label(f"Head of {NAMES[name]}"), heads, index=0, **ui.bound(f"cmp_head_{name}")
         )

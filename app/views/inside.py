@@ -142,7 +142,7 @@ if view == "qk":
         d = cache.attention_details(active, inputs.text_a, inputs.text_b, layer)
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
-        st.stop()
+        ui.stop()
     q, k = d.queries[head, token], d.keys[head]  # (D,), (S, D)
     products = k * q[None, :]  # (S, D): each key's elementwise product with the query
     dims = [f"d{i}" for i in range(q.shape[0])]
@@ -220,7 +220,7 @@ elif view == "value":
         vw = cache.value_weighted(active, inputs.text_a, inputs.text_b)
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
-        st.stop()
+        ui.stop()
     c1, c2 = ui.side_by_side(2, "value")
     with c1:
         matrix_figure(result.attentions[layer, head], f"Raw weights α, layer {layer + 1} head {head + 1}",
@@ -490,7 +490,7 @@ elif view == "lens":
     )
     if not info.has_mlm_head:
         ui.no_mlm_head(info, "show the logit lens")
-        st.stop()
+        ui.stop()
     mask_id = active.model.tokenizer.mask_token_id
     default = next(
         (i for i, t in enumerate(result.input_ids.tolist()) if t == mask_id), 1 if len(labels) > 1 else 0
@@ -536,7 +536,7 @@ elif view == "lens":
         )
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
-        st.stop()
+        ui.stop()
     others = [p for p in pieces if p != lens.final_token]  # the answer's own line is drawn anyway
     drawn, left_out = others[:MAX_FOLLOWED], [typed_as[p] for p in others[MAX_FOLLOWED:]]
     if left_out:
@@ -692,7 +692,7 @@ elif view == "pll":
     )
     if not info.has_mlm_head:
         ui.no_mlm_head(info, "score sentences by pseudo-likelihood")
-        st.stop()
+        ui.stop()
 
     # Typed, these are no pieces of the sentence either, and the scores leave them out as they leave a mask.
     typed_specials = [t for t in (mask, cls, sep, tokenizer.pad_token) if t]

@@ -26,7 +26,7 @@ mask = tokenizer.mask_token or TYPED_MASK
 spellings = mask if mask == TYPED_MASK else f"{mask} (or {TYPED_MASK})"
 if not info.has_mlm_head:  # an ELECTRA discriminator was trained to spot replaced words, not to guess them
     ui.no_mlm_head(info, "guess masked words")
-    st.stop()
+    ui.stop()
 st.caption(
     ui.md_escape(
         f"{info.architecture_name} was pre-trained to guess hidden words. Type {spellings} in sentence A where a "
@@ -58,7 +58,7 @@ else:
     choices = [f"word {n + 1}: {visible(text[s:e])}" for n, (_, s, e) in enumerate(spans)]
     if not choices and not in_b:
         st.info("Sentence A has no words to mask.")
-        st.stop()
+        ui.stop()
     # With a [MASK] typed in sentence B only, nothing of A is hidden unless the user asks.
     # The longest word, the last of equals: "the cat sat on the mat" hides "mat", not "the"; of the words the
     # vocabulary can spell, since hiding an [UNK] asks the model to guess the unknown piece.
@@ -111,7 +111,7 @@ else:
     )
     if not picked and not in_b:
         st.info("Pick at least one word to mask.")
-        st.stop()
+        ui.stop()
     chosen = sorted(choices.index(p) for p in picked)
     masked = text
     for n in reversed(chosen):  # right to left, so earlier offsets stay valid
@@ -214,12 +214,12 @@ if past and not (enc.input_ids == tokenizer.mask_token_id).any():
         f"Every {ui.md_escape(mask)} lies in the cut-off end of {where}, which the model never reads, so there "
         "is nothing for it to predict: shorten the text, or mask a word nearer its start."
     )
-    st.stop()
+    ui.stop()
 try:
     predictions = cache.predict_masks(active, masked, inputs.text_b, int(top_k))
 except bert_core.BertScopeError as exc:
     st.error(ui.user_message(exc))
-    st.stop()
+    ui.stop()
 if past:
     # The masks the model never reads must not vanish silently.
     total = past + len(predictions)

@@ -99,7 +99,7 @@ if not info.has_mlm_head and not pairs_judged:
         st.page_link(
             "views/sentence_vector.py", label="Spot replaced tokens", icon=":material/arrow_forward:"
         )
-    st.stop()
+    ui.stop()
 
 # The draw is in the URL, so a lecturer's "draw 3" opens as draw 3 for the room; the button moves it on.
 c1, c2 = st.columns([1, 3], vertical_alignment="bottom")
@@ -115,7 +115,7 @@ try:
     enc = model.encode(inputs.text_a, inputs.text_b)  # the model's checks too (e.g. a single-segment model)
 except bert_core.BertScopeError as exc:
     st.error(ui.user_message(exc))  # in the sidebar's words: 'Sentence B', not 'text_pair'
-    st.stop()
+    ui.stop()
 ui.length_notes(active, enc)
 ui.unknown_pieces_note(active, inputs.text_a, inputs.text_b)
 ids = np.asarray(enc.input_ids)
@@ -233,7 +233,7 @@ else:
         scores = [judged(first, second) for _, _, first, second, _ in examples]
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
-        st.stop()
+        ui.stop()
     # Each pair as the model read it: a long sentence is cut to the model's length, and the whole of it, shown,
     # read as what the pair head judged (a 300-word A under "the model reads 128 pieces").
     # (as the pair head read them: the model's encode reads another family's mask spelling as its own)

@@ -48,7 +48,7 @@ if info.task is None:
             column.button(
                 f"Use {source}", key=f"task_use_{source}", on_click=inputs_module.use_model, args=(source,)
             )
-    st.stop()
+    ui.stop()
 
 text, pair = inputs.text_a, inputs.text_b
 windowed = False  # a QA passage longer than the model reads, read in overlapping windows
@@ -89,14 +89,14 @@ if info.task == "qa":
             "Type the question as sentence A and the passage as sentence B in the sidebar, or load "
             "'Ask a passage a question' from the sidebar's Examples."
         )
-        st.stop()
+        ui.stop()
     start = ui.start("task_top_k", 3, lambda v: isinstance(v, int) and 1 <= v <= 10)
     top_k = st.slider("Answers to show", 1, 10, start, **ui.bound("task_top_k"), persist_state="session")
     try:
         answers = cache.task_prediction(active, "answer", text, pair, top_k)
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
-        st.stop()
+        ui.stop()
     best = answers[0]
     if windowed:
         # 0.34 above 0.9994: each window's own softmax, which ranks nothing across windows
@@ -146,7 +146,7 @@ elif info.task == "choice":
     choices = [c for _, c in lines]
     if len(choices) < 2:
         st.info("Type at least two choices, one per line.")
-        st.stop()
+        ui.stop()
     try:
         ranked = cache.task_prediction(active, "choose", text, tuple(choices))
     except bert_core.BertScopeError as exc:
@@ -157,7 +157,7 @@ elif info.task == "choice":
                 re.sub(r"\bchoices\[(\d+)\]", lambda m: f"The choice on line {lines[int(m[1])][0]}", str(exc))
             )
         )
-        st.stop()
+        ui.stop()
     # Each (prompt, choice) pair is cut to the model's length on its own: two choices that differ only past
     # the cut scored alike, 0.5 each, with no word on the page. A prompt cut beside the choices is said once:
     # the choices do not differ there.
@@ -209,7 +209,7 @@ elif info.task == "tag":
         entities = cache.task_prediction(active, "entities", text, pair)
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
-        st.stop()
+        ui.stop()
     read = active.model.encode(text, pair)  # tokenising only: where a long text was cut
     for sentence, typed in ((0, text), (1, pair)):
         if typed is None:
@@ -265,7 +265,7 @@ else:
         scores = cache.task_prediction(active, "classify", text, pair)
     except bert_core.BertScopeError as exc:
         st.error(ui.user_message(exc))
-        st.stop()
+        ui.stop()
     frame = pd.DataFrame(
         scores, columns=["label", "value" if info.task_kind == "regression" else "probability"]
     )
@@ -296,7 +296,7 @@ if info.task == "choice":
     # not a "Why" header, the methods' caption and a Method radio (written into the link) over nothing
     st.info("Saliency is offered for classifiers, taggers and question answering, not for choices.")
     open_on_attention()
-    st.stop()
+    ui.stop()
 st.subheader("Why")
 explained_score = (
     "the output value itself"

@@ -253,7 +253,7 @@ if not hasattr(tokenizer, "wordpiece_steps"):
             "the pieces above are its choice."
         )
     )
-    st.stop()
+    ui.stop()
 st.caption(
     ui.md_escape(
         f"{style.name} is greedy: at each point it takes the longest piece in the vocabulary that matches, "

@@ -115,11 +115,11 @@ if not_a_word(typed_piece, tokenizer):  # "[mask]" too
         + " is a special token or a word piece, not a word: its vector is no word's meaning to compare. Type a "
         "whole word of the sentences (its pieces are averaged into one vector)."
     )
-    st.stop()
+    ui.stop()
 target = transforms.clean_target(typed_target)
 if not target:
     st.info("Type the target word.")
-    st.stop()
+    ui.stop()
 if target != typed_target.strip():
     # "Bank!" drew the charts of "bank" without a word of the "!" left behind
     st.caption(
@@ -132,7 +132,7 @@ try:
     target_enc = tokenizer.encode(target)
 except bert_core.InputError:
     st.info("The target has no letters or digits the model can read; type a word.")
-    st.stop()
+    ui.stop()
 target_words = [
     target[s:e] for _, s, e in transforms.word_text_spans(target_enc, 0, target) if target[s:e].strip()
 ]
@@ -173,11 +173,11 @@ for note in notes:
     st.warning(note)
 if len(items) < (1 if which == "each" else 2):
     st.info("Type at least two sentences (one per line).")
-    st.stop()
+    ui.stop()
 
 batch = ui.lines_analysis(active, sentences)
 if batch is None:
-    st.stop()
+    ui.stop()
 
 normalize = tokenizer.normalize
 specials = transforms.typed_specials(tokenizer)  # no word ("[MASK]" was counted as the word "mask")
@@ -325,7 +325,7 @@ if len(found) < 2:
     st.info(
         "The target word must appear in at least two sentences (or twice in one, with 'each one' chosen above)."
     )
-    st.stop()
+    ui.stop()
 
 # vectors[k, l] = mean over the word's pieces of hidden state l, for the k-th sentence that has the word
 results = dict(zip(batch.used, batch.results, strict=True))
@@ -516,7 +516,7 @@ if len(set(labelled)) >= 2:
             "a second sentence to see the gap."
         )
     if not series:
-        st.stop()  # every pair shares its line: nothing to draw
+        ui.stop()  # every pair shares its line: nothing to draw
     line_fig = charts.lines(
         layers,
         series,

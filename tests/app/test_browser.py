@@ -520,6 +520,26 @@ def test_an_emptied_sentence_a_is_in_the_link_and_the_starting_sentence_is_not(a
     fresh.context.close()
 
 
+def test_link_values_a_page_cannot_use_are_named_after_the_rerun_that_reads_a_view_named_by_hand(
+    app_url, page
+):
+    """A view named by hand ("att_view=model") reruns the page with the view's label, and that rerun's widgets
+    hold their values already: what the first run said of the link (layer 9 on a 2-layer model) was lost, and
+    the page opened on layer 1 as if linked. A number box's "inf", taken out of the address before the page
+    reads it, was not named either."""
+    notes = '[data-testid="stMain"] [data-testid="stCaptionContainer"]:has-text("link")'
+    page.goto(f"{app_url}/attention?a=the+cat+sat&layer=9&att_view=model&att_merge=perhaps")
+    page.wait_for_selector(notes, timeout=60_000)
+    wait_for_app(page)
+    said = page.locator(notes).inner_text()
+    assert "The link asks for layer 9, which this model doesn't have (layers 1 to 2): showing layer 1" in said
+    assert "att_merge=perhaps (showing off)" in said
+    assert "att_view=Model+view" in page.url or "att_view=Model%20view" in page.url
+    page.goto(f"{app_url}/masked?a=the+%5BMASK%5D+sat&mask_topk=inf")
+    page.wait_for_selector(notes, timeout=60_000)
+    assert "mask_topk=inf (showing 5)" in page.locator(notes).inner_text()
+
+
 def test_the_first_pages_own_path_hands_over_to_the_root_with_its_parameters(app_url, page):
     """/tokens once answered "Page not found" (Streamlit serves the default page at the root only)."""
     page.goto(f"{app_url}/tokens?a=the+cat+sat&b=the+river")
