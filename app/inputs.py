@@ -73,9 +73,10 @@ def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
         end = max(cut.rfind(" "), cut.rfind("\n"), cut.rfind("\t"))
         if not text[limit].isspace() and end >= max(1, limit - 40) and cut[:end].strip():
             cut = cut[:end]
-        # The models' 512 pieces are about MAX_CHARS of English; a shared server's lower limit is its own.
+        # The models' 512 pieces are about MAX_CHARS of English; a shared server's lower limit is its own. Not
+        # "the models read at most 512 pieces anyway": a QA head reads a longer passage in windows.
         why = (
-            "the models read at most about 512 pieces anyway"
+            f"the app's limit of {limit:,} characters a sentence, about the 512 pieces a model reads at once"
             if limit >= MAX_CHARS
             else f"this server's limit of {limit} characters"
         )

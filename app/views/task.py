@@ -52,6 +52,9 @@ if info.task is None:
 
 text, pair = inputs.text_a, inputs.text_b
 windowed = False  # a QA passage longer than the model reads, read in overlapping windows
+# characters of sentence B cut off before tokenising (inputs.prepare_text; its note says so above the page)
+typed_b = st.session_state.get(inputs_module.KEY_TEXT_B) or ""
+b_cut = len(typed_b) - len(pair) if pair is not None and len(typed_b) > len(pair) else 0
 # A choice head reads the prompt with each choice, never A with B: their lengths are said in its branch.
 if text and info.task != "choice":
     ui.unknown_pieces_note(active, text, pair)
@@ -69,7 +72,13 @@ if text and info.task != "choice":
             st.caption(
                 f"The question and passage are {enc.num_tokens_before_truncation} pieces, more than the "
                 f"{len(enc.tokens)} the model reads at once, so the passage is read in overlapping windows, as "
-                "transformers' pipeline reads it: all of it is read, and each answer is scored in its own window."
+                "transformers' pipeline reads it: "
+                + (
+                    f"all of its first {len(pair):,} characters are read (the rest was cut off, as said above)"
+                    if b_cut
+                    else "all of it is read"
+                )
+                + ", and each answer is scored in its own window."
             )
             # said of a window: "This input has 128 pieces" sat under "the question and passage are 200"
             ui.untrained_positions_note(active, len(enc.tokens), what="A full window")
@@ -118,9 +127,11 @@ if info.task == "qa":
         "no answer)",
     )
 
+    # a passage cut before tokenising ends in what was not read, not as if it ended there
+    tail = [(f" … {b_cut:,} more characters", charts.NOT_READ)] if b_cut else []
     ui.show_figure(
         charts.span_chips(
-            transforms.labelled_fragments(pair, [(best[1], best[2], "answer")]),
+            [*transforms.labelled_fragments(pair, [(best[1], best[2], "answer")]), *tail],
             title="The answer in the passage",
             font_size=fs,
         ),  # fmt: skip

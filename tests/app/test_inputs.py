@@ -81,7 +81,11 @@ def test_a_long_sentence_is_cut_at_a_words_end_and_the_note_names_the_servers_li
     assert text == "y" * 80 and "mask" not in note
     monkeypatch.delenv(inputs.ENV_MAX_CHARS)
     text, (note,) = inputs.prepare_text("word " * 1001, "Sentence A")
-    assert len(text) == inputs.MAX_CHARS - 1 and "(the models read at most about 512 pieces anyway)" in note
+    assert (
+        len(text) == inputs.MAX_CHARS - 1
+        and "(the app's limit of 5,000 characters a sentence, about the 512 pieces a model reads at once)"
+        in note
+    )
 
 
 def test_a_shared_servers_max_chars_also_cuts_the_lines_of_a_list(monkeypatch):

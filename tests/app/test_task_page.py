@@ -3,13 +3,15 @@ is missing instead of failing."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import bert_core
-from app import cache, ui
+from app import cache, charts, ui
 from tests.app.conftest import APP, TIMEOUT, decode, figure, hover
 from tests.variants import make_task_checkpoint
 
@@ -451,6 +453,15 @@ def test_a_passage_read_in_windows_is_said_to_be_read_whole(heads, monkeypatch):
     assert "can't be compared by it" in said
     table = [t for t in at.dataframe if "answer" in t.value.columns][0].value
     assert list(table.columns)[-1] == "probability (in its window)"
+    # a passage cut before tokenising is not said to be read whole, and its chart ends in what was not read
+    monkeypatch.setenv("BERTSCOPE_MAX_CHARS", "400")
+    at = _app(monkeypatch, heads["qa"], a=question, b=passage + " the cash was gone ." * 10)
+    said = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "read in overlapping windows" in said and "all of it is read" not in said
+    assert "all of its first 398 characters are read (the rest was cut off, as said above)" in said
+    chips = json.dumps(figure(at, "task_answer"), ensure_ascii=False)
+    assert charts.NOT_READ in chips and "… 365 more characters" in chips
+    monkeypatch.delenv("BERTSCOPE_MAX_CHARS")
     short = _app(monkeypatch, heads["qa"], a=question, b="we deposited the cash at the bank by the river.")
     assert "overlapping windows" not in " ".join(c.value for c in short.caption)
     # one column name for every passage: a script reading the CSV found another on long ones
