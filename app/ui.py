@@ -264,12 +264,11 @@ def say_if_linked_out_of_range(
             key, md_escape(f"The link's {key}={clip(given[0], 30)} is no {what} number: showing {shown}.")
         )
     elif not low <= asked <= high:
+        # the number as read, not as typed (" 9", "1_0"): digits alone, so no Markdown to escape
         _link_note(
             key,
-            md_escape(
-                f"The link asks for {what} {clip(given[0], 30)}, which this model doesn't have ({what}s {low} to "
-                f"{high}): showing {shown} instead."
-            ),
+            f"The link asks for {what} {clip(str(asked), 30)}, which this model doesn't have ({what}s {low} to "
+            f"{high}): showing {shown} instead.",
         )
 
 
@@ -638,7 +637,8 @@ def analysis_or_stop(
         st.error(user_message(exc))
         if not stop:
             return None
-        stop()
+        say_link_notes()  # `stop`, shadowed here by the argument
+        st.stop()
     if notes:
         length_notes(active, result, who=who)
     if notes and unknown_note:
