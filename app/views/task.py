@@ -88,7 +88,8 @@ if text and info.task != "choice":
 if info.task == "qa":
     st.caption(
         "A question-answering head scores every context piece as the answer's start and end; the answer is the "
-        "span with the best start + end score (Devlin et al., 2019). It always picks a span, so a question the "
+        "span with the best start + end score (Devlin et al., 2019), widened to the whole words its first and last "
+        "pieces fall in, as transformers' pipeline shows it. It always picks a span, so a question the "
         "passage does not answer gets one too. Its probability can tell only for a head trained on questions "
         "without an answer (SQuAD 2.0); one trained on answerable questions alone, as @demo-qa, is often sure "
         "of a wrong span. Sentence A is the question, B the passage."

@@ -90,16 +90,18 @@ def test_question_answering_finds_the_same_best_span(task_dirs, arch, pack):
         out = hf(**enc)
     ours_enc = m.encode(question, context)
     context_at = [i for i, s in enumerate(ours_enc.sequence_ids) if s == 1]
-    best, span = -np.inf, None
+    best, pieces = -np.inf, None
     for i in context_at:  # brute force over transformers' logits, the same rules
         for j in context_at:
             if i <= j < i + 30:
                 score = float(out.start_logits[0, i] + out.end_logits[0, j])
                 if score > best:
-                    best, span = score, (ours_enc.offsets[i][0], ours_enc.offsets[j][1])
+                    best, pieces = score, (i, j)
+    # widened to whole words by transformers' own reading of its encoding, as its pipeline's align_to_words
+    first, last = (enc.word_to_chars(enc.token_to_word(k), sequence_index=1) for k in pieces)
     answers = m.answer(question, context, top_k=3)
     text, start, end, score, probability = answers[0]
-    assert (start, end) == tuple(int(x) for x in span) and text == context[start:end]
+    assert (start, end) == (first.start, last.end) and text == context[start:end]
     assert abs(score - best) <= TOL
     # transformers' pipelines' probability, by their own postprocessing (select_starts_ends, which the
     # document-QA pipeline shares: the question and the specials masked, the first token kept in the softmax)
@@ -111,14 +113,38 @@ def test_question_answering_finds_the_same_best_span(task_dirs, arch, pack):
         out.start_logits.numpy(), out.end_logits.numpy(), p_mask[None], np.ones((1, len(p_mask)), dtype=np.int64),
         max_answer_len=30,
     )  # fmt: skip
-    i, j = (
-        next(k for k in context_at if ours_enc.offsets[k][side] == edge)
-        for side, edge in ((0, start), (1, end))
-    )
-    assert (int(found[0]), int(ends[0])) == (i, j) and 0 < probability <= 1
+    assert (int(found[0]), int(ends[0])) == pieces and 0 < probability <= 1
     assert abs(probability - float(probabilities[0])) <= 1e-5
     assert [a[3] for a in answers] == sorted((a[3] for a in answers), reverse=True)
     assert offsets  # transformers' offsets exist for the same pieces
+
+
+def test_an_answer_is_widened_to_the_whole_words_its_pieces_fall_in(task_dirs, monkeypatch):
+    """A best span that starts and ends inside a word ("Th" of "Th|##ame|##sme|##ad") read "Th", where
+    transformers' pipeline (align_to_words, its default) answers the whole word at the same score."""
+    m = bert_core.load_pretrained(task_dirs["bert", "qa"])
+    question, context = "where was it?", "we sat by the unwanted bank ."
+    enc = m.encode(question, context)
+    inside = [i for i, s in enumerate(enc.sequence_ids) if s == 1]
+    split = [i for i in inside if enc.tokens[i].startswith("##")]
+    assert split, enc.tokens  # a word of several pieces in the tiny vocabulary
+    target = split[0] - 1  # the word's first piece, alone
+    real = m._task_logits
+
+    def rigged(kind, windows):
+        logits = torch.zeros_like(real(kind, windows))
+        logits[0, target, :] = 10.0  # start and end on that one piece
+        return logits
+
+    monkeypatch.setattr(m, "_task_logits", rigged)
+    text, start, end, score, _ = m.answer(question, context, top_k=3)[0]
+    word = enc.word_ids[target]
+    whole = [i for i in inside if enc.word_ids[i] == word]
+    assert (start, end) == (enc.offsets[whole[0]][0], enc.offsets[whole[-1]][1]) and text == "unwanted"
+    assert score == pytest.approx(20.0)
+    # spans that become the same words are one answer
+    answers = m.answer(question, context, top_k=5)
+    assert len({(a, b) for _, a, b, _, _ in answers}) == len(answers)
 
 
 def test_long_context_is_read_in_overlapping_windows(task_dirs):
