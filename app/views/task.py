@@ -359,7 +359,19 @@ elif info.task == "tag":
     # ("3: kitchen → B-PLACE"), so a kept one the new text lacks starts over (ui.start).
     pieces = {f"{i}: {style.display(token)} → {label}": (i, label) for i, token, label, _ in tagged}
     if pieces:
-        first = next((c for c, (_, label) in pieces.items() if label != "O"), next(iter(pieces)))
+        # The piece whose label the first entity takes (its word's first, or the one after an opening bracket):
+        # the first piece labelled other than O could be "##m" of "Tom", whose word is no entity.
+        at = {}
+        for i, (sentence, (start, _)) in enumerate(
+            zip(read.sequence_ids, read.offsets.tolist(), strict=True)
+        ):
+            if sentence is not None:
+                at.setdefault((sentence, start), i)
+        giving = next((at[e.sentence, e.start] for e in entities if (e.sentence, e.start) in at), None)
+        first = next(
+            (c for c, (i, _) in pieces.items() if i == giving),
+            next((c for c, (_, label) in pieces.items() if label != "O"), next(iter(pieces))),
+        )
         ui.follow_default("task_tag_piece", first, lambda v: v in pieces)  # the new text's first entity
         start = ui.start("task_tag_piece", first, lambda v: v in pieces)
         chosen = st.selectbox(

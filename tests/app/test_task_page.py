@@ -117,6 +117,24 @@ def test_a_typed_sep_is_no_piece_the_tag_table_lists_or_explains(heads, monkeypa
     assert not any("[SEP]" in option for option in box.options) and box.value.startswith("2: we")
 
 
+def test_the_piece_explained_first_is_the_one_whose_label_the_first_entity_takes(heads, monkeypatch):
+    """The first piece labelled other than O was explained by default: "##want → B-PLACE", though "unwanted"
+    takes its first piece's O and is no entity; the first entity here is "bank"."""
+    text = "we sat by the unwanted bank"
+    real = bert_core.BertScopeModel.tag
+
+    def tag(self, text, text_pair=None):
+        tags = real(self, text, text_pair)
+        label = {"##want": "B-PLACE", "bank": "B-PLACE"}
+        return [(t, label.get(t, "O"), p) for t, _, p in tags]
+
+    monkeypatch.setattr(bert_core.BertScopeModel, "tag", tag)
+    at = _app(monkeypatch, heads["tag"], a=text)
+    tokens = [t for t, _, _ in bert_core.load_pretrained(heads["tag"]).tag(text)]
+    assert "##want" in tokens
+    assert at.selectbox(key="task_tag_piece").value == f"{tokens.index('bank')}: bank → B-PLACE"
+
+
 def test_a_question_with_no_room_for_the_passage_is_one_error_not_a_cut(heads, monkeypatch):
     """The page said the question was too long and, beside it, that the end of sentence A was cut off and B
     read whole: nothing had been read."""
