@@ -147,6 +147,31 @@ def test_an_answer_is_widened_to_the_whole_words_its_pieces_fall_in(task_dirs, m
     assert len({(a, b) for _, a, b, _, _ in answers}) == len(answers)
 
 
+def test_many_windows_run_a_batch_at_a_time_with_the_same_answers(task_dirs, monkeypatch):
+    """Every window ran at once: a long question beside a long passage made hundreds, all their hidden states
+    held together (about 6 GB for bert-base)."""
+    from bert_core import tasks
+
+    m = bert_core.load_pretrained(task_dirs["bert", "qa"])
+    question = "where was the cash?"
+    context = " ".join(["the river ran by the bank"] * 40) + " and we deposited the cash at the bank."
+    assert len(m._qa_windows(question, context, stride=16)) > 3
+    whole = m.answer(question, context, top_k=5, stride=16)
+    sizes = []
+    real = m._run
+
+    def counted(encodings, *args, **kwargs):
+        sizes.append(len(encodings))
+        return real(encodings, *args, **kwargs)
+
+    monkeypatch.setattr(tasks, "TASK_BATCH", 2)
+    monkeypatch.setattr(m, "_run", counted)
+    batched = m.answer(question, context, top_k=5, stride=16)
+    assert len(sizes) > 1 and max(sizes) == 2
+    assert [a[:3] for a in batched] == [a[:3] for a in whole]
+    np.testing.assert_allclose([a[3:] for a in batched], [a[3:] for a in whole], atol=TOL, rtol=0)
+
+
 def test_long_context_is_read_in_overlapping_windows(task_dirs):
     m = bert_core.load_pretrained(task_dirs["bert", "qa"])
     question = "where was the cash?"
