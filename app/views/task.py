@@ -34,7 +34,7 @@ def _lines_said(lines: list[int]) -> str:
 
 
 st.header("Task")
-active, inputs = ui.page_model()
+active, inputs = ui.page_model(need_text=False)  # a QA head's empty question is told what A is, below
 info = active.model.info
 style = info.piece_style
 fs = ui.font_size()
@@ -50,6 +50,9 @@ if info.task is None:
             )
     ui.stop()
 
+if inputs.text_a is None and info.task != "qa":
+    st.info("Type a sentence in the sidebar (Sentence A) to analyse it.")
+    ui.stop()
 text, pair = inputs.text_a, inputs.text_b
 windowed = False  # a QA passage longer than the model reads, read in overlapping windows
 # characters of sentence B cut off before tokenising (inputs.prepare_text; its note says so above the page)

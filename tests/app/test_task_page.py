@@ -135,6 +135,15 @@ def test_the_piece_explained_first_is_the_one_whose_label_the_first_entity_takes
     assert at.selectbox(key="task_tag_piece").value == f"{tokens.index('bank')}: bank → B-PLACE"
 
 
+def test_an_empty_question_is_told_that_sentence_a_is_the_question(heads, monkeypatch):
+    """A blank sentence A with a passage got the other pages' "Type a sentence in the sidebar (Sentence A)"."""
+    at = _app(monkeypatch, heads["qa"], a="   ", b="we deposited the cash at the bank.")
+    (said,) = [i.value for i in at.info]
+    assert said.startswith("Type the question as sentence A and the passage as sentence B")
+    at = _app(monkeypatch, heads["classify"], a="   ")
+    assert [i.value for i in at.info] == ["Type a sentence in the sidebar (Sentence A) to analyse it."]
+
+
 def test_a_question_with_no_room_for_the_passage_is_one_error_not_a_cut(heads, monkeypatch):
     """The page said the question was too long and, beside it, that the end of sentence A was cut off and B
     read whole: nothing had been read."""
