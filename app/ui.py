@@ -718,9 +718,15 @@ def attribution_note(explained, score_name: str) -> None:
     )
     # "within 0.0000" read as a contradiction of "(under 0.1% of it)": a gap below the 4th decimal is said so
     within = f"within {gap:.4f}" if gap >= 0.00005 else "within 0.0001"
+    # and "a change of -0.000" as no change, beside a share of it: a small one keeps two digits, as bars do
+    changed = (
+        f"{change:+.3f}"
+        if not 0 < abs(change) < 0.0005
+        else f"{'+' if change > 0 else ''}{charts.small_number(change)}"
+    )
     st.caption(
         f"Explained: {score_name}, {explained.score:.3f} for the input and {explained.baseline_score:.3f} at the "
-        f"baseline, a change of {change:+.3f}; the attributions add up to it {within}{share}. "
+        f"baseline, a change of {changed}; the attributions add up to it {within}{share}. "
         + charts.STRIP_COLOURS
     )
     if gap > IG_GAP_WARNING * abs(change) and gap > 1e-3:

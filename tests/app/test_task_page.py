@@ -399,10 +399,12 @@ def test_the_attribution_note_gives_the_numbers_and_warns_when_they_do_not_add_u
         ("integrated_gradients", 2.0, 0.5, 0.001),  # adds up: no warning
         ("integrated_gradients", 1.0, 1.0, 0.0),  # no change at all: no share of it, no division
         ("gradient_x_input", 3.0, 0.0, 0.0),  # no baseline to speak of
+        ("integrated_gradients", 0.5, 0.50021, 0.0),  # a change too small for three decimals
     ]
     at.run()
     assert not at.exception and not at.warning
     said = [c.value for c in at.caption]
+    assert "a change of -0.00021;" in said[3]  # it read "-0.000", beside a share of it
     assert "a change of +1.500" in said[0] and "(under 0.1% of it)" in said[0]
     assert "a change of +0.000" in said[1] and "of it" not in said[1]
     assert (
