@@ -166,8 +166,9 @@ class TaskPasses:
     ) -> list[tuple[str, int, int, float, float]]:
         """[(answer_text, start_char, end_char, score, probability), ...], the best spans of `context` by start +
         end logit (the score), end >= start, at most `max_answer_tokens` pieces, over context pieces only, each
-        widened to the whole words its first and last pieces fall in (transformers' pipeline's align_to_words;
-        spans that become the same words are one answer, at the best score among them). The
+        widened to the whole words its first and last pieces fall in (transformers' pipeline's align_to_words,
+        but whole also where a window's edge cuts a word; spans that become the same words are one answer, at the
+        best score among them). The
         probability is transformers' pipeline's: the start's softmax over its window's context pieces and its
         first token times the end's (a span is always picked, however unsure). A context longer than the
         model's positions is read in overlapping windows (`stride` pieces shared between neighbours, at most
@@ -190,16 +191,18 @@ class TaskPasses:
         max_answer_tokens = check_whole(max_answer_tokens, "max_answer_tokens")
         windows = self._qa_windows(question, context, stride)
         logits = self._task_logits("qa", windows)  # (B, S, 2)
-        # The passage's words as the tokenizer splits them (word id: first and last character), over every window,
-        # so a word an edge of a window cuts is whole: an answer is widened to the words its first and last pieces
-        # fall in, as transformers' pipeline does by default (align_to_words). Piece by piece, a span that
-        # started and ended in "Th|##ame|##sme|##ad" read "Th", which a learner takes for a fault.
+        # The passage's words as the tokenizer splits them (word id: first and last character of its pieces, a
+        # RoBERTa lone "Ġ" of no characters included, as `tokenizers`' word_to_chars counts them): an answer is
+        # widened to the words its first and last pieces fall in, as transformers' pipeline does by default
+        # (align_to_words). Piece by piece, a span that started and ended in "Th|##ame|##sme|##ad" read "Th",
+        # which a learner takes for a fault. Over every window, so a word an edge of a window cuts is whole here,
+        # where the pipeline's stays cut at that edge ("un" of "unwanted").
         words: dict[int, tuple[int, int]] = {}
         for enc in windows:
-            for (a, b), seq, word in zip(enc.offsets, enc.sequence_ids, enc.word_ids, strict=True):
-                if seq == 1 and word is not None and b > a:
-                    low, high = words.get(word, (int(a), int(b)))
-                    words[word] = (min(low, int(a)), max(high, int(b)))
+            for (a, b), seq, word in zip(enc.offsets.tolist(), enc.sequence_ids, enc.word_ids, strict=True):
+                if seq == 1 and word is not None:
+                    low, high = words.get(word, (a, b))
+                    words[word] = (min(low, a), max(high, b))
         best: dict[tuple[int, int], tuple[float, int, int, int, float]] = {}
         for row, enc in enumerate(windows):
             in_context = [i for i, seq in enumerate(enc.sequence_ids) if seq == 1]
@@ -220,10 +223,11 @@ class TaskPasses:
             found: set[tuple[int, int]] = set()
             for flat in torch.argsort(scores.flatten(), descending=True)[: int(valid.sum())].tolist():
                 i, j = divmod(flat, scores.shape[1])
-                span = (int(enc.offsets[first + i][0]), int(enc.offsets[first + j][1]))
                 start_word, end_word = enc.word_ids[first + i], enc.word_ids[first + j]
-                if start_word in words and end_word in words:  # (a piece of no characters keeps its own edge)
-                    span = (words[start_word][0], words[end_word][1])
+                span = (
+                    words[start_word][0] if start_word in words else int(enc.offsets[first + i][0]),
+                    words[end_word][1] if end_word in words else int(enc.offsets[first + j][1]),
+                )
                 score = float(scores[i, j])
                 if span not in best or score > best[span][0]:
                     best[span] = (score, row, first + i, first + j, float(p_start[i] * p_end[j]))

@@ -142,9 +142,39 @@ def test_an_answer_is_widened_to_the_whole_words_its_pieces_fall_in(task_dirs, m
     whole = [i for i in inside if enc.word_ids[i] == word]
     assert (start, end) == (enc.offsets[whole[0]][0], enc.offsets[whole[-1]][1]) and text == "unwanted"
     assert score == pytest.approx(20.0)
-    # spans that become the same words are one answer
+    # every answer begins and ends where words do (piece by piece, those ending at "##want" end inside one)
+    starts = {enc.offsets[i][0] for i in inside if enc.word_ids[i] != enc.word_ids[i - 1]}
+    ends = {
+        enc.offsets[i][1] for i in inside if i + 1 not in inside or enc.word_ids[i] != enc.word_ids[i + 1]
+    }
     answers = m.answer(question, context, top_k=5)
-    assert len({(a, b) for _, a, b, _, _ in answers}) == len(answers)
+    assert len(answers) == 5 and all(a in starts and b in ends for _, a, b, _, _ in answers), answers
+
+
+@pytest.mark.parametrize("arch", FAMILIES)
+def test_an_answers_words_are_those_transformers_reads_from_its_own_encoding(task_dirs, arch, monkeypatch):
+    """Every start and end piece of a passage with spaces in a row, tabs and a line break, widened as
+    transformers' word_to_chars widens it: a RoBERTa lone "Ġ" (a piece of no characters) was left out of its
+    word, so " leading" read " l", and a span within a run of spaces read as nothing."""
+    m = bert_core.load_pretrained(task_dirs[arch, "qa"])
+    question, context = "where was it?", "  leading  spaces and\ttabs (unwanted)\nnew line  "
+    theirs = hf_tokenizer(task_dirs[arch, "qa"], arch)(question, context).encodings[0]
+    enc = m.encode(question, context)
+    real = m._task_logits
+    inside = [i for i, s in enumerate(enc.sequence_ids) if s == 1]
+    for i in inside:
+        for j in {i, min(i + 2, inside[-1])}:
+
+            def rigged(kind, windows, i=i, j=j):
+                logits = torch.zeros_like(real(kind, windows))
+                logits[0, i, 0] = logits[0, j, 1] = 10.0
+                return logits
+
+            monkeypatch.setattr(m, "_task_logits", rigged)
+            _, start, end, _, _ = m.answer(question, context, top_k=1)[0]
+            first = theirs.word_to_chars(theirs.token_to_word(i), sequence_index=1)
+            last = theirs.word_to_chars(theirs.token_to_word(j), sequence_index=1)
+            assert (start, end) == (first[0], last[1]), (arch, enc.tokens[i], enc.tokens[j])
 
 
 def test_many_windows_run_a_batch_at_a_time_with_the_same_answers(task_dirs, monkeypatch):
