@@ -674,6 +674,9 @@ def test_compare_keeps_the_second_model_when_the_sidebar_picks_it_too(
     at = _app(monkeypatch, "@demo", "views/compare.py", model2="@demo")
     assert not at.exception and at.selectbox(key="model2").value == "@demo"
     assert at.selectbox(key="model2").options[0] != "@demo"
+    # each side's controls named apart: "Head of @demo" twice told a screen reader nothing
+    labels = [box.label.replace("\\", "") for box in at.selectbox if box.key.startswith("cmp_head_")]
+    assert labels == ["Head of @demo (sidebar)", "Head of @demo (second)"]
 
 
 def test_compare_does_not_open_on_the_sidebars_model_under_another_name(monkeypatch):
