@@ -84,8 +84,9 @@ def start_value(key: str, value: object, valid: Callable[[object], bool] | None 
         st.session_state[key] = value
 
 
-def bound(key: str) -> dict[str, str]:
-    """key= and bind="query-params" for a page widget (pass as **ui.bound(key)), with the value the session
+def bound(key: str, max_chars: int | None = None) -> dict[str, Any]:
+    """key= and bind="query-params" for a page widget (pass as **ui.bound(key); a text box's max_chars through
+    it too, so a linked text it cuts is said to be cut), with the value the session
     kept for it sent to the browser again on this run. Streamlit sends a widget's value only when it changed or
     session state set it, and the browser can lose it: a page link clicked while Sentence A held uncommitted
     text navigated nowhere (the text's commit reran the old page), yet the browser had already dropped the
@@ -100,24 +101,28 @@ def bound(key: str) -> dict[str, str]:
     if key in st.session_state:
         st.session_state[key] = st.session_state[key]
     else:
-        link_read(key)
-    return {"key": key, "bind": "query-params"}
+        link_read(key, max_chars)
+    return {"key": key, "bind": "query-params"} | ({"max_chars": max_chars} if max_chars else {})
 
 
-def link_read(key: str) -> None:
+def link_read(key: str, max_chars: int | None = None) -> None:
     """Call before a widget bound to the URL is made (`bound` does): on the run that reads the link, what the
-    link asks of it, which `say_link_notes` compares with what the widget took once the page has run."""
+    link asks of it, which `say_link_notes` compares with what the widget took once the page has run
+    (`max_chars`: a text box's length, to which Streamlit cuts a longer text)."""
     if key in st.session_state:
         return
     given = st.query_params.get_all(key) or st.session_state.get(_LINK_DROPPED, {}).pop(key, [])
     if given:
-        _link_record()["given"].setdefault(key, given)
+        record = _link_record()
+        record["given"].setdefault(key, given)
+        if max_chars:
+            record["max_chars"][key] = max_chars
 
 
-# What this run made of the link: "given" (key: the values the link gave a widget), "notes" (what a page said
-# itself of a value, markdown) and the keys they name ("checked"), and "carry": kept for the next run, as this
-# one was stopped for a rerun (asked for by `option_by_name`, or a new run of the browser's) whose widgets
-# already hold their values, so that run alone would not know what the link asked for.
+# What this run made of the link: "given" (key: the values the link gave a widget), "max_chars" (key: its text
+# box's length), "notes" (what was said of a value, markdown) and the keys they name ("checked"), and "carry":
+# kept for the next run, as this one was stopped for a rerun (asked for by `option_by_name`, or a new run of the
+# browser's) whose widgets already hold their values, so that run alone would not know what the link asked for.
 _LINK_RECORD = "_link_record"
 _LINK_DROPPED = (
     "_link_dropped"  # values the entry took out of the address, until a page's widget would read them
@@ -127,7 +132,14 @@ _LINK_DROPPED = (
 def _link_record() -> dict[str, Any]:
     record = st.session_state.get(_LINK_RECORD)
     if record is None:
-        record = st.session_state[_LINK_RECORD] = {"given": {}, "notes": [], "checked": set(), "carry": False}
+        record = st.session_state[_LINK_RECORD] = {
+            "given": {},
+            "max_chars": {},
+            "notes": [],
+            "unused": [],
+            "checked": set(),
+            "carry": False,
+        }
     return record
 
 
@@ -141,8 +153,17 @@ def forget_link_record() -> None:
 
 
 def carry_link_record() -> None:
-    """Keep this run's record for the next run: this one was stopped for a rerun before it was shown whole."""
-    _link_record()["carry"] = True
+    """Keep this run's record for the next run: this one was stopped for a rerun before it was shown whole. What
+    the widgets made so far took of the link is settled now: the rerun may be the user changing one of them
+    (a toggle the link turned on, turned off, is no value the link failed to set)."""
+    record = _link_record()
+    for key, asked in record["given"].items():
+        if key in st.session_state and key not in record["checked"]:
+            said = _unused(key, asked, record)
+            if said:
+                record["unused"].append(said)
+            record["checked"].add(key)
+    record["carry"] = True
 
 
 def link_values_dropped(dropped: Mapping[str, list[str]]) -> None:
@@ -198,6 +219,27 @@ def stop() -> NoReturn:
     st.stop()
 
 
+def _unused(key: str, asked: list[str], record: dict[str, Any]) -> str | None:
+    """What the widget `key` did not take of the link's values `asked`, in words; None where it took them all
+    (its own start, and values written another way, included: 3.0, FALSE)."""
+    value = st.session_state[key]
+    held = _values(value)
+    unused = [a for a in asked if not any(_names(a, v) for v in held)]
+    if not unused:
+        return None
+    limit = record["max_chars"].get(key)
+    if (
+        limit
+        and len(asked) == 1
+        and len(asked[0]) > limit
+        and isinstance(value, str)
+        and asked[0].startswith(value)
+    ):
+        return f"{key}={clip(asked[0], 30)} (cut to its first {len(value)} characters)"
+    shown = ", ".join(_shown(v) for v in held) or "none"
+    return f"{key}={', '.join(clip(a, 30) for a in dict.fromkeys(unused))} (showing {shown})"
+
+
 def say_link_notes() -> None:
     """Once the page has run or stops (`stop`): above the page (`place_link_notes`), what it said of the link's values
     (`say_if_linked_out_of_range`, `option_by_name`), and each value a widget did not take as given. Streamlit
@@ -212,20 +254,11 @@ def say_link_notes() -> None:
     if record is None or record["carry"]:
         return  # nothing read, or a run that is rerun at once: the next one says it
     st.session_state.pop(_LINK_RECORD)
-    said = []
+    said = list(record["unused"])
     for key, asked in record["given"].items():
-        if key in record["checked"] or key not in st.session_state:
-            continue
-        value = st.session_state[key]
-        held = _values(value)
-        unused = [a for a in asked if not any(_names(a, v) for v in held)]
-        if not unused:
-            continue  # its values, its own start and values written another way included (3.0, FALSE)
-        if len(asked) == 1 and isinstance(value, str) and value and asked[0].startswith(value):
-            said.append(f"{key}={clip(asked[0], 30)} (cut to its first {len(value)} characters)")
-            continue
-        shown = ", ".join(_shown(v) for v in held) or "none"
-        said.append(f"{key}={', '.join(clip(a, 30) for a in dict.fromkeys(unused))} (showing {shown})")
+        if key not in record["checked"] and key in st.session_state:
+            said.append(_unused(key, asked, record))
+    said = [s for s in said if s]
     lines = list(record["notes"])
     if said:
         lines.append(

@@ -505,8 +505,7 @@ elif view == "lens":
     typed_follow = st.text_input(
         "Also follow",
         ui.start("lens_follow", ""),
-        **ui.bound("lens_follow"),
-        max_chars=200,
+        **ui.bound("lens_follow", max_chars=200),
         persist_state="session",
         placeholder="e.g. river money",
         help=f"Up to {MAX_FOLLOWED} words or pieces, separated by spaces or commas: the rank of each at every "

@@ -297,8 +297,7 @@ if "rtd" in info.heads:
                 replacement = c2.text_input(
                     "Replacement",
                     value="banana",
-                    **ui.bound("sv_rtd_with"),
-                    max_chars=40,
+                    **ui.bound("sv_rtd_with", max_chars=40),
                     persist_state="session",
                 )
                 if replacement.strip():

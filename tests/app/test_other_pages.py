@@ -552,6 +552,9 @@ def test_a_link_value_no_control_takes_is_said_once_and_a_usable_one_is_not(make
     assert UNUSED + "att_merge=perhaps (showing off)." in notes
     at = make_app("views/attention.py", a=text, layer="9" * 400)
     assert "The link asks for layer 99999999999999999999999999999…, which" in _captions(at)
+    # a choice Streamlit drops is not "cut" though the choice shown begins it ("all" of "all pairs")
+    at = make_app("views/attention.py", a=text, b="on the mat", att_direction="all pairs")
+    assert UNUSED + "att_direction=all pairs (showing all)." in _captions(at)
     # what a control takes, its own start and a value written another way included, is not named
     for page, query in (
         ("views/masked_words.py", {"mask_topk": "5"}),
@@ -573,6 +576,37 @@ def test_a_link_value_no_control_takes_is_said_once_and_a_usable_one_is_not(make
         at = make_app(page, a=text, **query)
         assert "link" not in _captions(at), (page, query)
     assert make_app("views/attention.py", a=text, layer="2.0").slider(key="layer").value == 2
+
+
+def _carried_page():
+    import streamlit as st
+
+    from app import ui
+
+    ui.forget_link_record()
+    ui.place_link_notes(st.empty())
+    st.toggle("t", **ui.bound("t"))
+    st.toggle("u", **ui.bound("u"))
+    if st.session_state.get("first", True):
+        st.session_state["first"] = False
+        ui.carry_link_record()  # as run_page does when a click stops this run part-way (nothing said)
+    else:
+        ui.say_link_notes()
+
+
+def test_a_value_the_link_set_and_the_user_changed_during_the_first_run_is_not_named():
+    """A click that stops the link's first run part-way reruns the page, which compared the link's values with
+    the controls as the user had just set them: a toggle the link turned on, turned off, was "not used"."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_carried_page, default_timeout=30)
+    at.query_params["t"] = "true"
+    at.query_params["u"] = "maybe"  # dropped by Streamlit, and named though settled before the rerun
+    at.run()
+    assert at.toggle(key="t").value is True and not at.caption
+    at.toggle(key="t").set_value(False).run()
+    (said,) = [c.value.replace("\\", "") for c in at.caption]
+    assert said == UNUSED + "u=maybe (showing off)."
 
 
 def test_a_csv_reads_back_whole_whatever_the_typed_text_holds():
