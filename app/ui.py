@@ -272,13 +272,20 @@ def say_link_notes() -> None:
 
 
 def say_if_linked_out_of_range(
-    key: str, what: str, low: int, high: int, shown: str, also: Collection[str] = ()
+    key: str,
+    what: str,
+    low: int,
+    high: int,
+    shown: str,
+    also: Collection[str] = (),
+    whose: str = "this model",
 ) -> None:
     """A note where the link's whole number for `key` (a layer, a head) lies outside [low, high] or is no number
     (but for `also`, the widget's other choices: a head's "mean"), on the run that reads the link (the session
     has no value yet). Streamlit drops such a value and the widget opens on its start without a word, so a
     lecturer's link to "layer 10" of bert-base, opened on a 4-layer model, showed layer 1 as if that were what
-    the link meant. `shown`: what the page shows instead ("layer 1"). Said above the page (`say_link_notes`),
+    the link meant. `shown`: what the page shows instead ("layer 1"); `whose`: the model's name where a page
+    shows two (in one place above them, the note no longer stood in its model's column). Said above the page (`say_link_notes`),
     where any other value of the link the page does not use is named too. Call it before the widget."""
     given = st.query_params.get_all(key)
     if key in st.session_state or len(given) != 1 or given[0] in also:
@@ -297,10 +304,10 @@ def say_if_linked_out_of_range(
             key, md_escape(f"The link's {key}={clip(given[0], 30)} is no {what} number: showing {shown}.")
         )
     elif not low <= asked <= high:
-        # the number as read, not as typed (" 9", "1_0"): digits alone, so no Markdown to escape
+        # the number as read, not as typed (" 9", "1_0"): digits alone, so only the model's name is escaped
         _link_note(
             key,
-            f"The link asks for {what} {clip(str(asked), 30)}, which this model doesn't have ({what}s {low} to "
+            f"The link asks for {what} {clip(str(asked), 30)}, which {md_escape(whose)} doesn't have ({what}s {low} to "
             f"{high}): showing {shown} instead.",
         )
 

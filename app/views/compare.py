@@ -136,7 +136,9 @@ for (name, active), heading, column in zip(sides, cards[: len(sides)], columns[:
             start = ui.start(
                 f"cmp_layer_{name}", n_layers, lambda v, n=n_layers: isinstance(v, int) and 1 <= v <= n
             )
-            ui.say_if_linked_out_of_range(f"cmp_layer_{name}", "layer", 1, n_layers, f"layer {n_layers}")
+            ui.say_if_linked_out_of_range(
+                f"cmp_layer_{name}", "layer", 1, n_layers, f"layer {n_layers}", whose=NAMES[name]
+            )
             # named by model: a screen reader heard "Layer, Head, Layer, Head" with no side to either
             layer = st.slider(
                 ui.widget_label(f"Layer of {NAMES[name]}"),
@@ -151,7 +153,7 @@ for (name, active), heading, column in zip(sides, cards[: len(sides)], columns[:
         heads = ["mean"] + [str(h) for h in range(1, n_heads + 1)]
         ui.start(f"cmp_head_{name}", "mean", lambda v, hs=heads: v in hs)
         ui.say_if_linked_out_of_range(
-            f"cmp_head_{name}", "head", 1, n_heads, "the mean of the heads", also=("mean",)
+            f"cmp_head_{name}", "head", 1, n_heads, "the mean of the heads", also=("mean",), whose=NAMES[name]
         )
         head = st.selectbox(
             ui.widget_label(f"Head of {NAMES[name]}"), heads, index=0, **ui.bound(f"cmp_head_{name}")

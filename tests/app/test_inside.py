@@ -550,11 +550,15 @@ def test_a_link_to_a_layer_or_head_the_model_lacks_says_so(make_app):
         (
             "views/compare.py",
             {"cmp_layer_left": "99", "cmp_head_left": "9"},
-            "head 9, which this model doesn't have (heads 1 to 4): showing the mean",
+            "doesn't have (heads 1 to 4): showing the mean",
         ),
     ):
         at = make_app(page, a=TEXT, **query)
         assert said in " ".join(c.value for c in at.caption), page
+    # Compare's notes, above both columns, name the model they mean
+    said = " ".join(c.value for c in at.caption).replace("\\", "")
+    left = at.slider(key="cmp_layer_left").label.removeprefix("Layer of ")
+    assert f"head 9, which {left} doesn't have" in said and f"layer 99, which {left} doesn't have" in said
 
 
 def test_the_ablation_hint_promises_masked_word_guesses_only_where_there_is_a_head_to_guess(make_app):
