@@ -16,7 +16,9 @@ from bert_core.pieces import MASK_SPELLINGS, with_own_mask
 EXAMPLES_DIR = ASSETS / "examples"
 EXAMPLES_FILE = EXAMPLES_DIR / "presets.txt"
 DEFAULT_TEXT_A = "The boat drifted toward the bank of the river."
-MAX_CHARS = 5_000  # longer text is cut here before tokenising (the model takes at most ~512 pieces anyway)
+# Longer text is cut here before tokenising: about a thousand pieces of English, twice what a model reads at
+# once (a QA head reads a longer passage in windows), and bounded work per sentence.
+MAX_CHARS = 5_000
 ENV_MAX_CHARS = (
     "BERTSCOPE_MAX_CHARS"  # a shared server's limit on what one sentence may bring (bertscope --shared)
 )
@@ -73,10 +75,10 @@ def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
         end = max(cut.rfind(" "), cut.rfind("\n"), cut.rfind("\t"))
         if not text[limit].isspace() and end >= max(1, limit - 40) and cut[:end].strip():
             cut = cut[:end]
-        # The models' 512 pieces are about MAX_CHARS of English; a shared server's lower limit is its own. Not
-        # "the models read at most 512 pieces anyway": a QA head reads a longer passage in windows.
+        # Not "the models read at most 512 pieces anyway": a QA head reads a longer passage in windows, and
+        # 5,000 characters of English are about a thousand pieces. A shared server's lower limit is its own.
         why = (
-            f"the app's limit of {limit:,} characters a sentence, about the 512 pieces a model reads at once"
+            f"the app's limit of {limit:,} characters a sentence, about twice what a model reads at once"
             if limit >= MAX_CHARS
             else f"this server's limit of {limit} characters"
         )

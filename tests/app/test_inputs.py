@@ -83,8 +83,7 @@ def test_a_long_sentence_is_cut_at_a_words_end_and_the_note_names_the_servers_li
     text, (note,) = inputs.prepare_text("word " * 1001, "Sentence A")
     assert (
         len(text) == inputs.MAX_CHARS - 1
-        and "(the app's limit of 5,000 characters a sentence, about the 512 pieces a model reads at once)"
-        in note
+        and "(the app's limit of 5,000 characters a sentence, about twice what a model reads at once)" in note
     )
 
 
