@@ -79,14 +79,7 @@ def model_picker(hold: models.Hold) -> models.ActiveModel | None:
                 status.update(label=label, state="complete", expanded=False)
     except models.ModelUnavailable as exc:
         st.error("This model can't be loaded: " + ui.md_escape(exc.reason))
-        meant = models.meant_name(previous, source)
-        if meant is not None:
-            st.button(
-                f"Did you mean {ui.md_escape(meant)}?",
-                key="use_meant_model",
-                on_click=inputs.use_model,
-                args=(meant,),
-            )
+        ui.offer_meant_model(previous, source, inputs.KEY_MODEL, "use_meant_model")
         # A full store: the models open pages use are the ones that load now. Otherwise every bundled model too
         # (only the demo model was offered, while the picker listed its fine-tuned heads).
         alternatives = exc.in_use or [

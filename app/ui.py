@@ -634,6 +634,16 @@ def show_figure(
         )
 
 
+def offer_meant_model(previous: str | None, typed: str, key: str, button: str) -> None:
+    """A "Did you mean …?" button under a model name that failed to load (`models.meant_name`), which puts the
+    meant name into the model box `key` (the sidebar's, or Compare's second)."""
+    meant = models.meant_name(previous, typed)
+    if meant is not None:
+        st.button(
+            f"Did you mean {md_escape(meant)}?", key=button, on_click=inputs.use_model, args=(meant, key)
+        )
+
+
 def page_model(need_text: bool = True) -> tuple[models.ActiveModel, inputs.Inputs]:
     """The model and inputs for a page, or an inline message and `st.stop()` when either is missing."""
     active = models.active_model()
@@ -659,13 +669,13 @@ def analysis_or_stop(
     text: str,
     pair: str | None = None,
     *,
-    stop: bool = True,
+    stop_on_error: bool = True,
     notes: bool = True,
     unknown_note: bool = True,
     who: str | None = None,
 ):
     """The cached analysis, or the core's reason shown inline (never a traceback) and the page stopped
-    (stop=False: None returned instead, for a page whose other sections do not need this text). notes=False
+    (stop_on_error=False: None returned instead, for a page whose other sections do not need this text). notes=False
     leaves the truncation and untrained-position notes to a page that runs a different text (Masked words),
     unknown_note=False the unknown-piece note to a page that says it its own way (Tokens). `who`: the model
     the notes are about, where a page runs two (Compare's two "input cut" warnings named neither side)."""
@@ -675,10 +685,9 @@ def analysis_or_stop(
         result = cache.analyze(active, text, pair)
     except bert_core.BertScopeError as exc:
         st.error(user_message(exc))
-        if not stop:
+        if not stop_on_error:
             return None
-        say_link_notes()  # `stop`, shadowed here by the argument
-        st.stop()
+        stop()
     if notes:
         length_notes(active, result, who=who)
     if notes and unknown_note:

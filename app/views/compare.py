@@ -72,14 +72,9 @@ except models.ModelUnavailable as exc:
         + " Below, the sidebar's model alone."
     )
     # as the sidebar offers: this box too cuts a name typed over its current one, and a typo is a typo here too
-    meant = models.meant_name(held.source if held is not None else None, second_source)
-    if meant is not None:
-        st.button(
-            f"Did you mean {ui.md_escape(meant)}?",
-            key="use_meant_second",
-            on_click=inputs.use_model,
-            args=(meant, KEY_SECOND),
-        )
+    ui.offer_meant_model(
+        held.source if held is not None else None, second_source, KEY_SECOND, "use_meant_second"
+    )
 else:
     ui.model_notice(right)
     if models.loaded_key(right.source) == models.loaded_key(left.source):
@@ -128,7 +123,7 @@ for (name, active), heading, column in zip(sides, cards[: len(sides)], columns[:
     with column:
         given = texts[name]
         # Each side says whether it cut the text: the two models may read different lengths.
-        result = ui.analysis_or_stop(active, given.text_a, given.text_b, stop=False, who=NAMES[name])
+        result = ui.analysis_or_stop(active, given.text_a, given.text_b, stop_on_error=False, who=NAMES[name])
         if result is None:
             continue
         n_layers, n_heads = result.num_layers, result.num_heads

@@ -120,7 +120,7 @@ result = None
 if inputs.text_a is None:
     st.info("Type a sentence A in the sidebar to see its vector.")
 else:
-    result = ui.analysis_or_stop(active, inputs.text_a, stop=False)
+    result = ui.analysis_or_stop(active, inputs.text_a, stop_on_error=False)
 if result is not None:
     vec = sentence_vector(result, kind)
     c1, c2 = ui.side_by_side([1, 3], "vector")  # the strip under its numbers where the page is narrow
@@ -271,7 +271,9 @@ if "rtd" in info.heads:
             st.markdown("**Replace a word** and watch the discriminator catch it:")
             if inputs.text_b:
                 ui.unknown_pieces_note(active, inputs.text_b)  # the strips read B too; A's is said above
-            analysis = ui.analysis_or_stop(active, inputs.text_a, inputs.text_b, stop=False, notes=False)
+            analysis = ui.analysis_or_stop(
+                active, inputs.text_a, inputs.text_b, stop_on_error=False, notes=False
+            )
             spans = transforms.word_text_spans(analysis, 0) if analysis is not None else []
             edited = changed = None
             if spans:
