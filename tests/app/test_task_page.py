@@ -133,6 +133,15 @@ def test_the_piece_explained_first_is_the_one_whose_label_the_first_entity_takes
     tokens = [t for t, _, _ in bert_core.load_pretrained(heads["tag"]).tag(text)]
     assert "##want" in tokens
     assert at.selectbox(key="task_tag_piece").value == f"{tokens.index('bank')}: bank → B-PLACE"
+    # a RoBERTa lone "Ġ" before "(" starts where the entity does, and is not the piece that labels it
+    roberta = make_task_checkpoint(heads["tag"].parent / "roberta-tag", "roberta", "tag", TAGS)
+    monkeypatch.setattr(
+        bert_core.BertScopeModel,
+        "tag",
+        lambda self, t, p=None: [(x, "B-PLACE" if x == "(" else "O", q) for x, _, q in real(self, t, p)],
+    )
+    at = _app(monkeypatch, roberta, a="we sat by (the bank) of tom")
+    assert at.selectbox(key="task_tag_piece").value.endswith(": ( → B-PLACE")
 
 
 def test_an_empty_question_is_told_that_sentence_a_is_the_question(heads, monkeypatch):
