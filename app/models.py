@@ -1035,11 +1035,8 @@ def meant_name(previous: str | None, typed: str) -> str | None:
         # never a directory outside a shared server's roots: offered, it told the room which paths exist there
         if loads and refusal(whole) is None:
             return whole
-    listed = [
-        *bundled_models(),
-        *cached_hub_models(),
-        *root_models(),
-    ]  # root_models: only what `refusal` opens
+    # (root_models lists only directories `refusal` lets open)
+    listed = [*bundled_models(), *cached_hub_models(), *root_models()]
     if typed in listed:
         return None  # a listed model that failed is no slip
     folded = typed.casefold()

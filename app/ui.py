@@ -241,10 +241,10 @@ def _unused(key: str, asked: list[str], record: dict[str, Any]) -> str | None:
 
 
 def say_link_notes() -> None:
-    """Once the page has run or stops (`stop`): above the page (`place_link_notes`), what it said of the link's values
-    (`say_if_linked_out_of_range`, `option_by_name`), and each value a widget did not take as given. Streamlit
-    drops a value that is no option, no number or out of range, cuts a multiselect's list to the options it
-    knows and a text to its box's length, all without a word: `mask_topk=500` opened on the top 5,
+    """Once the page has run or stops (`stop`): above the page (`place_link_notes`), what it said of the link's
+    values (`say_if_linked_out_of_range`, `option_by_name`), and each value a widget did not take as given.
+    Streamlit drops a value that is no option, no number or out of range, cuts a multiselect's list to the
+    options it knows and a text to its box's length, all without a word: `mask_topk=500` opened on the top 5,
     `ablation_heads=9.9` on no head, `att_hide_special=perhaps` off, each as if the link had asked for it. In
     one place, so that two notes on one link are not read in two places in two manners."""
     place, _RUN.place = getattr(_RUN, "place", None), None
@@ -285,8 +285,9 @@ def say_if_linked_out_of_range(
     has no value yet). Streamlit drops such a value and the widget opens on its start without a word, so a
     lecturer's link to "layer 10" of bert-base, opened on a 4-layer model, showed layer 1 as if that were what
     the link meant. `shown`: what the page shows instead ("layer 1"); `whose`: the model's name where a page
-    shows two (in one place above them, the note no longer stood in its model's column). Said above the page (`say_link_notes`),
-    where any other value of the link the page does not use is named too. Call it before the widget."""
+    shows two (in one place above them, the note no longer stands in its model's column). Said above the page
+    (`say_link_notes`), where any other value of the link the page does not use is named too. Call it before
+    the widget."""
     given = st.query_params.get_all(key)
     if key in st.session_state or len(given) != 1 or given[0] in also:
         return  # (a value repeated, which Streamlit drops too, is named with the others)
@@ -307,8 +308,8 @@ def say_if_linked_out_of_range(
         # the number as read, not as typed (" 9", "1_0"): digits alone, so only the model's name is escaped
         _link_note(
             key,
-            f"The link asks for {what} {clip(str(asked), 30)}, which {md_escape(whose)} doesn't have ({what}s {low} to "
-            f"{high}): showing {shown} instead.",
+            f"The link asks for {what} {clip(str(asked), 30)}, which {md_escape(whose)} doesn't have "
+            f"({what}s {low} to {high}): showing {shown} instead.",
         )
 
 
@@ -675,8 +676,8 @@ def analysis_or_stop(
     who: str | None = None,
 ):
     """The cached analysis, or the core's reason shown inline (never a traceback) and the page stopped
-    (stop_on_error=False: None returned instead, for a page whose other sections do not need this text). notes=False
-    leaves the truncation and untrained-position notes to a page that runs a different text (Masked words),
+    (stop_on_error=False: None returned instead, for a page whose other sections do not need this text).
+    notes=False leaves the truncation and untrained-position notes to a page that runs a different text (Masked words),
     unknown_note=False the unknown-piece note to a page that says it its own way (Tokens). `who`: the model
     the notes are about, where a page runs two (Compare's two "input cut" warnings named neither side)."""
     import bert_core

@@ -101,9 +101,8 @@ def card(active: models.ActiveModel) -> str:
 # apart by place, but narrower (a 1024 px projector) or in Large text they stand one above the other, and two
 # maps titled "Layer 4, mean of heads" said nothing of which model drew which.
 NAMES = dict(zip(("left", "right"), models.short_names([left.source, second_source]), strict=True))
-if (
-    NAMES["left"] == NAMES["right"]
-):  # one model on both sides: "Head of @demo" twice told a screen reader nothing
+# One model on both sides: "Head of @demo" twice told a screen reader nothing.
+if NAMES["left"] == NAMES["right"]:
     NAMES = {"left": f"{NAMES['left']} (sidebar)", "right": f"{NAMES['right']} (second)"}
 
 
