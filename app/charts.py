@@ -417,9 +417,12 @@ def heatmap(
     # text ("1/0.5/0/−0.5/−1" in 100 px).
     fig.update_traces(colorbar={"nticks": max(3, int((height - 60 - below) / (2.5 * font_size)))})
     if cell_numbers is not None:
-        written = plot_px / c >= _text_px(["-0.00"], cell_numbers) + 4  # a cell's width against "-0.00"
+        # a cell's width against its widest number: sized for "-0.00" whatever the values, the projector's
+        # four cosines (0.79, 0.51, ...) were left to the hover in Large text at 1024 px, with room for them
+        cells = [[f"{v:.2f}" for v in row] for row in matrix]
+        written = plot_px / c >= _text_px([t for row in cells for t in row], cell_numbers) + 4
         if written:
-            write_cells(fig, [[f"{v:.2f}" for v in row] for row in matrix], cell_numbers)
+            write_cells(fig, cells, cell_numbers)
         fig.update_layout(meta={"cells_written": written})
     return _layout(fig, title, height, font_size)
 

@@ -759,3 +759,23 @@ def test_a_mark_that_begins_a_piece_is_drawn_on_a_dotted_circle():
         assert charts.label(kept) == html.escape(kept, quote=False)
     fig = charts.heatmap(np.eye(2, dtype=np.float32), ["##\u0e47", "x"], ["##\u0e47", "x"])
     assert fig.layout.yaxis.ticktext[0] == "##\u25cc\u0e47"
+
+
+def test_cell_numbers_are_written_where_the_numbers_present_fit():
+    """Sized for "-0.00" whatever the values, four sentences' cosines (all positive) were left to the hover in
+    Large text at 1024 px, with room in each cell for "0.79"."""
+    labels = [f"{k}. sentence {k} of the lecture" for k in range(1, 5)]
+    positive = np.full((4, 4), 0.79)
+    negative = positive.copy()
+    negative[0, 1] = -0.05
+
+    def narrowest_written(matrix) -> int:
+        return next(
+            width
+            for width in range(100, 2000, 5)
+            if charts.heatmap(
+                matrix, labels, list("1234"), numbered=True, font_size=22, width_px=width, cell_numbers=22
+            ).layout.meta["cells_written"]
+        )
+
+    assert narrowest_written(positive) < narrowest_written(negative)
