@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import streamlit as st
 
@@ -60,6 +60,7 @@ class Inputs:
     text_a: str | None  # None when there is nothing to analyse
     text_b: str | None
     notes: tuple[str, ...] = ()
+    cut_b: int = 0  # characters of B's end cut off before tokenising (`prepare_text`; its note says so)
 
 
 def prepare_text(raw: str | None, name: str) -> tuple[str | None, list[str]]:
@@ -175,7 +176,7 @@ def with_mask_token(given: Inputs, mask_token: str | None) -> Inputs:
     """`given` with a typed [MASK] or <mask> written as the model's own mask token, so every page sees the one
     piece the MLM head was trained on, as `predict_masks` does."""
     a, b = (with_own_mask(t, mask_token) for t in (given.text_a, given.text_b))
-    return given if (a, b) == (given.text_a, given.text_b) else Inputs(a, b, given.notes)
+    return given if (a, b) == (given.text_a, given.text_b) else replace(given, text_a=a, text_b=b)
 
 
 def other_mask_spellings(given: Inputs, mask_token: str | None) -> list[str]:
@@ -199,8 +200,9 @@ def share_link(page_url: str | None, params: dict[str, object]) -> str:
 
 def current_inputs() -> Inputs:
     a, notes_a = prepare_text(st.session_state.get(KEY_TEXT_A), "Sentence A")
-    b, notes_b = prepare_text(st.session_state.get(KEY_TEXT_B), "Sentence B")
-    return Inputs(a, b, tuple(notes_a + notes_b))
+    typed_b = st.session_state.get(KEY_TEXT_B)
+    b, notes_b = prepare_text(typed_b, "Sentence B")
+    return Inputs(a, b, tuple(notes_a + notes_b), cut_b=len(typed_b) - len(b) if b is not None else 0)
 
 
 # -- widget callbacks (buttons, chart clicks, the sidebar) --------------------------------------------------

@@ -55,10 +55,7 @@ if inputs.text_a is None and info.task != "qa":
     ui.stop()
 text, pair = inputs.text_a, inputs.text_b
 windowed = False  # a QA passage longer than the model reads, read in overlapping windows
-# characters of sentence B cut off before tokenising (inputs.prepare_text; its note says so above the page):
-# a length apart, as with_mask_token swaps "[MASK]" and "<mask>", both six characters
-typed_b = st.session_state.get(inputs_module.KEY_TEXT_B) or ""
-b_cut = len(typed_b) - len(pair) if pair is not None and len(typed_b) > len(pair) else 0
+b_cut = inputs.cut_b  # characters of the passage cut off before tokenising
 # A choice head reads the prompt with each choice, never A with B: their lengths are said in its branch.
 if text and info.task != "choice":
     ui.unknown_pieces_note(active, text, pair)
@@ -369,9 +366,8 @@ elif info.task == "tag":
         for i, (sentence, (start, end)) in enumerate(
             zip(read.sequence_ids, read.offsets.tolist(), strict=True)
         ):
-            if (
-                sentence is not None and end > start
-            ):  # never RoBERTa's lone "Ġ", which no word takes a label of
+            # never RoBERTa's lone "Ġ", which no word takes a label of
+            if sentence is not None and end > start:
                 at.setdefault((sentence, start), i)
         giving = next((at[e.sentence, e.start] for e in entities if (e.sentence, e.start) in at), None)
         first = next(

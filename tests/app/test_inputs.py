@@ -105,6 +105,9 @@ def test_a_typed_mask_is_written_as_the_models_own():
         "the <mask> of the river", "a <mask> b", ("a note",)
     )
     assert inputs.with_mask_token(inputs.Inputs("no mask", None), "<mask>").text_b is None
+    # what was cut off B stays counted whatever the mask is rewritten to (the Task page draws it as not read)
+    cut = inputs.Inputs("a [MASK]", "b [MASK]", cut_b=7)
+    assert inputs.with_mask_token(cut, "[MASK_OF_ANOTHER_LENGTH]").cut_b == 7
     # RoBERTa's spelling, typed for a model of another family, is that model's mask too
     roberta_typed = inputs.Inputs("the <mask> of the river", None)
     assert inputs.with_mask_token(roberta_typed, "[MASK]") == inputs.Inputs("the [MASK] of the river", None)
